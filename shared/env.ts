@@ -1,0 +1,89 @@
+// Configuration: every setting the service reads, parsed from process.env once, at start.
+// Nothing else reads process.env. A wrong value stops start-up with a line naming the variable.
+import { z } from 'zod';
+
+const port = z.coerce.number().int().min(0).max(65535);
+const positiveInt = z.coerce.number().int().positive();
+const url = z.url();
+const bool = z
+  .enum(['true', 'false', '1', '0', 'yes', 'no'])
+  .transform((v) => v === 'true' || v === '1' || v === 'yes');
+const slug = z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}$/, 'lowercase letters, digits and dashes');
+
+export const envSchema = z.object({
+  NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
+  HOST: z.string().default('0.0.0.0'),
+  PORT: port.default(3000),
+  /** Public addresses used in absolute links; default: the app's own address. */
+  BASE_URL: url.optional(),
+  API_URL: url.optional(),
+  SITE_URL: url.optional(),
+  DATABASE_URL: z.string().regex(/^postgres(ql)?:\/\//, 'a postgres:// URL').optional(),
+  REDIS_URL: z.string().regex(/^rediss?:\/\//, 'a redis:// URL').optional(),
+  /** Where local state lives: embedded Postgres, development keys, caches. */
+  DATA_DIR: z.string().default('.data'),
+  EMBEDDED_PG_PORT: port.default(54329),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /** Bearer token for operator routes and Bull Board; compared in constant time. */
+  OPERATOR_TOKEN: z.string().min(16, 'at least 16 characters').optional(),
+  /** ed25519 seed (32 bytes, hex or base64) of the service's signing key; a development key is made if unset. */
+  SERVICE_SIGNING_KEY: z.string().optional(),
+  BODY_LIMIT_BYTES: positiveInt.default(64 * 1024),
+  RATE_LIMIT_IP_PER_MINUTE: positiveInt.default(1200),
+  RATE_LIMIT_KEY_PER_MINUTE: positiveInt.default(2400),
+  RATE_LIMIT_ENABLED: bool.default(true),
+  /** BullMQ key prefix; wrap in braces (e.g. {px}) for Redis Cluster hash tags. */
+  QUEUE_PREFIX: z.string().min(1).default('px'),
+  WORKER_CONCURRENCY: positiveInt.default(32),
+  JOB_ATTEMPTS: positiveInt.default(5),
+  JOB_BACKOFF_MS: positiveInt.default(1000),
+  /** A job running longer than this is ended as failed by the sweeper. */
+  JOB_TIMEOUT_MS: positiveInt.default(10 * 60 * 1000),
+  WORKER_LOCK_DURATION_MS: positiveInt.default(30_000),
+  SWEEP_INTERVAL_MS: positiveInt.default(5_000),
+  /** A row left queued this long without a live BullMQ job is re-enqueued. */
+  SWEEP_GRACE_MS: positiveInt.default(3_000),
+  KEEP_COMPLETED_JOBS: z.coerce.number().int().min(0).default(1000),
+  KEEP_FAILED_JOBS: z.coerce.number().int().min(0).default(5000),
+  DB_POOL_MAX: positiveInt.default(10),
+  SHUTDOWN_TIMEOUT_MS: positiveInt.default(10_000),
+  /** Port of the worker's own /metrics endpoint; unset: none. */
+  WORKER_METRICS_PORT: port.optional(),
+  /** Configurable path segments of the commercial routes. */
+  LOCAL_AI_SLUG: slug.default('local-ai'),
+  RPC_PROVIDER_SLUG: slug.default('rpc'),
+  PAYMENTS_PROVIDER_SLUG: slug.default('private-payments'),
+});
+
+export type Env = z.infer<typeof envSchema>;
+
+export class ConfigError extends Error {
+  constructor(readonly issues: string[]) {
+    super(`Invalid configuration:\n${issues.map((i) => `  ${i}`).join('\n')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+/** Parses a variable map; unset and empty variables take their defaults. */
+export function parseEnv(source: Record<string, string | undefined>): Env {
+  const cleaned = Object.fromEntries(Object.entries(source).filter(([, v]) => v !== undefined && v !== ''));
+  const parsed = envSchema.safeParse(cleaned);
+  if (!parsed.success) {
+    throw new ConfigError(parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`));
+  }
+  return parsed.data;
+}
+
+function load(): Env {
+  try {
+    return parseEnv(process.env);
+  } catch (err) {
+    if (err instanceof ConfigError && !process.env.VITEST) {
+      process.stderr.write(`${err.message}\n`);
+      process.exit(78);
+    }
+    throw err;
+  }
+}
+
+export const env: Env = load();

@@ -1,0 +1,2 @@
+// Placeholder until the per-file database setup lands.
+export {};
