@@ -28,6 +28,8 @@ export const envSchema = z.object({
   OPERATOR_TOKEN: z.string().min(16, 'at least 16 characters').optional(),
   /** ed25519 seed (32 bytes, hex or base64) of the service's signing key; a development key is made if unset. */
   SERVICE_SIGNING_KEY: z.string().optional(),
+  /** Proxy hops in front of the web process whose X-Forwarded-For is trusted (0: none). */
+  TRUST_PROXY: z.coerce.number().int().min(0).max(10).default(0),
   BODY_LIMIT_BYTES: positiveInt.default(64 * 1024),
   RATE_LIMIT_IP_PER_MINUTE: positiveInt.default(1200),
   RATE_LIMIT_KEY_PER_MINUTE: positiveInt.default(2400),
@@ -52,6 +54,67 @@ export const envSchema = z.object({
   /** Configurable path segments of the commercial routes. */
   LOCAL_AI_SLUG: slug.default('local-ai'),
   RPC_PROVIDER_SLUG: slug.default('rpc'),
+  /** Powers-of-tau ceremony file for the circuit build; unset: the project's insecure development file. */
+  CIRCUIT_PTAU: z.string().optional(),
+  /** Folder with the circuit artifacts (wasm, zkey, vkey, manifest); default: circuits/artifacts. */
+  CIRCUIT_ARTIFACTS_DIR: z.string().optional(),
+  /** Groth16 prover: auto picks native when present, then rapidsnark when RAPIDSNARK_BIN is set, else snarkjs. */
+  PROVER_BACKEND: z.enum(['auto', 'snarkjs', 'rapidsnark', 'native']).default('auto'),
+  /** Path of a rapidsnark `prover` binary. */
+  RAPIDSNARK_BIN: z.string().optional(),
+  /** A rapidsnark run longer than this is killed. */
+  RAPIDSNARK_TIMEOUT_MS: positiveInt.default(120_000),
+  /** Treasury receiving addresses, one per chain family; an asset whose family has none is disabled. */
+  TREASURY_SOLANA: z
+    .string()
+    .regex(/^[1-9A-HJ-NP-Za-km-z]{32,44}$/, 'a base58 Solana address')
+    .optional(),
+  TREASURY_EVM: z
+    .string()
+    .regex(/^0x[0-9a-fA-F]{40}$/, 'a 0x-prefixed 20-byte hex address')
+    .optional(),
+  TREASURY_BITCOIN: z
+    .string()
+    .regex(
+      /^(?:[13][1-9A-HJ-NP-Za-km-z]{25,34}|bc1[02-9ac-hj-np-z]{11,71}|BC1[02-9AC-HJ-NP-Z]{11,71}|[mn2][1-9A-HJ-NP-Za-km-z]{25,34}|(?:tb1|bcrt1)[02-9ac-hj-np-z]{11,71})$/,
+      'a Bitcoin address (base58 or bech32)',
+    )
+    .optional(),
+  TREASURY_MONERO: z
+    .string()
+    .regex(/^[4589AB7][1-9A-HJ-NP-Za-km-z]{94}(?:[1-9A-HJ-NP-Za-km-z]{11})?$/, 'a Monero address (95 or 106 base58 chars)')
+    .optional(),
+  /** Partial overrides of the asset registry, JSON: {"USDC-SOL": {"contract": "...", "disabled": true}, ...}. */
+  ASSETS_JSON: z.string().optional(),
+  /** USD prices of the non-stable assets, e.g. SOL=142.50,ETH=3150.10,BTC=97000,XMR=160; decimals, never floats. */
+  RATES_USD: z
+    .string()
+    .regex(/^[A-Z0-9]+=\d+(?:\.\d+)?(?:,[A-Z0-9]+=\d+(?:\.\d+)?)*$/, 'SYMBOL=price pairs joined by commas')
+    .optional(),
+  /** When the RATES_USD prices were taken (ISO 8601); default: the time the process started. */
+  RATES_AS_OF: z.iso.datetime({ offset: true }).optional(),
+  /** An HTTP JSON rate source ({"asOf": "...", "rates": {"SOL": "142.5"}}); preferred over RATES_USD when set. */
+  RATE_SOURCE_URL: url.optional(),
+  /** A quote refuses a rate older than this. */
+  RATE_MAX_AGE_SECONDS: positiveInt.default(24 * 3600),
+  QUOTE_TTL_SECONDS: positiveInt.default(15 * 60),
+  /** How long after expiry a quote is still watched; a payment seen in this window is paid_late. */
+  QUOTE_LATE_WINDOW_SECONDS: positiveInt.default(60 * 60),
+  /** Chain endpoints; a family without one has no adapter (its payments stay pending). */
+  SOLANA_RPC_URL: url.optional(),
+  EVM_RPC_URL: url.optional(),
+  BITCOIN_ESPLORA_URL: url.optional(),
+  MONERO_WALLET_RPC_URL: url.optional(),
+  /** Extra Solana token accounts (comma-separated) that count as the treasury's besides its associated ones. */
+  SOLANA_TOKEN_ACCOUNTS: z
+    .string()
+    .regex(/^[1-9A-HJ-NP-Za-km-z]{32,44}(?:,[1-9A-HJ-NP-Za-km-z]{32,44})*$/, 'base58 addresses joined by commas')
+    .optional(),
+  EVM_CONFIRMATIONS: positiveInt.default(12),
+  BITCOIN_CONFIRMATIONS: positiveInt.default(2),
+  MONERO_CONFIRMATIONS: positiveInt.default(10),
+  CHAIN_RPC_TIMEOUT_MS: positiveInt.default(10_000),
+  CHAIN_RPC_RETRIES: z.coerce.number().int().min(0).max(5).default(2),
   PAYMENTS_PROVIDER_SLUG: slug.default('private-payments'),
 });
 

@@ -1,2 +1,51 @@
-// Placeholder until the per-file database setup lands.
-export {};
+// Before each test file: a fresh database cloned from the migrated template, a unique queue prefix,
+// and the environment pointing at both. Removed again after the file.
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { Redis } from 'ioredis';
+import { afterAll, inject } from 'vitest';
+
+// Vite sets BASE_URL to '/' for its own use; ours is an absolute address or unset.
+if (process.env.BASE_URL === '/') delete process.env.BASE_URL;
+const adminUrl = inject('pgAdminUrl');
+const template = inject('pgTemplate');
+const redisUrl = inject('redisUrl');
+const suffix = randomBytes(5).toString('hex');
+const database = `px_t_${template.split('_')[2]}_${suffix}`;
+const prefix = `pxt_${suffix}`;
+
+const admin = new pg.Client({ connectionString: adminUrl });
+await admin.connect();
+await admin.query(`create database "${database}" template "${template}"`);
+await admin.end();
+
+const url = new URL(adminUrl);
+url.pathname = `/${database}`;
+process.env.DATABASE_URL = url.toString();
+process.env.REDIS_URL = redisUrl;
+process.env.QUEUE_PREFIX = prefix;
+process.env.DATA_DIR = inject('dataDir');
+process.env.LOG_LEVEL = process.env.TEST_LOG_LEVEL ?? 'silent';
+process.env.NODE_ENV = 'test';
+process.env.OPERATOR_TOKEN = 'op_test_token_0123456789';
+process.env.WORKER_LOCK_DURATION_MS ??= '2000';
+process.env.SWEEP_GRACE_MS ??= '200';
+process.env.JOB_BACKOFF_MS ??= '50';
+
+afterAll(async () => {
+  const redis = new Redis(redisUrl, { maxRetriesPerRequest: 1 });
+  try {
+    let cursor = '0';
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
+      cursor = next;
+      if (keys.length) await redis.del(...keys);
+    } while (cursor !== '0');
+  } finally {
+    redis.disconnect();
+  }
+  const client = new pg.Client({ connectionString: adminUrl });
+  await client.connect();
+  await client.query(`drop database if exists "${database}" with (force)`);
+  await client.end();
+});

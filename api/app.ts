@@ -1,0 +1,143 @@
+// The Express app: conventions (validation, problem details, limits, idempotency, logs) around three routers.
+import { randomUUID } from 'node:crypto';
+import cors from 'cors';
+import express from 'express';
+import type { Request, Response, NextFunction } from 'express';
+import helmet from 'helmet';
+import { pinoHttp } from 'pino-http';
+import swaggerUi from 'swagger-ui-express';
+import { AppError } from '../shared/errors';
+import { logger } from '../shared/log';
+import { httpDuration, queueDepth, registry } from '../shared/metrics';
+import type { AppDeps } from './deps';
+import { ADMIN_PATH, adminRouter } from './http/admin';
+import { idempotency } from './http/idempotency';
+import { origin } from './http/links';
+import { buildDocument } from './http/openapi';
+import { errorMiddleware, notFoundMiddleware } from './http/problem';
+import { rateLimit } from './http/ratelimit';
+import { queueDepths } from './routes/health';
+import { AGENT_EXCHANGE_VERSION } from './routes/exchange';
+import { buildTables } from './tables';
+import type { RouteTables } from './tables';
+
+const REQUEST_ID = /^[\w.:-]{1,128}$/;
+
+export interface AppOptions {
+  tables?: RouteTables;
+  trustProxy?: number;
+}
+
+export function createApp(deps: AppDeps, options: AppOptions = {}): express.Express {
+  const tables = options.tables ?? buildTables();
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('trust proxy', options.trustProxy ?? 0);
+  app.set('query parser', 'simple');
+
+  app.use(
+    pinoHttp({
+      logger,
+      genReqId: (req, res) => {
+        const given = req.headers['x-request-id'];
+        const id = typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+        res.setHeader('X-Request-Id', id);
+        return id;
+      },
+      customLogLevel: (_req, res, err) => (err || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'info' : 'debug'),
+      serializers: {
+        req: (req: { id: string; method: string; url: string }) => ({ id: req.id, method: req.method, url: req.url }),
+        res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
+      },
+    }),
+  );
+  app.use((req, res, next) => {
+    const end = httpDuration.startTimer({ method: req.method });
+    res.on('finish', () => end({ route: req.route?.path ?? (res.statusCode === 404 ? 'unmatched' : req.baseUrl), status: res.statusCode }));
+    next();
+  });
+  app.use(helmet({ contentSecurityPolicy: false, crossOriginEmbedderPolicy: false }));
+  app.use(
+    '/api',
+    cors({
+      origin: '*',
+      allowedHeaders: ['Authorization', 'Content-Type', 'Idempotency-Key', 'X-Request-Id', 'Last-Event-ID'],
+      exposedHeaders: ['Location', 'Retry-After', 'X-Request-Id', 'Idempotency-Replayed', 'RateLimit-Limit', 'RateLimit-Remaining'],
+      maxAge: 600,
+    }),
+  );
+
+  // Operational endpoints first: they are not rate limited per client and take no body.
+  app.get('/metrics', async (_req, res) => {
+    const depths = await queueDepths(deps);
+    queueDepth.reset();
+    for (const [queue, counts] of Object.entries(depths ?? {})) {
+      for (const [state, n] of Object.entries(counts)) queueDepth.set({ queue, state }, n);
+    }
+    res.type(registry.contentType).send(await registry.metrics());
+  });
+  app.use(adminRouter(deps));
+
+  const exchangeDoc = (req: Request) =>
+    buildDocument(
+      [tables.exchange],
+      {
+        title: 'proof-exchange agent exchange API',
+        version: AGENT_EXCHANGE_VERSION,
+        description: 'Discover services, price and create jobs, pay for them, fetch signed receipts, and trade with other agents.',
+      },
+      origin(req, deps, 'base'),
+    );
+  const platformDoc = (req: Request) =>
+    buildDocument(
+      [tables.commercial, tables.site],
+      {
+        title: 'proof-exchange platform API',
+        version: AGENT_EXCHANGE_VERSION,
+        description: 'Commercial checkout and status routes (/api/v1) and the public proof-workflow, blind-policy, governance, treasury and auction routes.',
+      },
+      origin(req, deps, 'site'),
+    );
+  app.get('/openapi.json', (req, res) => void res.json(exchangeDoc(req)));
+  app.get('/openapi/platform.json', (req, res) => void res.json(platformDoc(req)));
+  app.use(
+    '/docs',
+    swaggerUi.serve,
+    swaggerUi.setup(undefined, {
+      explorer: true,
+      customSiteTitle: 'proof-exchange API',
+      swaggerOptions: {
+        urls: [
+          { url: '/openapi.json', name: 'Agent exchange (1.3.0)' },
+          { url: '/openapi/platform.json', name: 'Platform: commercial, proof workflows, status' },
+        ],
+      },
+    }),
+  );
+  app.get('/problems/:code', (req, res) => {
+    res.json({ code: req.params.code, see: '/docs', description: 'Problem types are identified by their stable `code`.' });
+  });
+
+  // Everything below takes client input: size-limited JSON, rate limits, idempotency.
+  app.use((req: Request, _res: Response, next: NextFunction) => {
+    const length = Number(req.headers['content-length'] ?? 0);
+    if ((length > 0 || req.headers['transfer-encoding']) && !req.is('application/json') && req.method !== 'GET') {
+      throw new AppError(415, 'unsupported_media_type', 'Request bodies must be application/json.');
+    }
+    if (length > deps.bodyLimitBytes) {
+      throw new AppError(413, 'payload_too_large', `The request body is larger than ${deps.bodyLimitBytes} bytes.`);
+    }
+    next();
+  });
+  app.use(express.json({ limit: deps.bodyLimitBytes, strict: true, type: 'application/json' }));
+  app.use(rateLimit(deps));
+  app.use(idempotency(deps));
+  app.use(tables.exchange.router(deps));
+  app.use(tables.commercial.router(deps));
+  app.use(tables.site.router(deps));
+
+  app.use(notFoundMiddleware);
+  app.use(errorMiddleware);
+  void ADMIN_PATH;
+  return app;
+}

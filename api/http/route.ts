@@ -1,0 +1,166 @@
+// A route table: each route is declared once — method, path, schemas, auth, handler — and that one
+// declaration both validates requests at runtime and describes the route in the OpenAPI document.
+import { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
+import type { RouteConfig } from '@asteasolutions/zod-to-openapi';
+import express from 'express';
+import type { Request, Response, RequestHandler } from 'express';
+import { z } from 'zod';
+import { validationFailed } from '../../shared/errors';
+import type { AppDeps } from '../deps';
+import { authenticate } from './auth';
+import type { AuthMode, Principal } from './auth';
+
+type ZObject = z.ZodObject<z.ZodRawShape>;
+
+export interface ResponseSpec {
+  description: string;
+  schema?: z.ZodType;
+  contentType?: string;
+}
+
+export interface Reply {
+  status: number;
+  body?: unknown;
+  headers?: Record<string, string>;
+}
+
+export interface HandlerContext<P, Q, B> {
+  params: P;
+  query: Q;
+  body: B;
+  auth: Principal;
+  req: Request;
+  res: Response;
+  deps: AppDeps;
+}
+
+export interface RouteSpec<P extends ZObject, Q extends ZObject, B extends z.ZodType> {
+  method: 'get' | 'post' | 'put' | 'delete';
+  /** OpenAPI-style path: /api/jobs/{jobId}. */
+  path: string;
+  operationId: string;
+  summary: string;
+  description?: string;
+  tags?: string[];
+  auth?: AuthMode;
+  params?: P;
+  query?: Q;
+  body?: B;
+  /** Extra request headers worth documenting (Idempotency-Key is added to every POST). */
+  responses: Record<number, ResponseSpec>;
+  /** Returns the reply, or undefined when it wrote the response itself (streams). */
+  handler: (ctx: HandlerContext<z.output<P>, z.output<Q>, z.output<B>>) => Promise<Reply | undefined>;
+  /** Left out of the OpenAPI document (pages, streams documented elsewhere). */
+  hidden?: boolean;
+}
+
+const empty = z.strictObject({});
+
+function issuesToErrors(where: string, error: z.ZodError) {
+  return error.issues.map((i) => ({
+    path: [where, ...i.path.map(String)].join('.'),
+    message: i.message,
+  }));
+}
+
+function parsePart<T extends z.ZodType>(schema: T, value: unknown, where: string): z.output<T> {
+  const result = schema.safeParse(value ?? {});
+  if (!result.success) throw validationFailed(issuesToErrors(where, result.error));
+  return result.data;
+}
+
+export class RouteTable {
+  private readonly routes: RouteSpec<ZObject, ZObject, z.ZodType>[] = [];
+
+  constructor(readonly name: string) {}
+
+  add<P extends ZObject = typeof empty, Q extends ZObject = typeof empty, B extends z.ZodType = z.ZodUndefined>(
+    spec: RouteSpec<P, Q, B>,
+  ): this {
+    this.routes.push(spec as unknown as RouteSpec<ZObject, ZObject, z.ZodType>);
+    return this;
+  }
+
+  list(): readonly RouteSpec<ZObject, ZObject, z.ZodType>[] {
+    return this.routes;
+  }
+
+  router(deps: AppDeps): express.Router {
+    const router = express.Router();
+    for (const spec of this.routes) {
+      const expressPath = spec.path.replace(/\{(\w+)\}/g, ':$1');
+      const handler: RequestHandler = async (req, res) => {
+        const auth = await authenticate(req, deps, spec.auth ?? 'public');
+        const params = parsePart(spec.params ?? empty, req.params, 'params');
+        const query = parsePart(spec.query ?? empty, req.query, 'query');
+        const body =
+          spec.body !== undefined
+            ? parsePart(spec.body, req.body, 'body')
+            : (parsePart(z.union([z.undefined(), z.strictObject({})]), req.body, 'body') as undefined);
+        const reply = await spec.handler({ params, query, body, auth, req, res, deps });
+        if (!reply || res.headersSent) return;
+        for (const [k, v] of Object.entries(reply.headers ?? {})) res.setHeader(k, v);
+        if (reply.body === undefined) res.status(reply.status).end();
+        else res.status(reply.status).json(reply.body);
+      };
+      router[spec.method](expressPath, handler);
+    }
+    return router;
+  }
+
+  registerOpenApi(registry: OpenAPIRegistry): void {
+    for (const spec of this.routes) {
+      if (spec.hidden) continue;
+      const responses: RouteConfig['responses'] = {};
+      for (const [status, r] of Object.entries(spec.responses)) {
+        responses[status] = r.schema
+          ? { description: r.description, content: { [r.contentType ?? 'application/json']: { schema: r.schema } } }
+          : { description: r.description };
+      }
+      responses.default = {
+        description: 'An RFC 9457 problem document',
+        content: { 'application/problem+json': { schema: problemSchema } },
+      };
+      const security: Array<Record<string, string[]>> | undefined =
+        spec.auth === 'operator'
+          ? [{ operatorToken: [] }]
+          : spec.auth === 'agent'
+            ? [{ agentKey: [] }]
+            : spec.auth === 'agent-optional'
+              ? [{ agentKey: [] }, {}]
+              : spec.auth === 'operator-or-license'
+                ? [{ operatorToken: [] }, { licenseKey: [] }]
+                : undefined;
+      registry.registerPath({
+        method: spec.method,
+        path: spec.path,
+        operationId: spec.operationId,
+        summary: spec.summary,
+        ...(spec.description ? { description: spec.description } : {}),
+        ...(spec.tags ? { tags: spec.tags } : {}),
+        ...(security ? { security } : {}),
+        request: {
+          ...(spec.params ? { params: spec.params } : {}),
+          ...(spec.query ? { query: spec.query } : {}),
+          ...(spec.method === 'post'
+            ? { headers: z.object({ 'Idempotency-Key': z.string().max(255).optional() }) }
+            : {}),
+          ...(spec.body ? { body: { content: { 'application/json': { schema: spec.body } }, required: true } } : {}),
+        },
+        responses,
+      });
+    }
+  }
+}
+
+export const problemSchema = z
+  .object({
+    type: z.string(),
+    title: z.string(),
+    status: z.number().int(),
+    detail: z.string(),
+    code: z.string(),
+    instance: z.string().optional(),
+    errors: z.array(z.object({ path: z.string(), message: z.string() })).optional(),
+  })
+  .meta({ id: 'Problem', description: 'RFC 9457 problem details with a stable machine-readable code.' });

@@ -1,0 +1,21 @@
+// The `release` process: migrations to latest and the service catalog synced. Run once per deploy.
+import { createDb } from '../db/knex';
+import { migrateLatest } from '../db/migrate';
+import { syncServiceCatalog } from '../jobs/catalog';
+import type { Db } from '../db/knex';
+
+export async function release(db: Db): Promise<string[]> {
+  const applied = await migrateLatest(db);
+  await syncServiceCatalog(db);
+  return applied;
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const db = createDb();
+  try {
+    const applied = await release(db);
+    process.stdout.write(applied.length ? `applied ${applied.length} migration(s): ${applied.join(', ')}\n` : 'schema is up to date\n');
+  } finally {
+    await db.destroy();
+  }
+}

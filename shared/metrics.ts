@@ -1,0 +1,35 @@
+// Prometheus metrics: one registry per process; web exports HTTP and queue metrics, workers job metrics.
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+export const registry = new Registry();
+collectDefaultMetrics({ register: registry, prefix: 'px_' });
+
+export const httpDuration = new Histogram({
+  name: 'px_http_request_duration_seconds',
+  help: 'HTTP request latency by route and status',
+  labelNames: ['method', 'route', 'status'] as const,
+  buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+  registers: [registry],
+});
+
+export const queueDepth = new Gauge({
+  name: 'px_queue_jobs',
+  help: 'BullMQ jobs by queue and state, read at scrape time',
+  labelNames: ['queue', 'state'] as const,
+  registers: [registry],
+});
+
+export const jobDuration = new Histogram({
+  name: 'px_job_duration_seconds',
+  help: 'Time a processor spent on a job, by queue and outcome',
+  labelNames: ['queue', 'outcome'] as const,
+  buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 300],
+  registers: [registry],
+});
+
+export const jobsProcessed = new Counter({
+  name: 'px_jobs_processed_total',
+  help: 'Jobs processed, by queue and outcome',
+  labelNames: ['queue', 'outcome'] as const,
+  registers: [registry],
+});

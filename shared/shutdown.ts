@@ -1,0 +1,50 @@
+// One shutdown registry per process: closers run once, in reverse order, under a timeout; a second signal forces exit.
+import { env } from './env';
+import { logger } from './log';
+
+type Closer = { name: string; close: () => Promise<unknown> | unknown };
+
+export class Shutdown {
+  private readonly closers: Closer[] = [];
+  private running: Promise<void> | undefined;
+
+  register(name: string, close: Closer['close']): void {
+    this.closers.push({ name, close });
+  }
+
+  /** Runs every closer (latest registered first); idempotent. */
+  run(reason: string): Promise<void> {
+    this.running ??= (async () => {
+      logger.info({ reason }, 'shutting down');
+      const timeout = new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), env.SHUTDOWN_TIMEOUT_MS).unref());
+      // Latest registered first (stop taking work, then finish it, then close stores); one failing closer
+      // never stops the rest.
+      const all = (async () => {
+        for (const c of [...this.closers].reverse()) {
+          try {
+            await c.close();
+          } catch (err) {
+            logger.warn({ closer: c.name, err: (err as Error).message }, 'closer failed');
+          }
+        }
+      })();
+      if ((await Promise.race([all, timeout])) === 'timeout') logger.warn('shutdown timed out; exiting anyway');
+    })();
+    return this.running;
+  }
+
+  /** Installs SIGTERM/SIGINT handlers that run the registry then exit. */
+  installSignalHandlers(): void {
+    let signals = 0;
+    const onSignal = (sig: NodeJS.Signals) => {
+      signals += 1;
+      if (signals > 1) {
+        logger.warn({ signal: sig }, 'second signal: exiting now');
+        process.exit(1);
+      }
+      void this.run(sig).then(() => process.exit(0));
+    };
+    process.on('SIGTERM', onSignal);
+    process.on('SIGINT', onSignal);
+  }
+}

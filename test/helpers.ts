@@ -1,0 +1,58 @@
+// Test helpers: the real app and real workers against this file's database and queue prefix.
+import type { Worker } from 'bullmq';
+import supertest from 'supertest';
+import { createApp } from '../api/app';
+import type { AppDeps } from '../api/deps';
+import { closeDeps, depsFromEnv } from '../api/main';
+import { createDb } from '../shared/db/knex';
+import type { Db } from '../shared/db/knex';
+import { createRedis } from '../shared/redis';
+import { startWorker } from '../workers/pool';
+import { jobsProcessor } from '../workers/processors/jobs';
+
+export interface TestApp {
+  deps: AppDeps;
+  request: ReturnType<typeof supertest>;
+  close(): Promise<void>;
+}
+
+export function testApp(overrides: Partial<AppDeps> = {}): TestApp {
+  const deps = { ...depsFromEnv(), ...overrides };
+  const app = createApp(deps);
+  return { deps, request: supertest(app), close: () => closeDeps(deps) };
+}
+
+export interface TestWorker {
+  db: Db;
+  worker: Worker;
+  close(): Promise<void>;
+}
+
+/** A real `jobs` worker in this process, on this file's queue prefix. */
+export function testJobsWorker(): TestWorker {
+  const db = createDb();
+  const redis = createRedis('worker');
+  const worker = startWorker('jobs', jobsProcessor(db), redis);
+  return {
+    db,
+    worker,
+    close: async () => {
+      await worker.close();
+      redis.disconnect();
+      await db.destroy();
+    },
+  };
+}
+
+export const sha256Of = async (text: string) => (await import('../shared/crypto')).sha256Hex(text);
+
+/** Polls a condition (for state that has no event to wait on), failing after timeoutMs. */
+export async function eventually<T>(fn: () => Promise<T | undefined | false>, timeoutMs = 10_000, everyMs = 25): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await fn();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}

@@ -1,0 +1,66 @@
+// The `worker` process: consumes jobs (and, as product lines land, payments and checkouts), runs the sweeper.
+import http from 'node:http';
+import type { Processor, Worker } from 'bullmq';
+import { createDb } from '../shared/db/knex';
+import type { Db } from '../shared/db/knex';
+import { env } from '../shared/env';
+import { logger } from '../shared/log';
+import { registry } from '../shared/metrics';
+import { Queues } from '../shared/queues';
+import type { QueueName } from '../shared/queues';
+import { createRedis } from '../shared/redis';
+import { Shutdown } from '../shared/shutdown';
+import { startWorker } from './pool';
+import { jobsProcessor } from './processors/jobs';
+import { Sweeper } from './sweeper';
+
+/** The queues this process type consumes; a queue listed here without a processor fails the typecheck. */
+type WorkerQueue = Extract<QueueName, 'jobs'>;
+const processors: { [Q in WorkerQueue]: (db: Db) => Processor } = {
+  jobs: jobsProcessor,
+};
+
+export interface WorkerProcess {
+  workers: Worker[];
+  sweeper: Sweeper;
+  shutdown: Shutdown;
+}
+
+export async function startWorkerProcess(): Promise<WorkerProcess> {
+  const shutdown = new Shutdown();
+  const db = createDb();
+  const workerRedis = createRedis('worker');
+  const queueRedis = createRedis('api');
+  const queues = new Queues(queueRedis);
+  shutdown.register('db', () => db.destroy());
+  shutdown.register('redis', async () => {
+    await queues.close();
+    workerRedis.disconnect();
+    queueRedis.disconnect();
+  });
+
+  const workers = (Object.keys(processors) as WorkerQueue[]).map((q) => startWorker(q, processors[q](db), workerRedis));
+  // Stop taking work first; jobs in flight finish (or are handed back when the lock lapses).
+  shutdown.register('workers', () => Promise.allSettled(workers.map((w) => w.close())));
+
+  const sweeper = new Sweeper(db, queues, queueRedis);
+  sweeper.start();
+  shutdown.register('sweeper', () => sweeper.stop());
+
+  if (env.WORKER_METRICS_PORT !== undefined) {
+    const server = http
+      .createServer(async (_req, res) => {
+        res.setHeader('Content-Type', registry.contentType);
+        res.end(await registry.metrics());
+      })
+      .listen(env.WORKER_METRICS_PORT, env.HOST);
+    shutdown.register('metrics', () => new Promise((r) => server.close(r)));
+  }
+  logger.info({ queues: Object.keys(processors), concurrency: env.WORKER_CONCURRENCY }, 'worker started');
+  return { workers, sweeper, shutdown };
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const { shutdown } = await startWorkerProcess();
+  shutdown.installSignalHandlers();
+}

@@ -1,0 +1,48 @@
+// The `jobs` queue: parse the payload, run the job through the jobs service, map failures to retries.
+import { UnrecoverableError } from 'bullmq';
+import type { Job, Processor } from 'bullmq';
+import type { Db } from '../../shared/db/knex';
+import { isUnavailableError } from '../../shared/errors';
+import { failJob, runJob, scheduleRetry } from '../../shared/jobs/jobs';
+import { jobDuration, jobsProcessed } from '../../shared/metrics';
+import { queueCatalog } from '../../shared/queues';
+
+export function isFinalAttempt(job: Job, err: unknown): boolean {
+  return err instanceof UnrecoverableError || job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
+}
+
+export function backoffDelay(job: Job): number {
+  const b = job.opts.backoff;
+  const base = typeof b === 'number' ? b : (b?.delay ?? 1000);
+  return base * 2 ** job.attemptsMade;
+}
+
+export function jobsProcessor(db: Db): Processor {
+  return async (job) => {
+    const parsed = queueCatalog.jobs.payload.safeParse(job.data);
+    if (!parsed.success) throw new UnrecoverableError('malformed jobs payload');
+    const { jobId } = parsed.data;
+    const end = jobDuration.startTimer({ queue: 'jobs' });
+    try {
+      const { outcome } = await runJob(db, jobId, {
+        attempt: job.attemptsMade + 1,
+        onProgress: (percent) => job.updateProgress(percent),
+      });
+      end({ outcome });
+      jobsProcessed.inc({ queue: 'jobs', outcome });
+      return outcome;
+    } catch (err) {
+      end({ outcome: 'error' });
+      jobsProcessed.inc({ queue: 'jobs', outcome: 'error' });
+      // Postgres down: retry without touching the row; the retry (or the sweeper) settles it.
+      if (isUnavailableError(err)) throw err;
+      const message = err instanceof Error ? err.message : String(err);
+      if (isFinalAttempt(job, err)) {
+        await failJob(db, jobId, 'job_failed', message);
+        throw new UnrecoverableError(message);
+      }
+      await scheduleRetry(db, jobId, message, backoffDelay(job));
+      throw err;
+    }
+  };
+}

@@ -1,0 +1,123 @@
+// The outbox sweeper: Postgres is the truth, so rows whose BullMQ job is missing (Redis was down at
+// enqueue, or flushed) are enqueued again; jobs stuck past their timeout are ended as failed.
+import type { Redis } from 'ioredis';
+import type { Db } from '../shared/db/knex';
+import { env } from '../shared/env';
+import { failJob } from '../shared/jobs/jobs';
+import { logger } from '../shared/log';
+import type { Payload, QueueName, Queues } from '../shared/queues';
+
+/** A table whose rows are the outbox of a queue. */
+export interface SweepTarget<Q extends QueueName = QueueName> {
+  queue: Q;
+  table: string;
+  /** Rows in these states should have a live BullMQ job. */
+  statuses: string[];
+  payload(row: { id: string } & Record<string, unknown>): Payload<Q>;
+  /** Called when BullMQ gave up on the row's job but the row was never marked (Postgres was down then). */
+  markFailed(db: Db, id: string, reason: string): Promise<unknown>;
+}
+
+const targets: SweepTarget[] = [
+  {
+    queue: 'jobs',
+    table: 'jobs',
+    statuses: ['queued', 'running'],
+    payload: (row) => ({ jobId: row.id }),
+    markFailed: (db, id, reason) => failJob(db, id, 'job_failed', reason),
+  } satisfies SweepTarget<'jobs'>,
+];
+
+export function registerSweepTarget<Q extends QueueName>(target: SweepTarget<Q>): void {
+  targets.push(target as unknown as SweepTarget);
+}
+
+export interface SweepReport {
+  requeued: number;
+  markedFailed: number;
+  timedOut: number;
+  idempotencyPurged: number;
+}
+
+export class Sweeper {
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<unknown> | undefined;
+
+  constructor(
+    private readonly db: Db,
+    private readonly queues: Queues,
+    private readonly lockRedis: Redis,
+    private readonly opts = { intervalMs: env.SWEEP_INTERVAL_MS, graceMs: env.SWEEP_GRACE_MS },
+  ) {}
+
+  start(): void {
+    const tick = async () => {
+      this.running = this.sweepWithLock().catch((err: Error) => logger.warn({ err: err.message }, 'sweep failed'));
+      await this.running;
+      if (this.timer) this.timer = setTimeout(tick, this.opts.intervalMs);
+    };
+    this.timer = setTimeout(tick, this.opts.intervalMs);
+  }
+
+  async stop(): Promise<void> {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    await this.running;
+  }
+
+  /** One sweep, by one process at a time across the deployment. */
+  async sweepWithLock(): Promise<SweepReport | null> {
+    const key = `${this.queues.prefix}:sweeper:lock`;
+    const got = await this.lockRedis.set(key, String(process.pid), 'PX', Math.max(1000, this.opts.intervalMs - 100), 'NX');
+    if (got !== 'OK') return null;
+    return this.sweep();
+  }
+
+  async sweep(): Promise<SweepReport> {
+    const report: SweepReport = { requeued: 0, markedFailed: 0, timedOut: 0, idempotencyPurged: 0 };
+    for (const target of targets) {
+      const rows = (await this.db(target.table)
+        .select('*')
+        .whereIn('status', target.statuses)
+        .andWhere('updated_at', '<', new Date(Date.now() - this.opts.graceMs))
+        .orderBy('updated_at')
+        .limit(500)) as Array<{ id: string; status: string } & Record<string, unknown>>;
+      const queue = this.queues.get(target.queue);
+      for (const row of rows) {
+        const job = await queue.getJob(row.id);
+        const state = job ? await job.getState() : 'missing';
+        if (state === 'failed' && job) {
+          if (await target.markFailed(this.db, row.id, job.failedReason || 'failed after all attempts')) report.markedFailed++;
+        } else if (state === 'missing' || state === 'unknown' || state === 'completed') {
+          // A completed job whose row is still open means the row write was lost: run it again (idempotent).
+          if (job && state === 'completed') await job.remove().catch(() => undefined);
+          await this.queues.enqueue(target.queue, target.payload(row));
+          report.requeued++;
+        }
+      }
+    }
+    report.timedOut = await this.timeOutStuckJobs();
+    report.idempotencyPurged = await this.db('idempotency_keys')
+      .where('created_at', '<', new Date(Date.now() - 24 * 3600 * 1000))
+      .delete();
+    if (report.requeued || report.markedFailed || report.timedOut) logger.info(report, 'sweep');
+    return report;
+  }
+
+  private async timeOutStuckJobs(): Promise<number> {
+    const stuck = (await this.db('jobs')
+      .select('id')
+      .where('status', 'running')
+      .andWhere('started_at', '<', new Date(Date.now() - env.JOB_TIMEOUT_MS))
+      .limit(500)) as Array<{ id: string }>;
+    let n = 0;
+    for (const { id } of stuck) {
+      const ended = await failJob(this.db, id, 'timeout', `The job ran longer than ${Math.round(env.JOB_TIMEOUT_MS / 1000)} s.`);
+      if (ended) {
+        n++;
+        await this.queues.get('jobs').remove(id).catch(() => undefined);
+      }
+    }
+    return n;
+  }
+}
