@@ -6,7 +6,7 @@ import { syncServiceCatalog } from '../shared/jobs/catalog';
 import { JobNotifier } from '../shared/jobs/notify';
 import { logger } from '../shared/log';
 import { Queues } from '../shared/queues';
-import { createRedis } from '../shared/redis';
+import { createRedis, waitReady } from '../shared/redis';
 import { Shutdown } from '../shared/shutdown';
 import { createApp } from './app';
 import type { AppDeps } from './deps';
@@ -37,6 +37,7 @@ export async function startWeb(): Promise<{ server: Server; shutdown: Shutdown }
   const shutdown = new Shutdown();
   const deps = depsFromEnv();
   shutdown.register('deps', () => closeDeps(deps));
+  if (!(await waitReady(deps.redis, 5000))) logger.warn('Redis is not answering yet; jobs are kept in Postgres until it does');
   await syncServiceCatalog(deps.db).catch((err: Error) => logger.warn({ err: err.message }, 'service catalog not synced'));
   const app = createApp(deps, { trustProxy: env.TRUST_PROXY });
   const server = app.listen(env.PORT, env.HOST);

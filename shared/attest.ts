@@ -1,6 +1,7 @@
 // Timestamp attestations: the service signs (digest, time, job) with its ed25519 key; anyone verifies offline.
 import { canonicalJson } from './canonical';
-import { serviceSigningKey, verifyEd25519 } from './crypto';
+import { verifyEd25519 } from './crypto';
+import { serviceSigningKey } from './keys';
 
 export const ATTESTATION_TYPE = 'proof-exchange.attest.timestamp/v1';
 

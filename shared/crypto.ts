@@ -1,9 +1,15 @@
-// The service's ed25519 signing key and the hashing helpers everything that signs or commits uses.
-import { createHash, createHmac, createPrivateKey, createPublicKey, generateKeyPairSync, sign, timingSafeEqual, verify } from 'node:crypto';
+// Hashing and ed25519 on node:crypto alone. No configuration is loaded here, so verifiers built on this
+// file (packages, tree heads, attestations) run offline with nothing but the public key.
+import {
+  createHash,
+  createHmac,
+  createPrivateKey,
+  createPublicKey,
+  sign,
+  timingSafeEqual,
+  verify,
+} from 'node:crypto';
 import type { KeyObject } from 'node:crypto';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { env } from './env';
 
 // DER prefixes that wrap a raw 32-byte ed25519 seed / public key.
 const PKCS8_PREFIX = Buffer.from('302e020100300506032b657004220420', 'hex');
@@ -21,35 +27,63 @@ export function safeEqual(a: string, b: string): boolean {
   return timingSafeEqual(ha, hb) && a.length === b.length;
 }
 
-export interface SigningKey {
-  /** Short stable id of the public key: first 16 hex chars of sha256(raw public key). */
-  keyId: string;
+export interface SigningKey extends Signer {
   /** Raw 32-byte public key, base64url. */
   publicKey: string;
   /** The same key as PEM (SPKI), for tools that want it. */
   publicKeyPem: string;
-  sign(message: string | Uint8Array): string;
 }
 
 export function publicKeyFromRaw(raw: Uint8Array): KeyObject {
-  return createPublicKey({ key: Buffer.concat([SPKI_PREFIX, Buffer.from(raw)]), format: 'der', type: 'spki' });
+  return createPublicKey({
+    key: Buffer.concat([SPKI_PREFIX, Buffer.from(raw)]),
+    format: 'der',
+    type: 'spki',
+  });
 }
 
+/** The key id published beside a raw public key: the first 16 hex chars of its sha256. */
+export const keyIdOf = (publicKeyB64u: string): string =>
+  sha256Hex(Buffer.from(publicKeyB64u, 'base64url')).slice(0, 16);
+
 /** Verifies an ed25519 signature (base64url) over a message with a raw public key (base64url). Never throws. */
-export function verifyEd25519(publicKeyB64u: string, message: string | Uint8Array, signatureB64u: string): boolean {
+export function verifyEd25519(
+  publicKeyB64u: string,
+  message: string | Uint8Array,
+  signatureB64u: string,
+): boolean {
   try {
     const raw = Buffer.from(publicKeyB64u, 'base64url');
     const sig = Buffer.from(signatureB64u, 'base64url');
     if (raw.length !== 32 || sig.length !== 64) return false;
-    return verify(null, typeof message === 'string' ? Buffer.from(message) : message, publicKeyFromRaw(raw), sig);
+    // One encoding per signature: otherwise the spare bits of the last character give each signed object
+    // several spellings that all verify.
+    if (sig.toString('base64url') !== signatureB64u || raw.toString('base64url') !== publicKeyB64u)
+      return false;
+    return verify(
+      null,
+      typeof message === 'string' ? Buffer.from(message) : message,
+      publicKeyFromRaw(raw),
+      sig,
+    );
   } catch {
     return false;
   }
 }
 
+/** What signs: the service key (a SigningKey) or a test key. */
+export interface Signer {
+  keyId: string;
+  sign(message: string | Uint8Array): string;
+}
+
 export function signingKeyFromSeed(seed: Uint8Array): SigningKey {
   if (seed.length !== 32) throw new Error('an ed25519 seed is 32 bytes');
-  const privateKey = createPrivateKey({ key: Buffer.concat([PKCS8_PREFIX, Buffer.from(seed)]), format: 'der', type: 'pkcs8' });
+  const privateKey = createPrivateKey({
+    key: Buffer.concat([PKCS8_PREFIX, Buffer.from(seed)]),
+    format: 'der',
+    type: 'pkcs8',
+  });
   const publicKey = createPublicKey(privateKey);
   const raw = publicKey.export({ format: 'der', type: 'spki' }).subarray(SPKI_PREFIX.length);
   return {
@@ -57,47 +91,8 @@ export function signingKeyFromSeed(seed: Uint8Array): SigningKey {
     publicKey: raw.toString('base64url'),
     publicKeyPem: publicKey.export({ format: 'pem', type: 'spki' }).toString(),
     sign: (message) =>
-      sign(null, typeof message === 'string' ? Buffer.from(message) : message, privateKey).toString('base64url'),
+      sign(null, typeof message === 'string' ? Buffer.from(message) : message, privateKey).toString(
+        'base64url',
+      ),
   };
-}
-
-function decodeSeed(text: string): Buffer {
-  const t = text.trim();
-  const seed = /^[0-9a-fA-F]{64}$/.test(t) ? Buffer.from(t, 'hex') : Buffer.from(t, 'base64');
-  if (seed.length !== 32) throw new Error('SERVICE_SIGNING_KEY: expected a 32-byte ed25519 seed, hex or base64');
-  return seed;
-}
-
-/**
- * Development key: made once under DATA_DIR and shared by every local process, so receipts and
- * attestations signed by the worker verify against the key the web process publishes.
- */
-function developmentSeed(): Buffer {
-  const file = join(env.DATA_DIR, 'keys', 'service-ed25519.seed');
-  try {
-    return decodeSeed(readFileSync(file, 'utf8'));
-  } catch {
-    mkdirSync(dirname(file), { recursive: true });
-    const jwk = generateKeyPairSync('ed25519').privateKey.export({ format: 'jwk' });
-    const seed = Buffer.from(jwk.d as string, 'base64url');
-    try {
-      writeFileSync(file, seed.toString('hex'), { flag: 'wx', mode: 0o600 });
-      return seed;
-    } catch {
-      return decodeSeed(readFileSync(file, 'utf8')); // another process won the race
-    }
-  }
-}
-
-let serviceKey: SigningKey | undefined;
-
-/** The key that signs attestations, receipts, licenses and proof packages. */
-export function serviceSigningKey(): SigningKey {
-  if (!serviceKey) {
-    if (!env.SERVICE_SIGNING_KEY && env.NODE_ENV === 'production') {
-      throw new Error('SERVICE_SIGNING_KEY must be set in production');
-    }
-    serviceKey = signingKeyFromSeed(env.SERVICE_SIGNING_KEY ? decodeSeed(env.SERVICE_SIGNING_KEY) : developmentSeed());
-  }
-  return serviceKey;
 }

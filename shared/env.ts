@@ -82,7 +82,10 @@ export const envSchema = z.object({
     .optional(),
   TREASURY_MONERO: z
     .string()
-    .regex(/^[4589AB7][1-9A-HJ-NP-Za-km-z]{94}(?:[1-9A-HJ-NP-Za-km-z]{11})?$/, 'a Monero address (95 or 106 base58 chars)')
+    .regex(
+      /^[4589AB7][1-9A-HJ-NP-Za-km-z]{94}(?:[1-9A-HJ-NP-Za-km-z]{11})?$/,
+      'a Monero address (95 or 106 base58 chars)',
+    )
     .optional(),
   /** Partial overrides of the asset registry, JSON: {"USDC-SOL": {"contract": "...", "disabled": true}, ...}. */
   ASSETS_JSON: z.string().optional(),
@@ -108,7 +111,10 @@ export const envSchema = z.object({
   /** Extra Solana token accounts (comma-separated) that count as the treasury's besides its associated ones. */
   SOLANA_TOKEN_ACCOUNTS: z
     .string()
-    .regex(/^[1-9A-HJ-NP-Za-km-z]{32,44}(?:,[1-9A-HJ-NP-Za-km-z]{32,44})*$/, 'base58 addresses joined by commas')
+    .regex(
+      /^[1-9A-HJ-NP-Za-km-z]{32,44}(?:,[1-9A-HJ-NP-Za-km-z]{32,44})*$/,
+      'base58 addresses joined by commas',
+    )
     .optional(),
   EVM_CONFIRMATIONS: positiveInt.default(12),
   BITCOIN_CONFIRMATIONS: positiveInt.default(2),

@@ -18,8 +18,11 @@ export interface TestApp {
 
 export function testApp(overrides: Partial<AppDeps> = {}): TestApp {
   const deps = { ...depsFromEnv(), ...overrides };
-  const app = createApp(deps);
-  return { deps, request: supertest(app), close: () => closeDeps(deps) };
+  // Built on first request, so a test may still adjust deps after testApp() returns.
+  let app: ReturnType<typeof createApp> | undefined;
+  const handler = (req: Parameters<ReturnType<typeof createApp>>[0], res: Parameters<ReturnType<typeof createApp>>[1]) =>
+    (app ??= createApp(deps))(req, res);
+  return { deps, request: supertest(handler), close: () => closeDeps(deps) };
 }
 
 export interface TestWorker {
@@ -54,5 +57,16 @@ export async function eventually<T>(fn: () => Promise<T | undefined | false>, ti
     if (value) return value;
     if (Date.now() > deadline) throw new Error('condition not met in time');
     await new Promise((r) => setTimeout(r, everyMs));
+  }
+}
+
+/** Long-polls a job until it reaches a terminal state. */
+export async function waitForJob(request: TestApp['request'], id: string, timeoutMs = 20_000): Promise<Record<string, any>> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const res = await request.get(`/api/jobs/${id}?wait=5`).expect(200);
+    const job = res.body.job as Record<string, any>;
+    if (['succeeded', 'failed', 'expired', 'cancelled'].includes(job.status)) return job;
+    if (Date.now() > deadline) throw new Error(`job ${id} still ${job.status}`);
   }
 }

@@ -1,7 +1,7 @@
 // Table B, commercial and status routes under /api/v1.
 import { z } from 'zod';
 import { migrationsCurrent } from '../../shared/db/migrate';
-import { serviceSigningKey } from '../../shared/crypto';
+import { serviceSigningKey } from '../../shared/keys';
 import type { AppDeps } from '../deps';
 import { RouteTable } from '../http/route';
 import type { Check } from './health';

@@ -1,6 +1,6 @@
 // Table A, the agent exchange: the platform operations (health, services, pricing, jobs).
 import { z } from 'zod';
-import { serviceSigningKey } from '../../shared/crypto';
+import { serviceSigningKey } from '../../shared/keys';
 import { listServices } from '../../shared/jobs/catalog';
 import { createJob, getJob, jobEvents, jobIdSchema, terminalStatuses } from '../../shared/jobs/jobs';
 import { RouteTable } from '../http/route';

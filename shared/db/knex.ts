@@ -3,6 +3,7 @@ import knexFactory from 'knex';
 import type { Knex } from 'knex';
 import pg from 'pg';
 import { env } from '../env';
+import { logger } from '../log';
 
 // int8 (bigint, counts) as JS strings would leak into responses; parse counts explicitly where needed.
 pg.types.setTypeParser(pg.types.builtins.NUMERIC, (v) => v);
@@ -16,6 +17,13 @@ export function createDb(url = env.DATABASE_URL, options: { poolMax?: number } =
     connection: { connectionString: url, connectionTimeoutMillis: 3000, application_name: 'proof-exchange' },
     pool: { min: 0, max: options.poolMax ?? env.DB_POOL_MAX, acquireTimeoutMillis: 4000, idleTimeoutMillis: 30_000 },
     acquireConnectionTimeout: 4000,
+    // Connection failures reach callers as errors (503); knex's own console lines would only repeat them.
+    log: {
+      warn: (m: unknown) => logger.debug({ knex: String(m) }, 'knex warning'),
+      error: (m: unknown) => logger.debug({ knex: String(m) }, 'knex error'),
+      deprecate: () => undefined,
+      debug: () => undefined,
+    },
   });
 }
 

@@ -2,7 +2,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyTimestamp } from '../../shared/attest';
 import type { TimestampAttestation } from '../../shared/attest';
-import { sha256Of, testApp, testJobsWorker } from '../helpers';
+import { sha256Of, testApp, testJobsWorker, waitForJob } from '../helpers';
 import type { TestApp, TestWorker } from '../helpers';
 
 let app: TestApp;
@@ -24,10 +24,10 @@ describe('attest.timestamp through the queue', () => {
     expect(created.body.job.status).toBe('queued');
     expect(created.headers.location).toMatch(/\/api\/jobs\/job_/);
 
-    const done = await app.request.get(`/api/jobs/${created.body.job.id}?wait=10`).expect(200);
-    expect(done.body.job.status).toBe('succeeded');
-    expect(done.body.job.progress.percent).toBe(100);
-    const attestation = done.body.job.result as TimestampAttestation;
+    const done = await waitForJob(app.request, created.body.job.id);
+    expect(done.status).toBe('succeeded');
+    expect(done.progress.percent).toBe(100);
+    const attestation = done.result as TimestampAttestation;
     expect(attestation.digest).toBe(digest);
     expect(attestation.jobId).toBe(created.body.job.id);
 

@@ -1,0 +1,82 @@
+// The shapes of workflow events, audit entries and stage records, with zod schemas for those that cross
+// a boundary (an event posted by a client, rows read back from the database).
+import { z } from 'zod';
+import { stageActions } from './templates';
+
+/** A sha256 digest or a hash commitment: 64 hex characters, normalised to lowercase. */
+export const commitmentHex = z
+  .string()
+  .regex(/^[0-9a-fA-F]{64}$/, 'a 32-byte hash as 64 hex characters')
+  .transform((s) => s.toLowerCase());
+
+export const stageActionSchema = z.enum(stageActions);
+
+/** What a client posts: only hashes and commitments, never documents, notes or identities. */
+export const workflowEventSchema = z
+  .object({
+    workflowId: z.string().min(1).max(100),
+    stage: z.string().min(1).max(64),
+    action: stageActionSchema,
+    actorCommitment: commitmentHex,
+    evidenceHash: commitmentHex.optional(),
+  })
+  .strict();
+export type WorkflowEvent = z.infer<typeof workflowEventSchema>;
+
+export const evidenceKinds = ['document', 'blind_policy_proof'] as const;
+export type EvidenceKind = (typeof evidenceKinds)[number];
+
+/**
+ * One audit-trail entry as hashed into the chain. The evidence hash itself is not here: a salted
+ * commitment to it is, so a guessable document cannot be confirmed from a published package.
+ */
+export const auditEntrySchema = z
+  .object({
+    seq: z.number().int().nonnegative(),
+    stage: z.string().min(1).max(64),
+    action: stageActionSchema,
+    actorCommitment: z.string().regex(/^[0-9a-f]{64}$/),
+    evidenceCommitment: z
+      .string()
+      .regex(/^[0-9a-f]{64}$/)
+      .optional(),
+    evidenceKind: z.enum(evidenceKinds).optional(),
+    at: z.iso.datetime(),
+  })
+  .strict();
+export type AuditEntry = z.infer<typeof auditEntrySchema>;
+
+export const chainedEntrySchema = auditEntrySchema
+  .extend({ prevHash: z.string().regex(/^[0-9a-f]{64}$/), entryHash: z.string().regex(/^[0-9a-f]{64}$/) })
+  .strict();
+export type ChainedEntry = z.infer<typeof chainedEntrySchema>;
+
+export const stageStatuses = [
+  'pending',
+  'in_progress',
+  'changes_requested',
+  'completed',
+  'rejected',
+] as const;
+export type StageStatus = (typeof stageStatuses)[number];
+
+export type WorkflowStatus = 'active' | 'completed' | 'rejected';
+
+/** The spec's stage record (status, actor commitment, timestamp, proof hash, audit trail), keyed by stage. */
+export const stageRecordSchema = z
+  .object({
+    stage: z.string().min(1).max(64),
+    status: z.enum(stageStatuses),
+    actorCommitment: z
+      .string()
+      .regex(/^[0-9a-f]{64}$/)
+      .nullable(),
+    timestamp: z.iso.datetime().nullable(),
+    proofHash: z
+      .string()
+      .regex(/^[0-9a-f]{64}$/)
+      .nullable(),
+    auditTrail: z.array(chainedEntrySchema),
+  })
+  .strict();
+export type StageRecord = z.infer<typeof stageRecordSchema>;

@@ -1,0 +1,74 @@
+// A worker killed with SIGKILL mid-job loses nothing and doubles nothing: the stalled jobs are handed
+// to the next worker and each completes exactly once.
+import { spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sha256Hex } from '../../shared/crypto';
+import { createJob } from '../../shared/jobs/jobs';
+import { eventually, testApp } from '../helpers';
+import type { TestApp } from '../helpers';
+
+let app: TestApp;
+const children: ChildProcess[] = [];
+
+function startWorkerProcess(): ChildProcess {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'workers/main.ts'], {
+    env: { ...process.env, WORKER_CONCURRENCY: '16', SWEEP_INTERVAL_MS: '60000' },
+    stdio: 'ignore',
+  });
+  children.push(child);
+  return child;
+}
+
+beforeAll(() => {
+  app = testApp();
+});
+afterAll(async () => {
+  for (const c of children) c.kill('SIGKILL');
+  await app.close();
+});
+
+const count = async (where: Record<string, string>) =>
+  Number((await app.deps.db('jobs').where(where).count({ n: '*' }))[0]!.n);
+
+describe('SIGKILL mid-job', () => {
+  it('completes every job exactly once after the worker dies holding jobs', async () => {
+    const total = 400;
+    const ids: string[] = [];
+    for (let i = 0; i < total; i++) {
+      const row = await createJob(app.deps.db, app.deps.queues, { service: 'attest.timestamp', input: { digest: sha256Hex(`crash ${i}`) } });
+      ids.push(row.id);
+    }
+    const first = startWorkerProcess();
+    // Kill it the moment it holds claimed, unfinished work.
+    const runningAtKill = await eventually(async () => {
+      const running = await count({ status: 'running' });
+      if (running > 0) {
+        first.kill('SIGKILL');
+        return running;
+      }
+      return (await count({ status: 'succeeded' })) === total ? -1 : 0;
+    }, 30_000, 2);
+    expect(runningAtKill, 'the worker finished everything before it could be killed').toBeGreaterThan(0);
+    await new Promise((r) => first.once('exit', r));
+    const leftRunning = await app.deps.db('jobs').where({ status: 'running' }).pluck('id');
+    expect(leftRunning.length).toBeGreaterThan(0);
+
+    startWorkerProcess();
+    await eventually(async () => (await count({ status: 'succeeded' })) === total, 60_000, 100);
+
+    const succeededEvents = await app.deps.db('job_events')
+      .where({ type: 'succeeded' })
+      .whereIn('job_id', ids)
+      .select('job_id')
+      .count({ n: '*' })
+      .groupBy('job_id');
+    expect(succeededEvents).toHaveLength(total);
+    expect(succeededEvents.every((r) => Number(r.n) === 1)).toBe(true);
+    // The jobs the dead worker held were claimed again and still have one result each.
+    const reclaimed = await app.deps.db('job_events').where({ type: 'running' }).whereIn('job_id', leftRunning).count({ n: '*' });
+    expect(Number(reclaimed[0]!.n)).toBeGreaterThanOrEqual(leftRunning.length * 2);
+    const results = await app.deps.db('jobs').whereIn('id', leftRunning).select('result', 'status');
+    expect(results.every((r) => r.status === 'succeeded' && r.result.signature)).toBe(true);
+  });
+});
