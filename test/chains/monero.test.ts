@@ -1,0 +1,161 @@
+// Monero adapter against monero-wallet-rpc `check_tx_key` answers (the documented exchange, replayed).
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { adapterFor } from '../../shared/chains';
+import { createMoneroAdapter } from '../../shared/chains/monero';
+import { parseEnv } from '../../shared/env';
+import { findAsset } from '../../shared/payments/assets';
+import type { Asset } from '../../shared/payments/assets';
+import { deadUrl, fixture, rpcError, rpcResult, startReplay } from './replay';
+import type { Replay } from './replay';
+
+type Exchange = {
+  request: { params: { txid: string; tx_key: string; address: string } };
+  response: { result: { confirmations: number; in_pool: boolean; received: number } };
+};
+const recorded = fixture<Exchange>('monero/check_tx_key.json');
+const { txid, tx_key: txKey, address } = recorded.request.params;
+
+// Variants of the recorded answer (derived): the same transfer deeper in the chain, in the pool,
+// and as the wallet answers for an address the key shows nothing for.
+const DEEP = 'aa'.repeat(32);
+const IN_POOL = 'bb'.repeat(32);
+const UNKNOWN = 'cc'.repeat(32);
+const BIG = 'dd'.repeat(32);
+
+let replay: Replay;
+beforeAll(async () => {
+  replay = await startReplay((req) => {
+    if (req.path !== '/json_rpc') return { status: 404, body: '' };
+    const { method, params } = req.body as { method: string; params: Exchange['request']['params'] };
+    if (method !== 'check_tx_key') return rpcError(req, -32601, 'Method not found');
+    if (params.address !== address) return rpcResult(req, { ...recorded.response.result, received: 0 });
+    if (params.txid === txid) return rpcResult(req, recorded.response.result);
+    if (params.txid === DEEP) return rpcResult(req, { ...recorded.response.result, confirmations: 15 });
+    if (params.txid === IN_POOL) return rpcResult(req, { ...recorded.response.result, in_pool: true });
+    // 18446744.073709551615 XMR in atomic units: beyond a double's exact integers.
+    if (params.txid === BIG) {
+      return {
+        body: `{"id":"0","jsonrpc":"2.0","result":{"confirmations":20,"in_pool":false,"received":18446744073709551615}}`,
+      };
+    }
+    if (params.txid === UNKNOWN) return rpcError(req, -1, 'Failed to get transaction from daemon');
+    return rpcError(req, -8, 'TX ID has invalid format');
+  });
+});
+afterAll(() => replay.close());
+
+function setup() {
+  const settings = parseEnv({
+    MONERO_WALLET_RPC_URL: replay.url,
+    MONERO_CONFIRMATIONS: '10',
+    TREASURY_MONERO: address,
+  });
+  const lookup = adapterFor('monero', settings);
+  if (!lookup.configured) throw new Error(lookup.detail);
+  return { adapter: lookup.adapter, xmr: findAsset('XMR', settings) as Asset };
+}
+
+describe('Monero adapter (check_tx_key)', () => {
+  it('sends txid, tx_key and address, and waits while the recorded transfer has 0 confirmations', async () => {
+    const { adapter, xmr } = setup();
+    const result = await adapter.verifyTransfer({
+      asset: xmr,
+      txRef: txid,
+      txKey,
+      to: address,
+      minAmount: 10n ** 12n,
+    });
+    expect(result).toMatchObject({
+      status: 'pending',
+      reason: 'too_few_confirmations',
+      amount: '1000000000000',
+      confirmations: 0,
+    });
+    expect((replay.requests.at(-1)?.body as { params: unknown }).params).toEqual({
+      txid,
+      tx_key: txKey,
+      address,
+    });
+  });
+
+  it('confirms once deep enough, and calls less than quoted underpaid', async () => {
+    const { adapter, xmr } = setup();
+    const ok = await adapter.verifyTransfer({
+      asset: xmr,
+      txRef: DEEP,
+      txKey,
+      to: address,
+      minAmount: 10n ** 12n,
+    });
+    expect(ok).toEqual({ status: 'confirmed', amount: '1000000000000', output: 'tx', confirmations: 15 });
+    const under = await adapter.verifyTransfer({
+      asset: xmr,
+      txRef: DEEP,
+      txKey,
+      to: address,
+      minAmount: 10n ** 12n + 1n,
+    });
+    expect(under).toMatchObject({ status: 'mismatch', reason: 'underpaid' });
+  });
+
+  it('keeps every base unit of large amounts', async () => {
+    const { adapter, xmr } = setup();
+    const result = await adapter.verifyTransfer({
+      asset: xmr,
+      txRef: BIG,
+      txKey,
+      to: address,
+      minAmount: 1n,
+    });
+    expect(result).toMatchObject({ status: 'confirmed', amount: '18446744073709551615' });
+  });
+
+  it('is pending while in the pool', async () => {
+    const { adapter, xmr } = setup();
+    const result = await adapter.verifyTransfer({
+      asset: xmr,
+      txRef: IN_POOL,
+      txKey,
+      to: address,
+      minAmount: 1n,
+    });
+    expect(result).toMatchObject({ status: 'pending', reason: 'in_mempool', confirmations: 0 });
+  });
+
+  it('calls nothing received by the address a wrong recipient', async () => {
+    const { adapter, xmr } = setup();
+    const other = '5'.repeat(95);
+    const result = await adapter.verifyTransfer({ asset: xmr, txRef: DEEP, txKey, to: other, minAmount: 1n });
+    expect(result).toMatchObject({ status: 'mismatch', reason: 'wrong_recipient' });
+  });
+
+  it('needs the tx key, and maps the wallet errors', async () => {
+    const { adapter, xmr } = setup();
+    const base = { asset: xmr, to: address, minAmount: 1n };
+    expect(await adapter.verifyTransfer({ ...base, txRef: DEEP })).toMatchObject({
+      status: 'mismatch',
+      reason: 'tx_key_required',
+    });
+    expect(await adapter.verifyTransfer({ ...base, txRef: DEEP, txKey: 'xyz' })).toMatchObject({
+      status: 'mismatch',
+      reason: 'invalid_tx_key',
+    });
+    expect(await adapter.verifyTransfer({ ...base, txRef: UNKNOWN, txKey })).toEqual({ status: 'not_found' });
+    expect(await adapter.verifyTransfer({ ...base, txRef: 'ee'.repeat(32), txKey })).toMatchObject({
+      status: 'not_found',
+      reason: 'invalid_tx_ref',
+    });
+  });
+
+  it('is pending when the wallet RPC is down', async () => {
+    const { xmr } = setup();
+    const down = createMoneroAdapter({
+      walletRpcUrl: await deadUrl(),
+      confirmations: 10,
+      timeoutMs: 500,
+      retries: 0,
+    });
+    const result = await down.verifyTransfer({ asset: xmr, txRef: DEEP, txKey, to: address, minAmount: 1n });
+    expect(result).toMatchObject({ status: 'pending', reason: 'rpc_unreachable' });
+  });
+});

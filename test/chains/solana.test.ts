@@ -1,0 +1,334 @@
+// Solana adapter against recorded getTransaction responses of devnet/mainnet, replayed on loopback.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { adapterFor } from '../../shared/chains';
+import { associatedTokenAddress, createSolanaAdapter, isOnCurve } from '../../shared/chains/solana';
+import { parseEnv } from '../../shared/env';
+import { findAsset } from '../../shared/payments/assets';
+import type { Asset } from '../../shared/payments/assets';
+import { classifyPayment } from '../../shared/payments/quote';
+import { deadUrl, fixture, rpcResult, startReplay } from './replay';
+import type { Replay } from './replay';
+
+type Tx = { transaction: { signatures: string[] }; meta: { postTokenBalances: { owner?: string }[] } };
+const sig = (tx: Tx) => tx.transaction.signatures[0] as string;
+
+const solTransfer = fixture<Tx>('solana/native-sol-transfer.json'); // BLw3… → FDUG… 0.1 SOL (devnet)
+const usdcTransfer = fixture<Tx>('solana/send-usdc-transfer.json'); // BLw3… → BXT1… 0.01 devnet USDC
+const jupChecked = fixture<Tx>('solana/send-jup-transfer-checked-to-self.json'); // transferChecked 1 JUP
+const createAta = fixture<Tx>('solana/create-associated-token-account.json'); // no transfer at all
+const failedSwap = fixture<Tx>('solana/failed-swap.json'); // meta.err set (mainnet)
+
+// The same USDC transfer as a node that omits token-account owners would report it (derived).
+const usdcNoOwner = structuredClone(usdcTransfer);
+for (const b of usdcNoOwner.meta.postTokenBalances) delete b.owner;
+const NO_OWNER_SIG = `${sig(usdcTransfer).slice(0, -4)}1111`;
+
+const DEVNET_USDC = '4zMMC9srt5Ri5X14GAgXhaHii3GnPAEERYPJgZJDncDU';
+const JUP = 'JUPyiwrYJFskUPiHa7hkeR8VUtAeFoSYbKedZNsDvCN';
+const UNKNOWN_SIG = '5'.repeat(88);
+const CONFIRMED_ONLY_SIG = sig(solTransfer).replace(/^2/, '3');
+
+let replay: Replay;
+const finalized = new Map<string, Tx>([
+  [sig(solTransfer), solTransfer],
+  [sig(usdcTransfer), usdcTransfer],
+  [sig(jupChecked), jupChecked],
+  [sig(createAta), createAta],
+  [sig(failedSwap), failedSwap],
+  [NO_OWNER_SIG, usdcNoOwner],
+]);
+
+beforeAll(async () => {
+  replay = await startReplay((req) => {
+    const body = req.body as { method: string; params: [string, { commitment: string }] };
+    if (body.method === 'getBalance')
+      return rpcResult(req, { context: { slot: 353107528 }, value: 3283860040 });
+    if (body.method !== 'getTransaction') return { status: 400, body: 'unexpected method' };
+    const [signature, config] = body.params;
+    if (config.commitment === 'confirmed' && signature === CONFIRMED_ONLY_SIG)
+      return rpcResult(req, solTransfer);
+    if (config.commitment === 'confirmed') return rpcResult(req, finalized.get(signature) ?? null);
+    return rpcResult(req, finalized.get(signature) ?? null);
+  });
+});
+afterAll(() => replay.close());
+
+function settingsFor(url: string, extra: Record<string, string> = {}) {
+  return parseEnv({
+    SOLANA_RPC_URL: url,
+    CHAIN_RPC_TIMEOUT_MS: '2000',
+    CHAIN_RPC_RETRIES: '1',
+    ASSETS_JSON: JSON.stringify({
+      'USDC-SOL': { contract: DEVNET_USDC, network: 'solana:EtWTRABZaYq6iMfeYKouRu166VU2xqa1' },
+      'USDT-SOL': { contract: JUP },
+    }),
+    ...extra,
+  });
+}
+function setup(extra: Record<string, string> = {}) {
+  const settings = settingsFor(replay.url, extra);
+  const lookup = adapterFor('solana', settings);
+  if (!lookup.configured) throw new Error(lookup.detail);
+  const asset = (id: string) => findAsset(id, settings) as Asset;
+  return { adapter: lookup.adapter, asset };
+}
+
+describe('Solana adapter (recorded getTransaction responses)', () => {
+  it('confirms a finalized SOL transfer and asks for finalized, version-0 transactions', async () => {
+    const { adapter, asset } = setup();
+    const result = await adapter.verifyTransfer({
+      asset: asset('SOL'),
+      txRef: sig(solTransfer),
+      to: 'FDUGdV6bjhvw5gbirXCvqbTSWK9999kcrZcrHoCQzXJK',
+      minAmount: 100_000_000n,
+    });
+    expect(result).toMatchObject({ status: 'confirmed', amount: '100000000', output: '0' });
+    expect(result.payer).toBe('BLw3RweJmfbTapJRgnPRvd962YDjFYAnVGd1p5hmZ5tP');
+    const call = replay.requests.at(-1)?.body as { params: unknown[] };
+    expect(call.params[1]).toEqual({
+      encoding: 'json',
+      commitment: 'finalized',
+      maxSupportedTransactionVersion: 0,
+    });
+  });
+
+  it('reports an overpayment as confirmed with the amount received', async () => {
+    const { adapter, asset } = setup();
+    const result = await adapter.verifyTransfer({
+      asset: asset('SOL'),
+      txRef: sig(solTransfer),
+      to: 'FDUGdV6bjhvw5gbirXCvqbTSWK9999kcrZcrHoCQzXJK',
+      minAmount: '60000000',
+    });
+    expect(result).toMatchObject({ status: 'confirmed', amount: '100000000' });
+    const now = new Date();
+    expect(
+      classifyPayment(
+        { amount: '60000000', expiresAt: new Date(now.getTime() + 1000) },
+        { amount: result.amount!, seenAt: now },
+      ),
+    ).toBe('overpaid');
+  });
+
+  it('calls a transfer below minAmount underpaid', async () => {
+    const { adapter, asset } = setup();
+    const result = await adapter.verifyTransfer({
+      asset: asset('SOL'),
+      txRef: sig(solTransfer),
+      to: 'FDUGdV6bjhvw5gbirXCvqbTSWK9999kcrZcrHoCQzXJK',
+      minAmount: 100_000_001n,
+    });
+    expect(result).toMatchObject({ status: 'mismatch', reason: 'underpaid', amount: '100000000' });
+  });
+
+  it('calls SOL sent to someone else a wrong recipient', async () => {
+    const { adapter, asset } = setup();
+    const result = await adapter.verifyTransfer({
+      asset: asset('SOL'),
+      txRef: sig(solTransfer),
+      to: 'BXT1K8kzYXWMi6ihg7m9UqiHW4iJbJ69zumELHE9oBLe',
+      minAmount: 1n,
+    });
+    expect(result).toMatchObject({ status: 'mismatch', reason: 'wrong_recipient' });
+  });
+
+  it('confirms an SPL transfer to the treasury-owned token account, checking the mint', async () => {
+    const { adapter, asset } = setup();
+    const to = 'BXT1K8kzYXWMi6ihg7m9UqiHW4iJbJ69zumELHE9oBLe';
+    const usdc = await adapter.verifyTransfer({
+      asset: asset('USDC-SOL'),
+      txRef: sig(usdcTransfer),
+      to,
+      minAmount: 10_000n,
+    });
+    expect(usdc).toMatchObject({ status: 'confirmed', amount: '10000', output: '0' });
+    expect(usdc.payer).toBe('BLw3RweJmfbTapJRgnPRvd962YDjFYAnVGd1p5hmZ5tP');
+
+    // The same transfer offered as another token or as SOL is the wrong asset.
+    const usdt = await adapter.verifyTransfer({
+      asset: asset('USDT-SOL'),
+      txRef: sig(usdcTransfer),
+      to,
+      minAmount: 1n,
+    });
+    expect(usdt).toMatchObject({ status: 'mismatch', reason: 'wrong_asset' });
+    const sol = await adapter.verifyTransfer({
+      asset: asset('SOL'),
+      txRef: sig(usdcTransfer),
+      to,
+      minAmount: 1n,
+    });
+    expect(sol).toMatchObject({ status: 'mismatch', reason: 'wrong_asset' });
+
+    // To another owner it is the wrong recipient.
+    const other = await adapter.verifyTransfer({
+      asset: asset('USDC-SOL'),
+      txRef: sig(usdcTransfer),
+      to: 'FDUGdV6bjhvw5gbirXCvqbTSWK9999kcrZcrHoCQzXJK',
+      minAmount: 1n,
+    });
+    expect(other).toMatchObject({ status: 'mismatch', reason: 'wrong_recipient' });
+  });
+
+  it('recognises the derived associated token account when the node reports no owner', async () => {
+    const { adapter, asset } = setup();
+    const result = await adapter.verifyTransfer({
+      asset: asset('USDC-SOL'),
+      txRef: NO_OWNER_SIG,
+      to: 'BXT1K8kzYXWMi6ihg7m9UqiHW4iJbJ69zumELHE9oBLe',
+      minAmount: 10_000n,
+    });
+    expect(result).toMatchObject({ status: 'confirmed', amount: '10000' });
+  });
+
+  it('accepts a configured token account of the treasury', async () => {
+    // The treasury here is an unrelated wallet; the credited account is configured as its own.
+    const { adapter, asset } = setup({
+      SOLANA_TOKEN_ACCOUNTS: '644PJ6UW8e4gQpjKdBVd4MCYasWjSECKjqd2qzdeAJY6',
+    });
+    const result = await adapter.verifyTransfer({
+      asset: asset('USDC-SOL'),
+      txRef: NO_OWNER_SIG,
+      to: 'FDUGdV6bjhvw5gbirXCvqbTSWK9999kcrZcrHoCQzXJK',
+      minAmount: 10_000n,
+    });
+    expect(result).toMatchObject({ status: 'confirmed', amount: '10000' });
+  });
+
+  it('decodes transferChecked', async () => {
+    const { adapter, asset } = setup();
+    const result = await adapter.verifyTransfer({
+      asset: asset('USDT-SOL'), // contract overridden to the JUP mint of the recording
+      txRef: sig(jupChecked),
+      to: 'DtMUkCoeyzs35B6EpQQxPyyog6TRwXxV1W1Acp8nWBNa',
+      minAmount: 1_000_000n,
+    });
+    expect(result).toMatchObject({ status: 'confirmed', amount: '1000000', output: '2' });
+  });
+
+  it('skips outputs already claimed', async () => {
+    const { adapter, asset } = setup();
+    const result = await adapter.verifyTransfer({
+      asset: asset('SOL'),
+      txRef: sig(solTransfer),
+      to: 'FDUGdV6bjhvw5gbirXCvqbTSWK9999kcrZcrHoCQzXJK',
+      minAmount: 1n,
+      skipOutputs: ['0'],
+    });
+    expect(result).toMatchObject({ status: 'mismatch', reason: 'already_claimed' });
+  });
+
+  it('calls a transaction that moves nothing not a transfer', async () => {
+    const { adapter, asset } = setup();
+    const result = await adapter.verifyTransfer({
+      asset: asset('SOL'),
+      txRef: sig(createAta),
+      to: 'Jp8xRDtkd8LQwGvPV8z4DdARsCy23Vi9m2dqyqNsszG',
+      minAmount: 1n,
+    });
+    expect(result).toMatchObject({ status: 'mismatch', reason: 'not_a_transfer' });
+  });
+
+  it('calls a failed transaction reverted even where it named the treasury', async () => {
+    const { adapter, asset } = setup();
+    const result = await adapter.verifyTransfer({
+      asset: asset('SOL'),
+      txRef: sig(failedSwap),
+      to: '9QQjgi73MnaeeMvUYZr9LTaZj4dt3ktstUF8s25zfiJ1',
+      minAmount: 1n,
+    });
+    expect(result).toMatchObject({ status: 'mismatch', reason: 'reverted' });
+  });
+
+  it('is pending while only confirmed, and not_found when unknown', async () => {
+    const { adapter, asset } = setup();
+    const to = 'FDUGdV6bjhvw5gbirXCvqbTSWK9999kcrZcrHoCQzXJK';
+    const pending = await adapter.verifyTransfer({
+      asset: asset('SOL'),
+      txRef: CONFIRMED_ONLY_SIG,
+      to,
+      minAmount: 1n,
+    });
+    expect(pending).toMatchObject({ status: 'pending', reason: 'not_finalized', amount: '100000000' });
+    const missing = await adapter.verifyTransfer({
+      asset: asset('SOL'),
+      txRef: UNKNOWN_SIG,
+      to,
+      minAmount: 1n,
+    });
+    expect(missing).toEqual({ status: 'not_found' });
+  });
+
+  it('is pending, never a mismatch, when the RPC is down, failing or silent', async () => {
+    const base = {
+      txRef: sig(solTransfer),
+      to: 'FDUGdV6bjhvw5gbirXCvqbTSWK9999kcrZcrHoCQzXJK',
+      minAmount: 1n,
+    };
+    const sol = setup().asset('SOL');
+
+    const down = createSolanaAdapter({ rpcUrl: await deadUrl(), timeoutMs: 1000, retries: 1, backoffMs: 10 });
+    expect(await down.verifyTransfer({ ...base, asset: sol })).toMatchObject({
+      status: 'pending',
+      reason: 'rpc_unreachable',
+    });
+
+    const failing = await startReplay(() => ({ status: 503, body: 'unavailable' }));
+    const flaky = createSolanaAdapter({ rpcUrl: failing.url, timeoutMs: 1000, retries: 2, backoffMs: 10 });
+    expect(await flaky.verifyTransfer({ ...base, asset: sol })).toMatchObject({
+      status: 'pending',
+      reason: 'rpc_unreachable',
+    });
+    expect(failing.requests).toHaveLength(3);
+    await failing.close();
+
+    const silent = await startReplay(() => ({ hang: true }));
+    const slow = createSolanaAdapter({ rpcUrl: silent.url, timeoutMs: 150, retries: 0 });
+    const result = await slow.verifyTransfer({ ...base, asset: sol });
+    expect(result).toMatchObject({ status: 'pending', reason: 'rpc_unreachable' });
+    expect(result.detail).toContain('150 ms');
+    await silent.close();
+  });
+
+  it('reads a finalized balance', async () => {
+    const { adapter, asset } = setup();
+    const balance = await adapter.readBalance!('BLw3RweJmfbTapJRgnPRvd962YDjFYAnVGd1p5hmZ5tP', asset('SOL'));
+    expect(balance).toEqual({
+      address: 'BLw3RweJmfbTapJRgnPRvd962YDjFYAnVGd1p5hmZ5tP',
+      asset: 'SOL',
+      amount: '3283860040',
+    });
+  });
+
+  it('says when the family has no RPC configured', () => {
+    const lookup = adapterFor('solana', parseEnv({}));
+    expect(lookup).toMatchObject({ configured: false, reason: 'adapter_unconfigured' });
+  });
+});
+
+describe('associated token accounts', () => {
+  it('derives the accounts seen in the recordings, for SPL Token and Token-2022', () => {
+    expect(
+      associatedTokenAddress(
+        'Jp8xRDtkd8LQwGvPV8z4DdARsCy23Vi9m2dqyqNsszG',
+        'J1Wpmugrooj1yMyQKrdZ2vwRXG5rhfx3vTnYE39gpump',
+      ),
+    ).toBe('6X6V7GcxuNt6inqFeyC2fKm7JPAqnZAmUAswc4Q5X7Lz');
+    expect(associatedTokenAddress('BXT1K8kzYXWMi6ihg7m9UqiHW4iJbJ69zumELHE9oBLe', DEVNET_USDC)).toBe(
+      '644PJ6UW8e4gQpjKdBVd4MCYasWjSECKjqd2qzdeAJY6',
+    );
+    expect(
+      associatedTokenAddress(
+        'BYh4CfuGDvFMKaZp3RPmkw9y6qg3sWukA2TiGJDeLKZi',
+        'HeLp6NuQkmYB4pYWo2zYs22mESHXPQYzXbB8n4V98jwC',
+        'TokenzQdBNbLqP5VEhdkAS6EPFLC1PHnBqCXEpPxuEb',
+      ),
+    ).toBe('5k4KRS1HVR5DaQhPzY3P9mRBw1k3TK7fug23utRcqgk1');
+  });
+
+  it('tells wallet keys (on the curve) from program addresses (off it)', async () => {
+    const bs58 = (await import('bs58')).default;
+    expect(isOnCurve(bs58.decode('BXT1K8kzYXWMi6ihg7m9UqiHW4iJbJ69zumELHE9oBLe'))).toBe(true);
+    expect(isOnCurve(bs58.decode('644PJ6UW8e4gQpjKdBVd4MCYasWjSECKjqd2qzdeAJY6'))).toBe(false);
+  });
+});

@@ -1,0 +1,2 @@
+// The proof kinds this prover handles; each product line adds one import line here.
+export {};
