@@ -18,8 +18,14 @@ export const envSchema = z.object({
   BASE_URL: url.optional(),
   API_URL: url.optional(),
   SITE_URL: url.optional(),
-  DATABASE_URL: z.string().regex(/^postgres(ql)?:\/\//, 'a postgres:// URL').optional(),
-  REDIS_URL: z.string().regex(/^rediss?:\/\//, 'a redis:// URL').optional(),
+  DATABASE_URL: z
+    .string()
+    .regex(/^postgres(ql)?:\/\//, 'a postgres:// URL')
+    .optional(),
+  REDIS_URL: z
+    .string()
+    .regex(/^rediss?:\/\//, 'a redis:// URL')
+    .optional(),
   /** Where local state lives: embedded Postgres, development keys, caches. */
   DATA_DIR: z.string().default('.data'),
   EMBEDDED_PG_PORT: port.default(54329),
@@ -121,6 +127,10 @@ export const envSchema = z.object({
   MONERO_CONFIRMATIONS: positiveInt.default(10),
   CHAIN_RPC_TIMEOUT_MS: positiveInt.default(10_000),
   CHAIN_RPC_RETRIES: z.coerce.number().int().min(0).max(5).default(2),
+  /** First wait before a payment the chain has not settled yet is asked about again; doubles each time. */
+  PAYMENT_RECHECK_MS: positiveInt.default(15_000),
+  /** The longest wait between two checks of one pending payment. */
+  PAYMENT_RECHECK_MAX_MS: positiveInt.default(5 * 60_000),
   PAYMENTS_PROVIDER_SLUG: slug.default('private-payments'),
 });
 
@@ -156,3 +166,8 @@ function load(): Env {
 }
 
 export const env: Env = load();
+
+/** The environment for a child process this one starts (npm start's supervisor), with overrides. */
+export function childProcessEnv(overrides: Record<string, string>): NodeJS.ProcessEnv {
+  return { ...process.env, ...overrides };
+}

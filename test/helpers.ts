@@ -1,8 +1,10 @@
 // Test helpers: the real app and real workers against this file's database and queue prefix.
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Worker } from 'bullmq';
 import supertest from 'supertest';
 import { createApp } from '../api/app';
 import type { AppDeps } from '../api/deps';
+import type { JobView } from '../api/routes/jobs-view';
 import { closeDeps, depsFromEnv } from '../api/main';
 import { createDb } from '../shared/db/knex';
 import type { Db } from '../shared/db/knex';
@@ -20,8 +22,10 @@ export function testApp(overrides: Partial<AppDeps> = {}): TestApp {
   const deps = { ...depsFromEnv(), ...overrides };
   // Built on first request, so a test may still adjust deps after testApp() returns.
   let app: ReturnType<typeof createApp> | undefined;
-  const handler = (req: Parameters<ReturnType<typeof createApp>>[0], res: Parameters<ReturnType<typeof createApp>>[1]) =>
-    (app ??= createApp(deps))(req, res);
+  const handler = (req: IncomingMessage, res: ServerResponse) => {
+    app ??= createApp(deps);
+    app(req as Parameters<typeof app>[0], res as Parameters<typeof app>[1]);
+  };
   return { deps, request: supertest(handler), close: () => closeDeps(deps) };
 }
 
@@ -50,7 +54,11 @@ export function testJobsWorker(): TestWorker {
 export const sha256Of = async (text: string) => (await import('../shared/crypto')).sha256Hex(text);
 
 /** Polls a condition (for state that has no event to wait on), failing after timeoutMs. */
-export async function eventually<T>(fn: () => Promise<T | undefined | false>, timeoutMs = 10_000, everyMs = 25): Promise<T> {
+export async function eventually<T>(
+  fn: () => Promise<T | undefined | false>,
+  timeoutMs = 10_000,
+  everyMs = 25,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await fn();
@@ -61,11 +69,15 @@ export async function eventually<T>(fn: () => Promise<T | undefined | false>, ti
 }
 
 /** Long-polls a job until it reaches a terminal state. */
-export async function waitForJob(request: TestApp['request'], id: string, timeoutMs = 20_000): Promise<Record<string, any>> {
+export async function waitForJob(
+  request: TestApp['request'],
+  id: string,
+  timeoutMs = 20_000,
+): Promise<JobView> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const res = await request.get(`/api/jobs/${id}?wait=5`).expect(200);
-    const job = res.body.job as Record<string, any>;
+    const job = res.body.job as JobView;
     if (['succeeded', 'failed', 'expired', 'cancelled'].includes(job.status)) return job;
     if (Date.now() > deadline) throw new Error(`job ${id} still ${job.status}`);
   }

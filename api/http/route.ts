@@ -1,6 +1,6 @@
 // A route table: each route is declared once — method, path, schemas, auth, handler — and that one
 // declaration both validates requests at runtime and describes the route in the OpenAPI document.
-import { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
+import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
 import type { RouteConfig } from '@asteasolutions/zod-to-openapi';
 import express from 'express';
 import type { Request, Response, RequestHandler } from 'express';
@@ -74,9 +74,11 @@ export class RouteTable {
 
   constructor(readonly name: string) {}
 
-  add<P extends ZObject = typeof empty, Q extends ZObject = typeof empty, B extends z.ZodType = z.ZodUndefined>(
-    spec: RouteSpec<P, Q, B>,
-  ): this {
+  add<
+    P extends ZObject = typeof empty,
+    Q extends ZObject = typeof empty,
+    B extends z.ZodType = z.ZodUndefined,
+  >(spec: RouteSpec<P, Q, B>): this {
     this.routes.push(spec as unknown as RouteSpec<ZObject, ZObject, z.ZodType>);
     return this;
   }
@@ -114,7 +116,10 @@ export class RouteTable {
       const responses: RouteConfig['responses'] = {};
       for (const [status, r] of Object.entries(spec.responses)) {
         responses[status] = r.schema
-          ? { description: r.description, content: { [r.contentType ?? 'application/json']: { schema: r.schema } } }
+          ? {
+              description: r.description,
+              content: { [r.contentType ?? 'application/json']: { schema: r.schema } },
+            }
           : { description: r.description };
       }
       responses.default = {
@@ -145,7 +150,9 @@ export class RouteTable {
           ...(spec.method === 'post'
             ? { headers: z.object({ 'Idempotency-Key': z.string().max(255).optional() }) }
             : {}),
-          ...(spec.body ? { body: { content: { 'application/json': { schema: spec.body } }, required: true } } : {}),
+          ...(spec.body
+            ? { body: { content: { 'application/json': { schema: spec.body } }, required: true } }
+            : {}),
         },
         responses,
       });

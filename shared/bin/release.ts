@@ -14,7 +14,11 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   const db = createDb();
   try {
     const applied = await release(db);
-    process.stdout.write(applied.length ? `applied ${applied.length} migration(s): ${applied.join(', ')}\n` : 'schema is up to date\n');
+    process.stdout.write(
+      applied.length
+        ? `applied ${applied.length} migration(s): ${applied.join(', ')}\n`
+        : 'schema is up to date\n',
+    );
   } finally {
     await db.destroy();
   }

@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { createDb } from '../db/knex';
 import { resolvePostgres } from '../devstack/postgres';
 import { RedisUnavailableError, resolveRedis } from '../devstack/redis';
-import { env } from '../env';
+import { childProcessEnv, env } from '../env';
 import { release } from './release';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
@@ -54,13 +54,12 @@ async function main() {
     }
 
     const token = operatorToken();
-    const childEnv = {
-      ...process.env,
+    const childEnv = childProcessEnv({
       DATABASE_URL: pgInfo.url,
       REDIS_URL: redisInfo.url,
       OPERATOR_TOKEN: token,
-      WORKER_METRICS_PORT: process.env.WORKER_METRICS_PORT ?? String(env.PORT + 1),
-    };
+      WORKER_METRICS_PORT: String(env.WORKER_METRICS_PORT ?? env.PORT + 1),
+    });
     const children = new Map<string, ChildProcess>();
     let stopping = false;
     const launch = (name: string, restarts = 0) => {
@@ -81,7 +80,10 @@ async function main() {
 
     const base = env.BASE_URL ?? `http://localhost:${env.PORT}`;
     for (let i = 0; i < 120; i++) {
-      const ok = await fetch(`http://127.0.0.1:${env.PORT}/api/health`).then((r) => r.ok, () => false);
+      const ok = await fetch(`http://127.0.0.1:${env.PORT}/api/health`).then(
+        (r) => r.ok,
+        () => false,
+      );
       if (ok) break;
       await new Promise((r) => setTimeout(r, 250));
     }
@@ -91,7 +93,9 @@ async function main() {
     say(`  readiness         ${base}/api/v1/readiness`);
     say(`  Bull Board        ${base}/admin/queues   (user: anything, password: the operator token)`);
     say(`  verify a proof    ${base}/proof-workflows/verify/`);
-    say(`  operator token    ${env.OPERATOR_TOKEN ? '(from OPERATOR_TOKEN)' : `${token}   (kept in ${join(env.DATA_DIR, 'keys', 'operator-token')})`}`);
+    say(
+      `  operator token    ${env.OPERATOR_TOKEN ? '(from OPERATOR_TOKEN)' : `${token}   (kept in ${join(env.DATA_DIR, 'keys', 'operator-token')})`}`,
+    );
     say('Ctrl-C stops everything.');
 
     const stopAll = async (sig: NodeJS.Signals) => {

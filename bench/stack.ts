@@ -1,0 +1,93 @@
+// Benchmark stack: a fresh database on the resolved Postgres, the resolved Redis, and child processes.
+import { spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import pg from 'pg';
+import { createDb } from '../shared/db/knex';
+import { resolvePostgres } from '../shared/devstack/postgres';
+import { resolveRedis } from '../shared/devstack/redis';
+import { release } from '../shared/bin/release';
+
+export interface BenchStack {
+  databaseUrl: string;
+  redisUrl: string;
+  prefix: string;
+  spawn(entry: string, env?: Record<string, string>): ChildProcess;
+  close(): Promise<void>;
+}
+
+export async function benchStack(): Promise<BenchStack> {
+  const pgInfo = await resolvePostgres();
+  const redisInfo = await resolveRedis();
+  const name = `px_bench_${Date.now().toString(36)}`;
+  const admin = new pg.Client({ connectionString: pgInfo.url });
+  await admin.connect();
+  await admin.query(`create database "${name}"`);
+  const url = new URL(pgInfo.url);
+  url.pathname = `/${name}`;
+  const databaseUrl = url.toString();
+  const db = createDb(databaseUrl, { poolMax: 2 });
+  await release(db);
+  await db.destroy();
+  const prefix = `pxb_${Date.now().toString(36)}`;
+  const children: ChildProcess[] = [];
+  return {
+    databaseUrl,
+    redisUrl: redisInfo.url,
+    prefix,
+    spawn(entry, extra = {}) {
+      const child = spawn(process.execPath, ['--import', 'tsx', entry], {
+        env: {
+          ...process.env,
+          DATABASE_URL: databaseUrl,
+          REDIS_URL: redisInfo.url,
+          QUEUE_PREFIX: prefix,
+          LOG_LEVEL: 'warn',
+          ...extra,
+        },
+        stdio: ['ignore', 'inherit', 'inherit'],
+      });
+      children.push(child);
+      return child;
+    },
+    async close() {
+      await Promise.all(
+        children.map(
+          (c) =>
+            new Promise<void>((r) =>
+              c.exitCode !== null ? r() : (c.once('exit', () => r()), c.kill('SIGTERM')),
+            ),
+        ),
+      );
+      await admin.query(`drop database if exists "${name}" with (force)`);
+      await admin.end();
+      await redisInfo.stop();
+      await pgInfo.stop();
+    },
+  };
+}
+
+export function percentile(sorted: number[], p: number): number {
+  if (!sorted.length) return NaN;
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}
+
+/** Runs fn over items with at most `concurrency` in flight; returns each call's latency in ms. */
+export async function pool<T>(
+  items: T[],
+  concurrency: number,
+  fn: (item: T) => Promise<void>,
+): Promise<number[]> {
+  const latencies: number[] = [];
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < items.length) {
+        const item = items[next++]!;
+        const t = performance.now();
+        await fn(item);
+        latencies.push(performance.now() - t);
+      }
+    }),
+  );
+  return latencies.sort((a, b) => a - b);
+}

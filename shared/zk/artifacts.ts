@@ -1,0 +1,104 @@
+// Where the circuit artifacts live and what the build manifest says about them.
+import { readFileSync } from 'node:fs';
+import { isAbsolute, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { z } from 'zod';
+import { env } from '../env';
+
+const sha256Hex = z.string().regex(/^[0-9a-f]{64}$/);
+
+const artifactFile = z.object({
+  file: z.string().min(1),
+  sha256: sha256Hex,
+  bytes: z.number().int().positive(),
+});
+
+export const circuitManifestSchema = z.object({
+  circuit: z.string(),
+  policyId: z.string(),
+  policyLabel: z.string(),
+  /** The policy id as the decimal field element the circuit pins its public signal to. */
+  policyFieldId: z.string().regex(/^\d+$/),
+  constraints: z.number().int().positive(),
+  wires: z.number().int().positive(),
+  privateInputs: z.number().int().nonnegative(),
+  /** Number of public signals (outputs first, then public inputs) and their names in order. */
+  nPublic: z.number().int().positive(),
+  publicSignals: z.array(z.string()),
+  /** sha256 over the circom sources, included library files and compiler flags. */
+  sourceSha256: sha256Hex,
+  sources: z.array(z.string()),
+  r1csSha256: sha256Hex,
+  wasm: artifactFile,
+  zkey: artifactFile,
+  vkey: artifactFile,
+});
+
+export const manifestSchema = z.object({
+  version: z.literal(1),
+  compiler: z.string(),
+  compilerFlags: z.array(z.string()),
+  snarkjs: z.string(),
+  ptau: z.object({
+    file: z.string(),
+    sha256: sha256Hex,
+    power: z.number().int().positive(),
+    /** True for the project's own development file: anyone who made it could forge proofs. */
+    insecure: z.boolean(),
+  }),
+  circuits: z.record(z.string(), circuitManifestSchema),
+});
+
+export type CircuitManifest = z.infer<typeof circuitManifestSchema>;
+export type Manifest = z.infer<typeof manifestSchema>;
+
+const defaultDir = fileURLToPath(new URL('../../circuits/artifacts', import.meta.url));
+
+export function artifactsDir(): string {
+  const dir = env.CIRCUIT_ARTIFACTS_DIR;
+  if (!dir) return defaultDir;
+  return isAbsolute(dir) ? dir : resolve(dir);
+}
+
+export const manifestPath = () => join(artifactsDir(), 'manifest.json');
+
+export interface ArtifactPaths {
+  wasm: string;
+  zkey: string;
+  vkey: string;
+}
+
+export function artifactPaths(circuit: string): ArtifactPaths {
+  const dir = artifactsDir();
+  return {
+    wasm: join(dir, `${circuit}.wasm`),
+    zkey: join(dir, `${circuit}.zkey`),
+    vkey: join(dir, `${circuit}.vkey.json`),
+  };
+}
+
+let cached: Manifest | undefined;
+
+/** The manifest written by `npm run circuits:build`, read once. */
+export function loadManifest(): Manifest {
+  if (cached) return cached;
+  let raw: string;
+  try {
+    raw = readFileSync(manifestPath(), 'utf8');
+  } catch {
+    throw new Error(`Circuit manifest not found at ${manifestPath()}; run npm run circuits:build.`);
+  }
+  cached = manifestSchema.parse(JSON.parse(raw));
+  return cached;
+}
+
+export function circuitManifest(circuit: string): CircuitManifest {
+  const entry = loadManifest().circuits[circuit];
+  if (!entry) throw new Error(`Circuit ${circuit} is missing from the manifest; run npm run circuits:build.`);
+  return entry;
+}
+
+/** Forgets the cached manifest (after a rebuild in the same process). */
+export function resetManifestCache(): void {
+  cached = undefined;
+}

@@ -1,0 +1,87 @@
+// Type declarations for the untyped zk libraries: only the parts this project calls.
+
+declare module 'snarkjs' {
+  export type MemFile = { type: 'mem'; data?: Uint8Array };
+  export type FileRef = string | MemFile | Uint8Array;
+  export interface Logger {
+    debug(msg: string): void;
+    info(msg: string): void;
+    warn(msg: string): void;
+    error(msg: string): void;
+  }
+  export interface Groth16Proof {
+    pi_a: string[];
+    pi_b: string[][];
+    pi_c: string[];
+    protocol: string;
+    curve: string;
+  }
+  export interface Curve {
+    terminate(): Promise<void>;
+  }
+  export const groth16: {
+    prove(
+      zkey: FileRef,
+      witness: FileRef,
+      logger?: Logger,
+    ): Promise<{ proof: Groth16Proof; publicSignals: string[] }>;
+    verify(vkey: unknown, publicSignals: unknown, proof: unknown, logger?: Logger): Promise<boolean>;
+  };
+  export const wtns: {
+    calculate(
+      input: unknown,
+      wasm: FileRef,
+      wtns: FileRef,
+      options?: { sanityCheck?: boolean },
+    ): Promise<void>;
+    check(r1cs: FileRef, wtns: FileRef, logger?: Logger): Promise<boolean>;
+  };
+  export const r1cs: {
+    info(
+      r1cs: FileRef,
+      logger?: Logger,
+    ): Promise<{
+      nConstraints: number;
+      nVars: number;
+      nOutputs: number;
+      nPubInputs: number;
+      nPrvInputs: number;
+    }>;
+  };
+  export const powersOfTau: {
+    newAccumulator(curve: Curve, power: number, file: string, logger?: Logger): Promise<unknown>;
+    contribute(
+      oldFile: string,
+      newFile: string,
+      name: string,
+      entropy: string,
+      logger?: Logger,
+    ): Promise<unknown>;
+    preparePhase2(oldFile: string, newFile: string, logger?: Logger): Promise<void>;
+  };
+  export const zKey: {
+    newZKey(r1cs: FileRef, ptau: FileRef, zkey: FileRef, logger?: Logger): Promise<unknown>;
+    contribute(
+      oldZkey: FileRef,
+      newZkey: FileRef,
+      name: string,
+      entropy: string,
+      logger?: Logger,
+    ): Promise<unknown>;
+    exportVerificationKey(zkey: FileRef, logger?: Logger): Promise<Record<string, unknown>>;
+  };
+  export const curves: {
+    getCurveFromName(name: string): Promise<Curve>;
+  };
+}
+
+declare module 'circomlibjs' {
+  export interface PoseidonField {
+    toObject(element: Uint8Array): bigint;
+  }
+  export interface Poseidon {
+    (inputs: bigint[]): Uint8Array;
+    F: PoseidonField;
+  }
+  export function buildPoseidon(): Promise<Poseidon>;
+}

@@ -1,0 +1,253 @@
+// The blind-policy registry: for each policy its circuit, the schema of its private inputs, the
+// plain check run before any proving, and the builder of the circuit input with its commitments.
+import { z } from 'zod';
+import { AppError, validationFailed } from '../errors';
+import {
+  FIELD_PRIME,
+  MAX_SET_SIZE,
+  MAX_VALUE,
+  MEMBERSHIP_DEPTH,
+  VALUE_BITS,
+  labelToField,
+  merkleRoot,
+  merkleWitness,
+  poseidonHash,
+  randomFieldElement,
+} from './field';
+
+export type PolicyId = 'threshold' | 'range' | 'membership';
+export const policyIds = ['threshold', 'range', 'membership'] as const satisfies readonly PolicyId[];
+
+/** Input to the circom witness calculator: decimal strings keyed by signal name. */
+export type CircuitInput = Record<string, string | string[]>;
+
+export interface PreparedInput {
+  circuitInput: CircuitInput;
+  /** The public commitments, by signal name. */
+  commitments: Record<string, string>;
+  /** The salts used, given or generated. Secret: they go back to the caller only, never to logs. */
+  salts: Record<string, string>;
+}
+
+export interface PolicyDefinition<S extends z.ZodType = z.ZodType> {
+  id: PolicyId;
+  name: string;
+  description: string;
+  circuit: string;
+  /** Human-readable form of the policy id; its bytes are the field constant pinned by the circuit. */
+  label: string;
+  fieldId: bigint;
+  /** Public signal names in circuit order (outputs first); must match the manifest. */
+  publicSignals: readonly string[];
+  inputSchema: S;
+  /** Throws AppError 422 `policy_not_satisfied` when the inputs cannot yield a proof. */
+  check(inputs: z.output<S>): void;
+  buildInput(inputs: z.output<S>): Promise<PreparedInput>;
+}
+
+const decimal = /^(0|[1-9]\d*)$/;
+
+/** A bounded integer: a decimal string or a safe integer, 0 to 2^64 - 1. */
+const uint = z
+  .union([
+    z.string().regex(decimal, 'a non-negative integer in decimal').max(20, `at most ${MAX_VALUE}`),
+    z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER, 'above 2^53 - 1: send a decimal string'),
+  ])
+  .transform((v) => BigInt(v))
+  .refine((v) => v <= MAX_VALUE, `at most 2^${VALUE_BITS} - 1`);
+
+/** A salt: a field element in decimal. Omitted salts are generated. */
+const salt = z
+  .string()
+  .regex(decimal, 'a non-negative integer in decimal')
+  .max(78)
+  .transform((v) => BigInt(v))
+  .refine((v) => v < FIELD_PRIME, 'below the BN254 scalar field prime')
+  .optional();
+
+const notSatisfied = (detail: string) => new AppError(422, 'policy_not_satisfied', detail);
+
+const commit = (value: bigint, saltValue: bigint) => poseidonHash([value, saltValue]);
+const saltOr = (given: bigint | undefined) => given ?? randomFieldElement();
+
+/** Keeps each policy's input type while the registry holds them side by side. */
+const definePolicy = <S extends z.ZodType>(policy: PolicyDefinition<S>): PolicyDefinition<S> => policy;
+
+const labels = {
+  threshold: 'px.policy.threshold.v1',
+  range: 'px.policy.range.v1',
+  membership: 'px.policy.membership.v1',
+} as const;
+const fieldIds = {
+  threshold: labelToField(labels.threshold),
+  range: labelToField(labels.range),
+  membership: labelToField(labels.membership),
+};
+
+const threshold = definePolicy({
+  id: 'threshold',
+  name: 'Threshold',
+  description: `Proves a private value is at least a private threshold (both integers below 2^${VALUE_BITS}).`,
+  circuit: 'threshold',
+  label: labels.threshold,
+  fieldId: fieldIds.threshold,
+  publicSignals: ['result', 'valueCommitment', 'thresholdCommitment', 'policyId'],
+  inputSchema: z.strictObject({ value: uint, threshold: uint, valueSalt: salt, thresholdSalt: salt }),
+  check(inputs) {
+    if (inputs.value < inputs.threshold) throw notSatisfied('The value is below the threshold.');
+  },
+  async buildInput(inputs) {
+    const valueSalt = saltOr(inputs.valueSalt);
+    const thresholdSalt = saltOr(inputs.thresholdSalt);
+    const commitments = {
+      valueCommitment: String(await commit(inputs.value, valueSalt)),
+      thresholdCommitment: String(await commit(inputs.threshold, thresholdSalt)),
+    };
+    const salts = { valueSalt: String(valueSalt), thresholdSalt: String(thresholdSalt) };
+    return {
+      circuitInput: {
+        value: String(inputs.value),
+        threshold: String(inputs.threshold),
+        ...salts,
+        ...commitments,
+        policyId: String(fieldIds.threshold),
+      },
+      commitments,
+      salts,
+    };
+  },
+});
+
+const range = definePolicy({
+  id: 'range',
+  name: 'Range',
+  description: `Proves a private value lies within a private inclusive range [low, high] (integers below 2^${VALUE_BITS}).`,
+  circuit: 'range',
+  label: labels.range,
+  fieldId: fieldIds.range,
+  publicSignals: ['result', 'valueCommitment', 'lowCommitment', 'highCommitment', 'policyId'],
+  inputSchema: z.strictObject({
+    value: uint,
+    low: uint,
+    high: uint,
+    valueSalt: salt,
+    lowSalt: salt,
+    highSalt: salt,
+  }),
+  check(inputs) {
+    if (inputs.low > inputs.high) throw notSatisfied('The range is empty: low is above high.');
+    if (inputs.value < inputs.low || inputs.value > inputs.high) {
+      throw notSatisfied('The value is outside the range.');
+    }
+  },
+  async buildInput(inputs) {
+    const valueSalt = saltOr(inputs.valueSalt);
+    const lowSalt = saltOr(inputs.lowSalt);
+    const highSalt = saltOr(inputs.highSalt);
+    const commitments = {
+      valueCommitment: String(await commit(inputs.value, valueSalt)),
+      lowCommitment: String(await commit(inputs.low, lowSalt)),
+      highCommitment: String(await commit(inputs.high, highSalt)),
+    };
+    const salts = { valueSalt: String(valueSalt), lowSalt: String(lowSalt), highSalt: String(highSalt) };
+    return {
+      circuitInput: {
+        value: String(inputs.value),
+        low: String(inputs.low),
+        high: String(inputs.high),
+        ...salts,
+        ...commitments,
+        policyId: String(fieldIds.range),
+      },
+      commitments,
+      salts,
+    };
+  },
+});
+
+const membership = definePolicy({
+  id: 'membership',
+  name: 'Set membership',
+  description:
+    `Proves a private value is a member of a private set of up to ${MAX_SET_SIZE} integers below 2^${VALUE_BITS}, ` +
+    `committed as Poseidon(root, setSalt) of a depth-${MEMBERSHIP_DEPTH} Poseidon Merkle tree.`,
+  circuit: 'membership',
+  label: labels.membership,
+  fieldId: fieldIds.membership,
+  publicSignals: ['result', 'valueCommitment', 'setCommitment', 'policyId'],
+  inputSchema: z.strictObject({
+    value: uint,
+    set: z.array(uint).min(1).max(MAX_SET_SIZE),
+    valueSalt: salt,
+    setSalt: salt,
+  }),
+  check(inputs) {
+    if (!inputs.set.includes(inputs.value)) throw notSatisfied('The value is not a member of the set.');
+  },
+  async buildInput(inputs) {
+    const valueSalt = saltOr(inputs.valueSalt);
+    const setSalt = saltOr(inputs.setSalt);
+    const path = await merkleWitness(inputs.set, inputs.set.indexOf(inputs.value));
+    const commitments = {
+      valueCommitment: String(await commit(inputs.value, valueSalt)),
+      setCommitment: String(await commit(path.root, setSalt)),
+    };
+    const salts = { valueSalt: String(valueSalt), setSalt: String(setSalt) };
+    return {
+      circuitInput: {
+        value: String(inputs.value),
+        valueSalt: salts.valueSalt,
+        pathElements: path.pathElements.map(String),
+        pathIndex: String(path.pathIndex),
+        setSalt: salts.setSalt,
+        ...commitments,
+        policyId: String(fieldIds.membership),
+      },
+      commitments,
+      salts,
+    };
+  },
+});
+
+export const policies: Record<PolicyId, PolicyDefinition> = { threshold, range, membership };
+
+export function isPolicyId(id: unknown): id is PolicyId {
+  return typeof id === 'string' && Object.hasOwn(policies, id);
+}
+
+export function getPolicy(id: string): PolicyDefinition {
+  if (!isPolicyId(id)) {
+    throw new AppError(400, 'unknown_policy', `Unknown policy; known policies: ${policyIds.join(', ')}.`);
+  }
+  return policies[id];
+}
+
+/** Validates raw private inputs; errors name the field, never echo the value. */
+export function parsePolicyInputs(policy: PolicyDefinition, raw: unknown): unknown {
+  const parsed = policy.inputSchema.safeParse(raw);
+  if (!parsed.success) {
+    throw validationFailed(
+      parsed.error.issues.map((i) => ({ path: i.path.join('.'), message: i.message })),
+      `The ${policy.id} policy inputs are not valid.`,
+    );
+  }
+  return parsed.data;
+}
+
+/** Validate, check, build: everything before the witness. Throws 400/422 AppErrors. */
+export async function preparePolicyInput(policyId: string, raw: unknown): Promise<PreparedInput> {
+  const policy = getPolicy(policyId);
+  const inputs = parsePolicyInputs(policy, raw);
+  policy.check(inputs);
+  return policy.buildInput(inputs);
+}
+
+/** Poseidon(value, salt): the commitment a relying party recomputes from a disclosed value and salt. */
+export async function commitValue(value: bigint, saltValue: bigint): Promise<bigint> {
+  return commit(value, saltValue);
+}
+
+/** Poseidon(root, salt) of a membership set, for a relying party that knows the set and its salt. */
+export async function commitSet(members: bigint[], saltValue: bigint): Promise<bigint> {
+  return commit(await merkleRoot(members), saltValue);
+}
