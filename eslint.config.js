@@ -13,7 +13,10 @@ export default tseslint.config(
       '@typescript-eslint/consistent-type-imports': 'error',
       'no-restricted-syntax': [
         'error',
-        { selector: "MemberExpression[object.name='process'][property.name='env']", message: 'Read configuration through shared/env.ts.' },
+        {
+          selector: "MemberExpression[object.name='process'][property.name='env']",
+          message: 'Read configuration through shared/env.ts.',
+        },
       ],
     },
   },

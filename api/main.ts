@@ -21,7 +21,11 @@ export function depsFromEnv(): AppDeps {
     notifier: new JobNotifier(env.DATABASE_URL!),
     urls: { base: env.BASE_URL, api: env.API_URL, site: env.SITE_URL },
     operatorToken: env.OPERATOR_TOKEN,
-    rateLimit: { enabled: env.RATE_LIMIT_ENABLED, ipPerMinute: env.RATE_LIMIT_IP_PER_MINUTE, keyPerMinute: env.RATE_LIMIT_KEY_PER_MINUTE },
+    rateLimit: {
+      enabled: env.RATE_LIMIT_ENABLED,
+      ipPerMinute: env.RATE_LIMIT_IP_PER_MINUTE,
+      keyPerMinute: env.RATE_LIMIT_KEY_PER_MINUTE,
+    },
     bodyLimitBytes: env.BODY_LIMIT_BYTES,
   };
 }
@@ -37,8 +41,11 @@ export async function startWeb(): Promise<{ server: Server; shutdown: Shutdown }
   const shutdown = new Shutdown();
   const deps = depsFromEnv();
   shutdown.register('deps', () => closeDeps(deps));
-  if (!(await waitReady(deps.redis, 5000))) logger.warn('Redis is not answering yet; jobs are kept in Postgres until it does');
-  await syncServiceCatalog(deps.db).catch((err: Error) => logger.warn({ err: err.message }, 'service catalog not synced'));
+  if (!(await waitReady(deps.redis, 5000)))
+    logger.warn('Redis is not answering yet; jobs are kept in Postgres until it does');
+  await syncServiceCatalog(deps.db).catch((err: Error) =>
+    logger.warn({ err: err.message }, 'service catalog not synced'),
+  );
   const app = createApp(deps, { trustProxy: env.TRUST_PROXY });
   const server = app.listen(env.PORT, env.HOST);
   await new Promise<void>((resolve, reject) => {

@@ -72,7 +72,9 @@ export async function up(knex: Knex): Promise<void> {
 
 export async function down(knex: Knex): Promise<void> {
   await knex.schema.dropTable('idempotency_keys');
-  await knex.raw('drop trigger if exists job_events_notify on job_events; drop function if exists job_events_notify()');
+  await knex.raw(
+    'drop trigger if exists job_events_notify on job_events; drop function if exists job_events_notify()',
+  );
   await knex.schema.dropTable('job_events');
   await knex.schema.dropTable('jobs');
   await knex.schema.dropTable('services');

@@ -9,7 +9,8 @@ export function canonicalJson(value: unknown): string {
   }
   if (typeof value === 'string') return JSON.stringify(value);
   if (typeof value === 'bigint') return JSON.stringify(value.toString());
-  if (Array.isArray(value)) return `[${value.map((v) => canonicalJson(v === undefined ? null : v)).join(',')}]`;
+  if (Array.isArray(value))
+    return `[${value.map((v) => canonicalJson(v === undefined ? null : v)).join(',')}]`;
   if (typeof value === 'object') {
     if (value instanceof Date) return JSON.stringify(value.toISOString());
     const entries = Object.entries(value as Record<string, unknown>)

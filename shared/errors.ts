@@ -18,7 +18,11 @@ export class AppError extends Error {
     status: number,
     code: string,
     detail: string,
-    options: { errors?: FieldError[]; headers?: Record<string, string>; extra?: Record<string, unknown> } = {},
+    options: {
+      errors?: FieldError[];
+      headers?: Record<string, string>;
+      extra?: Record<string, unknown>;
+    } = {},
   ) {
     super(detail);
     this.name = 'AppError';
@@ -85,7 +89,10 @@ export function isUnavailableError(err: unknown): boolean {
   const e = err as { code?: unknown; name?: unknown; message?: unknown; errors?: unknown };
   if (typeof e.code === 'string' && unavailableCodes.has(e.code)) return true;
   if (e.name === 'KnexTimeoutError') return true;
-  if (typeof e.message === 'string' && /Connection terminated|connect ECONNREFUSED|timeout exceeded when trying to connect/i.test(e.message))
+  if (
+    typeof e.message === 'string' &&
+    /Connection terminated|connect ECONNREFUSED|timeout exceeded when trying to connect/i.test(e.message)
+  )
     return true;
   if (Array.isArray(e.errors)) return e.errors.some(isUnavailableError); // AggregateError from net.connect
   return false;

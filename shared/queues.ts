@@ -6,12 +6,22 @@ import type { Redis } from 'ioredis';
 import { z } from 'zod';
 import { env } from './env';
 
-const rowId = z.string().min(3).max(64).regex(/^[a-z]+_[0-9a-z]+$/);
+const rowId = z
+  .string()
+  .min(3)
+  .max(64)
+  .regex(/^[a-z]+_[0-9a-z]+$/);
 
 export const queueCatalog = {
   jobs: { payload: z.strictObject({ jobId: rowId }), rowId: (p: { jobId: string }) => p.jobId },
-  payments: { payload: z.strictObject({ paymentId: rowId }), rowId: (p: { paymentId: string }) => p.paymentId },
-  checkouts: { payload: z.strictObject({ checkoutId: rowId }), rowId: (p: { checkoutId: string }) => p.checkoutId },
+  payments: {
+    payload: z.strictObject({ paymentId: rowId }),
+    rowId: (p: { paymentId: string }) => p.paymentId,
+  },
+  checkouts: {
+    payload: z.strictObject({ checkoutId: rowId }),
+    rowId: (p: { checkoutId: string }) => p.checkoutId,
+  },
   proofs: {
     payload: z.strictObject({ proofId: rowId, kind: z.string().min(1).max(64) }),
     rowId: (p: { proofId: string }) => p.proofId,
@@ -48,7 +58,11 @@ export class Queues {
   get<Q extends QueueName>(name: Q): Queue {
     let queue = this.queues.get(name);
     if (!queue) {
-      queue = new Queue(name, { connection: this.connection, prefix: this.prefix, defaultJobOptions: defaultJobOptions() });
+      queue = new Queue(name, {
+        connection: this.connection,
+        prefix: this.prefix,
+        defaultJobOptions: defaultJobOptions(),
+      });
       queue.on('error', () => undefined); // surfaced through add() failures and readiness
       this.queues.set(name, queue);
     }
@@ -60,7 +74,12 @@ export class Queues {
   }
 
   /** Adds the row's job; the row id is the job id. Rejects if Redis does not take it within timeoutMs. */
-  async enqueue<Q extends QueueName>(name: Q, payload: Payload<Q>, opts: JobsOptions = {}, timeoutMs = 1500): Promise<void> {
+  async enqueue<Q extends QueueName>(
+    name: Q,
+    payload: Payload<Q>,
+    opts: JobsOptions = {},
+    timeoutMs = 1500,
+  ): Promise<void> {
     const data = parsePayload(name, payload);
     const jobId = (queueCatalog[name].rowId as (p: Payload<Q>) => string)(data);
     let timer: NodeJS.Timeout | undefined;

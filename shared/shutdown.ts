@@ -16,7 +16,9 @@ export class Shutdown {
   run(reason: string): Promise<void> {
     this.running ??= (async () => {
       logger.info({ reason }, 'shutting down');
-      const timeout = new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), env.SHUTDOWN_TIMEOUT_MS).unref());
+      const timeout = new Promise<'timeout'>((r) =>
+        setTimeout(() => r('timeout'), env.SHUTDOWN_TIMEOUT_MS).unref(),
+      );
       // Latest registered first (stop taking work, then finish it, then close stores); one failing closer
       // never stops the rest.
       const all = (async () => {
@@ -28,7 +30,8 @@ export class Shutdown {
           }
         }
       })();
-      if ((await Promise.race([all, timeout])) === 'timeout') logger.warn('shutdown timed out; exiting anyway');
+      if ((await Promise.race([all, timeout])) === 'timeout')
+        logger.warn('shutdown timed out; exiting anyway');
     })();
     return this.running;
   }

@@ -24,7 +24,10 @@ export function startWorker(
     autorun: true,
   });
   worker.on('failed', (job, err) => {
-    logger.warn({ queue, jobId: job?.id, attempt: job?.attemptsMade, err: err.message }, 'job attempt failed');
+    logger.warn(
+      { queue, jobId: job?.id, attempt: job?.attemptsMade, err: err.message },
+      'job attempt failed',
+    );
   });
   worker.on('error', (err) => logger.error({ queue, err: err.message }, 'worker error'));
   return worker;

@@ -52,7 +52,9 @@ export class Sweeper {
 
   start(): void {
     const tick = async () => {
-      this.running = this.sweepWithLock().catch((err: Error) => logger.warn({ err: err.message }, 'sweep failed'));
+      this.running = this.sweepWithLock().catch((err: Error) =>
+        logger.warn({ err: err.message }, 'sweep failed'),
+      );
       await this.running;
       if (this.timer) this.timer = setTimeout(tick, this.opts.intervalMs);
     };
@@ -68,7 +70,13 @@ export class Sweeper {
   /** One sweep, by one process at a time across the deployment. */
   async sweepWithLock(): Promise<SweepReport | null> {
     const key = `${this.queues.prefix}:sweeper:lock`;
-    const got = await this.lockRedis.set(key, String(process.pid), 'PX', Math.max(1000, this.opts.intervalMs - 100), 'NX');
+    const got = await this.lockRedis.set(
+      key,
+      String(process.pid),
+      'PX',
+      Math.max(1000, this.opts.intervalMs - 100),
+      'NX',
+    );
     if (got !== 'OK') return null;
     return this.sweep();
   }
@@ -87,7 +95,8 @@ export class Sweeper {
         const job = await queue.getJob(row.id);
         const state = job ? await job.getState() : 'missing';
         if (state === 'failed' && job) {
-          if (await target.markFailed(this.db, row.id, job.failedReason || 'failed after all attempts')) report.markedFailed++;
+          if (await target.markFailed(this.db, row.id, job.failedReason || 'failed after all attempts'))
+            report.markedFailed++;
         } else if (state === 'missing' || state === 'unknown' || state === 'completed') {
           // A completed job whose row is still open means the row write was lost: run it again (idempotent).
           if (job && state === 'completed') await job.remove().catch(() => undefined);
@@ -112,10 +121,18 @@ export class Sweeper {
       .limit(500)) as Array<{ id: string }>;
     let n = 0;
     for (const { id } of stuck) {
-      const ended = await failJob(this.db, id, 'timeout', `The job ran longer than ${Math.round(env.JOB_TIMEOUT_MS / 1000)} s.`);
+      const ended = await failJob(
+        this.db,
+        id,
+        'timeout',
+        `The job ran longer than ${Math.round(env.JOB_TIMEOUT_MS / 1000)} s.`,
+      );
       if (ended) {
         n++;
-        await this.queues.get('jobs').remove(id).catch(() => undefined);
+        await this.queues
+          .get('jobs')
+          .remove(id)
+          .catch(() => undefined);
       }
     }
     return n;

@@ -21,15 +21,23 @@ export function adminRouter(deps: AppDeps): express.Router {
   });
   router.use(ADMIN_PATH, (req, res, next) => {
     if (!deps.operatorToken) {
-      sendProblem(res, new AppError(503, 'operator_disabled', 'Bull Board is disabled: OPERATOR_TOKEN is not configured.'));
+      sendProblem(
+        res,
+        new AppError(503, 'operator_disabled', 'Bull Board is disabled: OPERATOR_TOKEN is not configured.'),
+      );
       return;
     }
     if (!isOperator(bearerToken(req), deps)) {
       sendProblem(
         res,
-        new AppError(401, 'unauthorized', 'Bull Board needs the operator token (Bearer, or as the Basic password).', {
-          headers: { 'WWW-Authenticate': 'Basic realm="proof-exchange operator", charset="UTF-8"' },
-        }),
+        new AppError(
+          401,
+          'unauthorized',
+          'Bull Board needs the operator token (Bearer, or as the Basic password).',
+          {
+            headers: { 'WWW-Authenticate': 'Basic realm="proof-exchange operator", charset="UTF-8"' },
+          },
+        ),
       );
       return;
     }

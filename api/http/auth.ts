@@ -49,9 +49,14 @@ export async function authenticate(req: Request, deps: AppDeps, mode: AuthMode):
   if (mode === 'public') return { kind: 'anonymous' };
   if (mode === 'operator') {
     if (!deps.operatorToken) {
-      throw new AppError(503, 'operator_disabled', 'Operator routes are disabled: OPERATOR_TOKEN is not configured.');
+      throw new AppError(
+        503,
+        'operator_disabled',
+        'Operator routes are disabled: OPERATOR_TOKEN is not configured.',
+      );
     }
-    if (!isOperator(token, deps)) throw unauthorized('This route needs the operator token as a Bearer token.');
+    if (!isOperator(token, deps))
+      throw unauthorized('This route needs the operator token as a Bearer token.');
     return { kind: 'operator' };
   }
   if (mode === 'operator-or-license') {
@@ -63,7 +68,9 @@ export async function authenticate(req: Request, deps: AppDeps, mode: AuthMode):
   // agent / agent-optional
   if (!token) {
     if (mode === 'agent-optional') return { kind: 'anonymous' };
-    throw unauthorized('This route needs an agent API key (Authorization: Bearer ak_…). POST /api/registry/register issues one.');
+    throw unauthorized(
+      'This route needs an agent API key (Authorization: Bearer ak_…). POST /api/registry/register issues one.',
+    );
   }
   const principal = await resolveKey(token, deps);
   if (!principal || principal.kind !== 'agent') {

@@ -23,12 +23,17 @@ export function idempotency(deps: AppDeps): RequestHandler {
     const key = req.header('idempotency-key');
     if (req.method !== 'POST' || key === undefined) return next();
     if (!KEY_PATTERN.test(key)) {
-      throw new AppError(400, 'invalid_idempotency_key', 'Idempotency-Key must be 1–255 visible ASCII characters.');
+      throw new AppError(
+        400,
+        'invalid_idempotency_key',
+        'Idempotency-Key must be 1–255 visible ASCII characters.',
+      );
     }
     const scope = `${req.method} ${req.path} ${sha256Hex(req.header('authorization') ?? '').slice(0, 16)}`;
     const requestHash = sha256Hex(canonicalJson({ body: req.body ?? null, query: req.query ?? {} }));
 
-    const inserted = await deps.db('idempotency_keys')
+    const inserted = await deps
+      .db('idempotency_keys')
       .insert({ scope, key, request_hash: requestHash, locked_at: deps.db.fn.now() })
       .onConflict(['scope', 'key'])
       .ignore()
@@ -37,7 +42,11 @@ export function idempotency(deps: AppDeps): RequestHandler {
     if (inserted.length === 0) {
       const row = (await deps.db('idempotency_keys').where({ scope, key }).first()) as StoredRow | undefined;
       if (row && row.request_hash !== requestHash) {
-        throw new AppError(409, 'idempotency_conflict', 'This Idempotency-Key was already used with a different request body.');
+        throw new AppError(
+          409,
+          'idempotency_conflict',
+          'This Idempotency-Key was already used with a different request body.',
+        );
       }
       if (row && row.response_status !== null) {
         for (const [k, v] of Object.entries(row.response_headers ?? {})) res.setHeader(k, v);
@@ -48,9 +57,14 @@ export function idempotency(deps: AppDeps): RequestHandler {
       }
       const stale = !row || (row.locked_at && Date.now() - new Date(row.locked_at).getTime() > STALE_LOCK_MS);
       if (!stale) {
-        throw new AppError(409, 'idempotency_in_progress', 'A request with this Idempotency-Key is still being processed.', {
-          headers: { 'Retry-After': '1' },
-        });
+        throw new AppError(
+          409,
+          'idempotency_in_progress',
+          'A request with this Idempotency-Key is still being processed.',
+          {
+            headers: { 'Retry-After': '1' },
+          },
+        );
       }
       await deps.db('idempotency_keys').where({ scope, key }).update({ locked_at: deps.db.fn.now() });
     }
@@ -67,11 +81,14 @@ export function idempotency(deps: AppDeps): RequestHandler {
       const done =
         status >= 500
           ? deps.db('idempotency_keys').where({ scope, key }).delete()
-          : deps.db('idempotency_keys')
+          : deps
+              .db('idempotency_keys')
               .where({ scope, key })
               .update({
                 response_status: status,
-                response_body: JSON.stringify(typeof captured === 'string' ? safeParse(captured) : (captured ?? null)),
+                response_body: JSON.stringify(
+                  typeof captured === 'string' ? safeParse(captured) : (captured ?? null),
+                ),
                 response_headers: JSON.stringify(pickHeaders(res.getHeaders())),
                 locked_at: null,
               });

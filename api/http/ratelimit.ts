@@ -33,7 +33,11 @@ export function rateLimit(deps: AppDeps): RequestHandler {
       if (err instanceof RateLimiterRes) {
         const retryAfter = Math.max(1, Math.ceil(err.msBeforeNext / 1000));
         throw new AppError(429, 'rate_limited', `Too many requests; retry after ${retryAfter} s.`, {
-          headers: { 'Retry-After': String(retryAfter), 'RateLimit-Limit': String(limiter.points), 'RateLimit-Remaining': '0' },
+          headers: {
+            'Retry-After': String(retryAfter),
+            'RateLimit-Limit': String(limiter.points),
+            'RateLimit-Remaining': '0',
+          },
         });
       }
       throw err;

@@ -35,10 +35,17 @@ export async function queueDepths(
   try {
     const entries = await Promise.all(
       queueNames.map(async (name) => {
-        const c = await deps.queues.get(name).getJobCounts('waiting', 'active', 'delayed', 'failed', 'prioritized');
+        const c = await deps.queues
+          .get(name)
+          .getJobCounts('waiting', 'active', 'delayed', 'failed', 'prioritized');
         return [
           name,
-          { waiting: (c.waiting ?? 0) + (c.prioritized ?? 0), active: c.active ?? 0, delayed: c.delayed ?? 0, failed: c.failed ?? 0 },
+          {
+            waiting: (c.waiting ?? 0) + (c.prioritized ?? 0),
+            active: c.active ?? 0,
+            delayed: c.delayed ?? 0,
+            failed: c.failed ?? 0,
+          },
         ] as const;
       }),
     );

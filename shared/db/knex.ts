@@ -11,11 +11,17 @@ pg.types.setTypeParser(pg.types.builtins.NUMERIC, (v) => v);
 export type Db = Knex;
 
 export function createDb(url = env.DATABASE_URL, options: { poolMax?: number } = {}): Db {
-  if (!url) throw new Error('DATABASE_URL is not set (npm start resolves an embedded Postgres when it is unset)');
+  if (!url)
+    throw new Error('DATABASE_URL is not set (npm start resolves an embedded Postgres when it is unset)');
   return knexFactory({
     client: 'pg',
     connection: { connectionString: url, connectionTimeoutMillis: 3000, application_name: 'proof-exchange' },
-    pool: { min: 0, max: options.poolMax ?? env.DB_POOL_MAX, acquireTimeoutMillis: 4000, idleTimeoutMillis: 30_000 },
+    pool: {
+      min: 0,
+      max: options.poolMax ?? env.DB_POOL_MAX,
+      acquireTimeoutMillis: 4000,
+      idleTimeoutMillis: 30_000,
+    },
     acquireConnectionTimeout: 4000,
     // Connection failures reach callers as errors (503); knex's own console lines would only repeat them.
     log: {

@@ -25,7 +25,10 @@ class FileMigrationSource implements Knex.MigrationSource<string> {
   }
 }
 
-const config: Knex.MigratorConfig = { migrationSource: new FileMigrationSource(), tableName: 'knex_migrations' };
+const config: Knex.MigratorConfig = {
+  migrationSource: new FileMigrationSource(),
+  tableName: 'knex_migrations',
+};
 
 export async function migrateLatest(db: Db): Promise<string[]> {
   const [, applied] = (await db.migrate.latest(config)) as [number, string[]];

@@ -36,7 +36,9 @@ export async function ensureDatabase(adminUrl: string, name: string): Promise<vo
   }
 }
 
-export async function resolvePostgres(log: (line: string) => void = () => undefined): Promise<ResolvedPostgres> {
+export async function resolvePostgres(
+  log: (line: string) => void = () => undefined,
+): Promise<ResolvedPostgres> {
   if (env.DATABASE_URL) return { url: env.DATABASE_URL, source: 'DATABASE_URL', stop: async () => undefined };
 
   const port = env.EMBEDDED_PG_PORT;

@@ -16,7 +16,12 @@ export interface ResolvedRedis {
 export class RedisUnavailableError extends Error {}
 
 async function ping(url: string): Promise<boolean> {
-  const client = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, connectTimeout: 1000, retryStrategy: () => null });
+  const client = new Redis(url, {
+    lazyConnect: true,
+    maxRetriesPerRequest: 0,
+    connectTimeout: 1000,
+    retryStrategy: () => null,
+  });
   client.on('error', () => undefined);
   try {
     await client.connect();
@@ -54,9 +59,13 @@ export async function resolveRedis(): Promise<ResolvedRedis> {
   const port = await freePort();
   const dir = resolve(join(env.DATA_DIR, 'redis'));
   mkdirSync(dir, { recursive: true });
-  const child = spawn(bin, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], {
-    stdio: 'ignore',
-  });
+  const child = spawn(
+    bin,
+    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir],
+    {
+      stdio: 'ignore',
+    },
+  );
   const url = `redis://127.0.0.1:${port}`;
   for (let i = 0; i < 50; i++) {
     if (await ping(url)) {

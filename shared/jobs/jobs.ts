@@ -10,9 +10,22 @@ import { findService } from './catalog';
 import type { RunContext, ServiceDefinition } from './catalog';
 import { z } from 'zod';
 
-export const jobStatuses = ['awaiting_payment', 'queued', 'running', 'succeeded', 'failed', 'expired', 'cancelled'] as const;
+export const jobStatuses = [
+  'awaiting_payment',
+  'queued',
+  'running',
+  'succeeded',
+  'failed',
+  'expired',
+  'cancelled',
+] as const;
 export type JobStatus = (typeof jobStatuses)[number];
-export const terminalStatuses: ReadonlySet<JobStatus> = new Set(['succeeded', 'failed', 'expired', 'cancelled']);
+export const terminalStatuses: ReadonlySet<JobStatus> = new Set([
+  'succeeded',
+  'failed',
+  'expired',
+  'cancelled',
+]);
 
 export interface JobRow {
   id: string;
@@ -70,8 +83,9 @@ export async function createJob(db: Db, queues: Queues, req: CreateJobInput): Pr
   const free = service.priceUsdCents === 0 || req.licensed === true;
   const id = newId('job');
   const status: JobStatus = free ? 'queued' : 'awaiting_payment';
-  const [row] = (await db.raw(
-    `with j as (
+  const [row] = (
+    await db.raw(
+      `with j as (
        insert into jobs (id, service_id, status, input, price_usd_cents, agent_id, queued_at)
        values (?, ?, ?, ?, ?, ?, ${free ? 'now()' : 'null'})
        returning *
@@ -79,8 +93,9 @@ export async function createJob(db: Db, queues: Queues, req: CreateJobInput): Pr
        insert into job_events (job_id, type, data) select id, status, '{}'::jsonb from j
      )
      select * from j`,
-    [id, service.id, status, JSON.stringify(input), free ? 0 : service.priceUsdCents, req.agentId ?? null],
-  )).rows as JobRow[];
+      [id, service.id, status, JSON.stringify(input), free ? 0 : service.priceUsdCents, req.agentId ?? null],
+    )
+  ).rows as JobRow[];
   if (free) await enqueueJob(queues, id);
   return row!;
 }
@@ -91,7 +106,10 @@ export async function enqueueJob(queues: Queues, jobId: string): Promise<boolean
     await queues.enqueue('jobs', { jobId });
     return true;
   } catch (err) {
-    logger.warn({ jobId, err: (err as Error).message }, 'enqueue failed; the sweeper will retry from Postgres');
+    logger.warn(
+      { jobId, err: (err as Error).message },
+      'enqueue failed; the sweeper will retry from Postgres',
+    );
     return false;
   }
 }
@@ -111,7 +129,10 @@ export interface JobEventRow {
 }
 
 export async function jobEvents(db: Db, jobId: string, afterId = 0): Promise<JobEventRow[]> {
-  return (await db('job_events').where('job_id', jobId).andWhere('id', '>', afterId).orderBy('id')) as JobEventRow[];
+  return (await db('job_events')
+    .where('job_id', jobId)
+    .andWhere('id', '>', afterId)
+    .orderBy('id')) as JobEventRow[];
 }
 
 async function transition(
@@ -173,7 +194,12 @@ export function failJob(db: Db, jobId: string, code: string, message: string): P
 }
 
 /** A failed attempt that will be retried: the row goes back to queued with the last error kept. */
-export function scheduleRetry(db: Db, jobId: string, message: string, delayMs: number): Promise<JobRow | undefined> {
+export function scheduleRetry(
+  db: Db,
+  jobId: string,
+  message: string,
+  delayMs: number,
+): Promise<JobRow | undefined> {
   return transition(
     db,
     jobId,
@@ -221,12 +247,22 @@ export async function runJob(
   if (!row) return { outcome: 'skipped' };
   const service = findService(row.service_id);
   if (!service) {
-    const failed = await failJob(db, jobId, 'unknown_service', `Service ${row.service_id} is no longer offered.`);
+    const failed = await failJob(
+      db,
+      jobId,
+      'unknown_service',
+      `Service ${row.service_id} is no longer offered.`,
+    );
     return { outcome: 'failed', ...(failed ? { row: failed } : {}) };
   }
   const parsed = service.input.safeParse(row.input);
   if (!parsed.success) {
-    const failed = await failJob(db, jobId, 'invalid_input', 'The stored input no longer matches the service schema.');
+    const failed = await failJob(
+      db,
+      jobId,
+      'invalid_input',
+      'The stored input no longer matches the service schema.',
+    );
     return { outcome: 'failed', ...(failed ? { row: failed } : {}) };
   }
   let lastWrite = 0;

@@ -27,7 +27,10 @@ export class JobNotifier {
         await client.query('listen job_events');
         this.client = client;
       } catch (err) {
-        logger.debug({ err: (err as Error).message }, 'job notifier could not connect; waits fall back to timeouts');
+        logger.debug(
+          { err: (err as Error).message },
+          'job notifier could not connect; waits fall back to timeouts',
+        );
         await client.end().catch(() => undefined);
         this.scheduleReconnect();
       } finally {

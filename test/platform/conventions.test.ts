@@ -15,7 +15,11 @@ beforeAll(() => {
 });
 afterAll(() => app.close());
 
-function expectProblem(res: { status: number; headers: Record<string, string>; body: Record<string, unknown> }, status: number, code: string) {
+function expectProblem(
+  res: { status: number; headers: Record<string, string>; body: Record<string, unknown> },
+  status: number,
+  code: string,
+) {
   expect(res.status).toBe(status);
   expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
   expect(res.body).toMatchObject({ status, code, type: `/problems/${code}` });
@@ -26,22 +30,81 @@ function expectProblem(res: { status: number; headers: Record<string, string>; b
 
 describe('bad input gets a 4xx problem and writes nothing', () => {
   const digest = 'a'.repeat(64);
-  const cases: Array<[string, () => Promise<{ status: number; headers: Record<string, string>; body: Record<string, unknown> }>, number, string]> = [
-    ['unknown field', () => app.request.post('/api/jobs').send({ service: 'attest.timestamp', input: { digest }, x: 1 }), 400, 'validation_failed'],
-    ['missing service', () => app.request.post('/api/jobs').send({ input: { digest } }), 400, 'validation_failed'],
-    ['unknown service', () => app.request.post('/api/jobs').send({ service: 'nope', input: {} }), 422, 'unknown_service'],
-    ['input not matching the service', () => app.request.post('/api/jobs').send({ service: 'attest.timestamp', input: { digest: 'xyz' } }), 400, 'validation_failed'],
-    ['unknown input field', () => app.request.post('/api/jobs').send({ service: 'attest.timestamp', input: { digest, note: 'x' } }), 400, 'validation_failed'],
-    ['malformed JSON', () => app.request.post('/api/jobs').set('content-type', 'application/json').send('{"service":'), 400, 'malformed_json'],
+  const cases: Array<
+    [
+      string,
+      () => Promise<{ status: number; headers: Record<string, string>; body: Record<string, unknown> }>,
+      number,
+      string,
+    ]
+  > = [
+    [
+      'unknown field',
+      () => app.request.post('/api/jobs').send({ service: 'attest.timestamp', input: { digest }, x: 1 }),
+      400,
+      'validation_failed',
+    ],
+    [
+      'missing service',
+      () => app.request.post('/api/jobs').send({ input: { digest } }),
+      400,
+      'validation_failed',
+    ],
+    [
+      'unknown service',
+      () => app.request.post('/api/jobs').send({ service: 'nope', input: {} }),
+      422,
+      'unknown_service',
+    ],
+    [
+      'input not matching the service',
+      () => app.request.post('/api/jobs').send({ service: 'attest.timestamp', input: { digest: 'xyz' } }),
+      400,
+      'validation_failed',
+    ],
+    [
+      'unknown input field',
+      () => app.request.post('/api/jobs').send({ service: 'attest.timestamp', input: { digest, note: 'x' } }),
+      400,
+      'validation_failed',
+    ],
+    [
+      'malformed JSON',
+      () => app.request.post('/api/jobs').set('content-type', 'application/json').send('{"service":'),
+      400,
+      'malformed_json',
+    ],
     ['JSON array body', () => app.request.post('/api/jobs').send([1, 2]), 400, 'validation_failed'],
-    ['not JSON', () => app.request.post('/api/jobs').set('content-type', 'text/plain').send('hello'), 415, 'unsupported_media_type'],
-    ['too large', () => app.request.post('/api/jobs').send({ service: 'attest.timestamp', input: { digest, pad: 'x'.repeat(70_000) } }), 413, 'payload_too_large'],
+    [
+      'not JSON',
+      () => app.request.post('/api/jobs').set('content-type', 'text/plain').send('hello'),
+      415,
+      'unsupported_media_type',
+    ],
+    [
+      'too large',
+      () =>
+        app.request
+          .post('/api/jobs')
+          .send({ service: 'attest.timestamp', input: { digest, pad: 'x'.repeat(70_000) } }),
+      413,
+      'payload_too_large',
+    ],
     ['bad job id', () => app.request.get('/api/jobs/not-a-job'), 400, 'validation_failed'],
     ['unknown job', () => app.request.get('/api/jobs/job_01m7ycenb0y37det98dds34qjx'), 404, 'not_found'],
     ['unknown query parameter', () => app.request.get('/api/services?foo=1'), 400, 'validation_failed'],
     ['unknown route', () => app.request.get('/api/nothing-here'), 404, 'not_found'],
     ['body on a GET-only route', () => app.request.post('/api/health').send({}), 404, 'not_found'],
-    ['bad idempotency key', () => app.request.post('/api/jobs').set('Idempotency-Key', 'x'.repeat(300)).send({ service: 'attest.timestamp', input: { digest } }), 400, 'invalid_idempotency_key'],
+    [
+      'bad idempotency key',
+      () =>
+        app.request
+          .post('/api/jobs')
+          .set('Idempotency-Key', 'x'.repeat(300))
+          .send({ service: 'attest.timestamp', input: { digest } }),
+      400,
+      'invalid_idempotency_key',
+    ],
   ];
   for (const [name, send, status, code] of cases) {
     it(`${name} → ${status} ${code}`, async () => {
@@ -53,8 +116,12 @@ describe('bad input gets a 4xx problem and writes nothing', () => {
   }
 
   it('names each invalid field', async () => {
-    const res = await app.request.post('/api/jobs').send({ service: 'attest.timestamp', input: { digest: 'zz' } });
-    expect(res.body.errors).toEqual([{ path: 'input.digest', message: 'a SHA-256 digest: 64 hex characters' }]);
+    const res = await app.request
+      .post('/api/jobs')
+      .send({ service: 'attest.timestamp', input: { digest: 'zz' } });
+    expect(res.body.errors).toEqual([
+      { path: 'input.digest', message: 'a SHA-256 digest: 64 hex characters' },
+    ]);
   });
 });
 
@@ -83,19 +150,28 @@ describe('Idempotency-Key', () => {
   it('creates one job when the same key races', async () => {
     const body = { service: 'attest.timestamp', input: { digest: await sha256Of('idem-race') } };
     const results = await Promise.all(
-      Array.from({ length: 8 }, () => app.request.post('/api/jobs').set('Idempotency-Key', 'key-race').send(body)),
+      Array.from({ length: 8 }, () =>
+        app.request.post('/api/jobs').set('Idempotency-Key', 'key-race').send(body),
+      ),
     );
     const ids = new Set(results.filter((r) => r.status === 202).map((r) => r.body.job.id));
     expect(ids.size).toBe(1);
-    for (const r of results.filter((r) => r.status !== 202)) expect(r.body.code).toBe('idempotency_in_progress');
+    for (const r of results.filter((r) => r.status !== 202))
+      expect(r.body.code).toBe('idempotency_in_progress');
     const digest = body.input.digest;
-    expect(await app.deps.db('jobs').whereRaw(`input->>'digest' = ?`, [digest]).count({ n: '*' })).toEqual([{ n: '1' }]);
+    expect(await app.deps.db('jobs').whereRaw(`input->>'digest' = ?`, [digest]).count({ n: '*' })).toEqual([
+      { n: '1' },
+    ]);
   });
 
   it('keeps keys apart per caller', async () => {
     const body = { service: 'attest.timestamp', input: { digest: await sha256Of('idem-3') } };
     const a = await app.request.post('/api/jobs').set('Idempotency-Key', 'key-3').send(body).expect(202);
-    const b = await app.request.post('/api/jobs').set('Idempotency-Key', 'key-3').set('Authorization', 'Bearer op_test_token_0123456789').send(body);
+    const b = await app.request
+      .post('/api/jobs')
+      .set('Idempotency-Key', 'key-3')
+      .set('Authorization', 'Bearer op_test_token_0123456789')
+      .send(body);
     // A different Authorization is a different scope: no replay across callers.
     expect(b.headers['idempotency-replayed']).toBeUndefined();
     if (b.status === 202) expect(b.body.job.id).not.toBe(a.body.job.id);
@@ -125,7 +201,10 @@ describe('operator routes and operational endpoints', () => {
     expectProblem(res, 401, 'unauthorized');
     expect(res.headers['www-authenticate']).toMatch(/^Basic/);
     await app.request.get('/admin/queues').set('Authorization', 'Bearer wrong-token-xxxxxxxxxx').expect(401);
-    await app.request.get('/admin/queues').set('Authorization', 'Bearer op_test_token_0123456789').expect(200);
+    await app.request
+      .get('/admin/queues')
+      .set('Authorization', 'Bearer op_test_token_0123456789')
+      .expect(200);
     await app.request.get('/admin/queues').auth('operator', 'op_test_token_0123456789').expect(200);
   });
 
@@ -140,9 +219,9 @@ describe('operator routes and operational endpoints', () => {
     const res = await app.request.get('/openapi.json').expect(200);
     expect(res.body.openapi).toBe('3.1.0');
     expect(res.body.info.version).toBe('1.3.0');
-    const ops = Object.values(res.body.paths as Record<string, Record<string, { operationId: string }>>).flatMap((p) =>
-      Object.values(p).map((o) => o.operationId),
-    );
+    const ops = Object.values(
+      res.body.paths as Record<string, Record<string, { operationId: string }>>,
+    ).flatMap((p) => Object.values(p).map((o) => o.operationId));
     for (const id of ['health', 'services', 'pricing', 'createJob', 'jobStatus']) expect(ops).toContain(id);
     await app.request.get('/docs/').expect(200).expect('content-type', /html/);
     const platform = await app.request.get('/openapi/platform.json').expect(200);
@@ -159,7 +238,9 @@ describe('operator routes and operational endpoints', () => {
   it('answers readiness with each check', async () => {
     const res = await app.request.get('/api/v1/readiness').expect(200);
     expect(res.body.ready).toBe(true);
-    expect(Object.keys(res.body.checks)).toEqual(expect.arrayContaining(['db', 'redis', 'migrations', 'queues', 'receiptKey']));
+    expect(Object.keys(res.body.checks)).toEqual(
+      expect.arrayContaining(['db', 'redis', 'migrations', 'queues', 'receiptKey']),
+    );
   });
 
   it('sends security headers and CORS on the public API', async () => {

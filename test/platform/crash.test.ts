@@ -36,19 +36,26 @@ describe('SIGKILL mid-job', () => {
     const total = 400;
     const ids: string[] = [];
     for (let i = 0; i < total; i++) {
-      const row = await createJob(app.deps.db, app.deps.queues, { service: 'attest.timestamp', input: { digest: sha256Hex(`crash ${i}`) } });
+      const row = await createJob(app.deps.db, app.deps.queues, {
+        service: 'attest.timestamp',
+        input: { digest: sha256Hex(`crash ${i}`) },
+      });
       ids.push(row.id);
     }
     const first = startWorkerProcess();
     // Kill it the moment it holds claimed, unfinished work.
-    const runningAtKill = await eventually(async () => {
-      const running = await count({ status: 'running' });
-      if (running > 0) {
-        first.kill('SIGKILL');
-        return running;
-      }
-      return (await count({ status: 'succeeded' })) === total ? -1 : 0;
-    }, 30_000, 2);
+    const runningAtKill = await eventually(
+      async () => {
+        const running = await count({ status: 'running' });
+        if (running > 0) {
+          first.kill('SIGKILL');
+          return running;
+        }
+        return (await count({ status: 'succeeded' })) === total ? -1 : 0;
+      },
+      30_000,
+      2,
+    );
     expect(runningAtKill, 'the worker finished everything before it could be killed').toBeGreaterThan(0);
     await new Promise((r) => first.once('exit', r));
     const leftRunning = await app.deps.db('jobs').where({ status: 'running' }).pluck('id');
@@ -57,7 +64,8 @@ describe('SIGKILL mid-job', () => {
     startWorkerProcess();
     await eventually(async () => (await count({ status: 'succeeded' })) === total, 60_000, 100);
 
-    const succeededEvents = await app.deps.db('job_events')
+    const succeededEvents = await app.deps
+      .db('job_events')
       .where({ type: 'succeeded' })
       .whereIn('job_id', ids)
       .select('job_id')
@@ -66,7 +74,11 @@ describe('SIGKILL mid-job', () => {
     expect(succeededEvents).toHaveLength(total);
     expect(succeededEvents.every((r) => Number(r.n) === 1)).toBe(true);
     // The jobs the dead worker held were claimed again and still have one result each.
-    const reclaimed = await app.deps.db('job_events').where({ type: 'running' }).whereIn('job_id', leftRunning).count({ n: '*' });
+    const reclaimed = await app.deps
+      .db('job_events')
+      .where({ type: 'running' })
+      .whereIn('job_id', leftRunning)
+      .count({ n: '*' });
     expect(Number(reclaimed[0]!.n)).toBeGreaterThanOrEqual(leftRunning.length * 2);
     const results = await app.deps.db('jobs').whereIn('id', leftRunning).select('result', 'status');
     expect(results.every((r) => r.status === 'succeeded' && r.result.signature)).toBe(true);

@@ -20,7 +20,10 @@ afterAll(async () => {
 describe('attest.timestamp through the queue', () => {
   it('runs a job to succeeded and the attestation verifies offline with the published key', async () => {
     const digest = await sha256Of('contract v1');
-    const created = await app.request.post('/api/jobs').send({ service: 'attest.timestamp', input: { digest } }).expect(202);
+    const created = await app.request
+      .post('/api/jobs')
+      .send({ service: 'attest.timestamp', input: { digest } })
+      .expect(202);
     expect(created.body.job.status).toBe('queued');
     expect(created.headers.location).toMatch(/\/api\/jobs\/job_/);
 
@@ -44,13 +47,19 @@ describe('attest.timestamp through the queue', () => {
 
   it('records each state change once, in order, and streams them as server-sent events', async () => {
     const digest = await sha256Of('events');
-    const created = await app.request.post('/api/jobs').send({ service: 'attest.timestamp', input: { digest } }).expect(202);
+    const created = await app.request
+      .post('/api/jobs')
+      .send({ service: 'attest.timestamp', input: { digest } })
+      .expect(202);
     const id = created.body.job.id as string;
-    const stream = await app.request.get(`/api/jobs/${id}/events`).buffer(true).parse((res, cb) => {
-      let text = '';
-      res.on('data', (c: Buffer) => (text += c.toString()));
-      res.on('end', () => cb(null, text));
-    });
+    const stream = await app.request
+      .get(`/api/jobs/${id}/events`)
+      .buffer(true)
+      .parse((res, cb) => {
+        let text = '';
+        res.on('data', (c: Buffer) => (text += c.toString()));
+        res.on('end', () => cb(null, text));
+      });
     expect(stream.headers['content-type']).toMatch(/text\/event-stream/);
     const events = [...(stream.body as string).matchAll(/^event: (\w+)$/gm)].map((m) => m[1]);
     expect(events).toEqual(['queued', 'running', 'succeeded']);
@@ -59,7 +68,10 @@ describe('attest.timestamp through the queue', () => {
   it('long-polls: wait returns as soon as the job ends, and without wait answers at once', async () => {
     const digest = await sha256Of('long poll');
     await worker.worker.pause();
-    const created = await app.request.post('/api/jobs').send({ service: 'attest.timestamp', input: { digest } }).expect(202);
+    const created = await app.request
+      .post('/api/jobs')
+      .send({ service: 'attest.timestamp', input: { digest } })
+      .expect(202);
     const id = created.body.job.id as string;
     const now = await app.request.get(`/api/jobs/${id}`).expect(200);
     expect(now.body.job.status).toBe('queued');

@@ -32,8 +32,12 @@ describe('migrations', () => {
       expect(applied.length).toBeGreaterThan(0);
       expect((await migrationsCurrent(db)).current).toBe(true);
       const tables = async () =>
-        (await db('pg_tables').where({ schemaname: 'public' }).pluck('tablename')).filter((t: string) => !t.startsWith('knex_'));
-      expect(await tables()).toEqual(expect.arrayContaining(['jobs', 'job_events', 'services', 'idempotency_keys']));
+        (await db('pg_tables').where({ schemaname: 'public' }).pluck('tablename')).filter(
+          (t: string) => !t.startsWith('knex_'),
+        );
+      expect(await tables()).toEqual(
+        expect.arrayContaining(['jobs', 'job_events', 'services', 'idempotency_keys']),
+      );
       await migrateDown(db);
       expect(await tables()).toEqual([]);
       expect((await migrationsCurrent(db)).current).toBe(false);

@@ -20,12 +20,18 @@ describe('Redis unavailable at createJob', () => {
     const down = testApp({ redis: deadRedis, queues: new Queues(deadRedis, live.deps.queues.prefix) });
     try {
       const digest = await sha256Of('redis was down');
-      const res = await down.request.post('/api/jobs').send({ service: 'attest.timestamp', input: { digest } }).expect(202);
+      const res = await down.request
+        .post('/api/jobs')
+        .send({ service: 'attest.timestamp', input: { digest } })
+        .expect(202);
       const id = res.body.job.id as string;
       expect(res.body.job.status).toBe('queued');
       expect(await live.deps.queues.get('jobs').getJob(id)).toBeUndefined();
 
-      const sweeper = new Sweeper(live.deps.db, live.deps.queues, live.deps.redis, { intervalMs: 1000, graceMs: 0 });
+      const sweeper = new Sweeper(live.deps.db, live.deps.queues, live.deps.redis, {
+        intervalMs: 1000,
+        graceMs: 0,
+      });
       const report = await sweeper.sweep();
       expect(report.requeued).toBeGreaterThanOrEqual(1);
       expect(await live.deps.queues.get('jobs').getJob(id)).toBeDefined();
@@ -53,7 +59,9 @@ describe('Postgres unavailable', () => {
     const down = testApp({ db: createDb('postgres://postgres@127.0.0.1:1/none') });
     try {
       const digest = await sha256Of('pg down');
-      const res = await down.request.post('/api/jobs').send({ service: 'attest.timestamp', input: { digest } });
+      const res = await down.request
+        .post('/api/jobs')
+        .send({ service: 'attest.timestamp', input: { digest } });
       expect(res.status).toBe(503);
       expect(res.headers['content-type']).toMatch(/problem\+json/);
       expect(res.body.code).toBe('service_unavailable');

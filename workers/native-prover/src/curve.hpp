@@ -13,6 +13,7 @@ struct Fq2 {
   static inline Fq2 one() { return Fq2{Fq::one(), Fq::zero()}; }
   inline bool isZero() const { return c0.isZero() && c1.isZero(); }
   inline bool operator==(const Fq2& o) const { return c0 == o.c0 && c1 == o.c1; }
+  inline bool operator!=(const Fq2& o) const { return !(*this == o); }
   static inline Fq2 add(const Fq2& a, const Fq2& b) { return Fq2{Fq::add(a.c0, b.c0), Fq::add(a.c1, b.c1)}; }
   static inline Fq2 sub(const Fq2& a, const Fq2& b) { return Fq2{Fq::sub(a.c0, b.c0), Fq::sub(a.c1, b.c1)}; }
   static inline Fq2 dbl(const Fq2& a) { return add(a, a); }

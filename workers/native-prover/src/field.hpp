@@ -105,13 +105,13 @@ struct Field {
       r.v[i] = (u64)d;
       borrow = (u64)(d >> 64) & 1;
     }
-    if (borrow) {
-      u64 c = 0;
-      for (int i = 0; i < 4; ++i) {
-        u128 s = (u128)r.v[i] + Tag::P[i] + c;
-        r.v[i] = (u64)s;
-        c = (u64)(s >> 64);
-      }
+    // Branch-free: add p back masked by the borrow.
+    u64 mask = (u64)0 - borrow;
+    u64 c = 0;
+    for (int i = 0; i < 4; ++i) {
+      u128 s = (u128)r.v[i] + (Tag::P[i] & mask) + c;
+      r.v[i] = (u64)s;
+      c = (u64)(s >> 64);
     }
     return r;
   }
@@ -147,8 +147,17 @@ struct Field {
 
   static inline Field sqr(const Field& a) { return mul(a, a); }
 
+  // r < 2p -> r mod p, without data-dependent branches.
   static inline void reduceOnce(Field& r) {
-    if (detail::geq(r.v, Tag::P)) detail::subInPlace(r.v, Tag::P);
+    u64 t[4];
+    u64 borrow = 0;
+    for (int i = 0; i < 4; ++i) {
+      u128 d = (u128)r.v[i] - Tag::P[i] - borrow;
+      t[i] = (u64)d;
+      borrow = (u64)(d >> 64) & 1;
+    }
+    u64 keep = (u64)0 - borrow;  // all ones when r < p
+    for (int i = 0; i < 4; ++i) r.v[i] = (r.v[i] & keep) | (t[i] & ~keep);
   }
 
   // Standard (non-Montgomery) integer -> Montgomery form; input must be < p.

@@ -15,6 +15,22 @@
 #include "msm.hpp"
 #include "pool.hpp"
 
+#ifdef NP_PROFILE
+#include <chrono>
+#include <cstdio>
+#define NP_MARK(label)                                                                                 \
+  do {                                                                                                 \
+    auto now_ = std::chrono::steady_clock::now();                                                      \
+    std::fprintf(stderr, "%-10s %8.2f ms\n", label,                                                   \
+                 std::chrono::duration<double, std::milli>(now_ - profT0_).count());                    \
+    profT0_ = now_;                                                                                    \
+  } while (0)
+#else
+#define NP_MARK(label) \
+  do {                 \
+  } while (0)
+#endif
+
 namespace np {
 
 namespace {
@@ -362,6 +378,9 @@ ProofOutput prove(const ProvingKey& pk, const std::vector<U256>& witness, unsign
   if (witness.size() != pk.nVars) witnessError("length does not match the circuit");
   threads = std::max(1u, threads);
   const size_t n = pk.domainSize;
+#ifdef NP_PROFILE
+  auto profT0_ = std::chrono::steady_clock::now();
+#endif
 
   // Evaluations of A and B on the domain (Montgomery form), then C = A*B pointwise.
   std::vector<Fr> a(n, Fr::zero()), b(n, Fr::zero()), c(n);
@@ -384,6 +403,7 @@ ProofOutput prove(const ProvingKey& pk, const std::vector<U256>& witness, unsign
     });
   }
 
+  NP_MARK("abc");
   // iFFT, shift to the odd coset, FFT: the same steps snarkjs performs before joinABC.
   std::vector<Fr> tmp(n);
   auto toCoset = [&](std::vector<Fr>& v) {
@@ -401,6 +421,7 @@ ProofOutput prove(const ProvingKey& pk, const std::vector<U256>& witness, unsign
   parallelFor(n, threads, 1 << 12, [&](size_t lo, size_t hi) {
     for (size_t i = lo; i < hi; ++i) h[i] = Fr::sub(Fr::mul(a[i], b[i]), c[i]).toStd();
   });
+  NP_MARK("fft");
   std::vector<Fr>().swap(a);
   std::vector<Fr>().swap(b);
   std::vector<Fr>().swap(c);
@@ -408,11 +429,16 @@ ProofOutput prove(const ProvingKey& pk, const std::vector<U256>& witness, unsign
 
   const U256* w = witness.data();
   G1 piA = msm(pk.pointsA.data(), w, pk.nVars, threads);
+  NP_MARK("msmA");
   G1 pib1 = msm(pk.pointsB1.data(), w, pk.nVars, threads);
+  NP_MARK("msmB1");
   G2 piB = msm(pk.pointsB2.data(), w, pk.nVars, threads);
+  NP_MARK("msmB2");
   G1 piC = msm(pk.pointsC.data(), w + pk.nPublic + 1, pk.nVars - pk.nPublic - 1, threads);
+  NP_MARK("msmC");
   G1 resH = msm(pk.pointsH.data(), h.data(), n, threads);
 
+  NP_MARK("msmH");
   Fr r = randomScalar();
   Fr s = randomScalar();
   U256 rStd = r.toStd(), sStd = s.toStd();
@@ -430,6 +456,7 @@ ProofOutput prove(const ProvingKey& pk, const std::vector<U256>& witness, unsign
   piC = G1::add(piC, G1::mulScalar(pib1, rStd));
   piC = G1::add(piC, G1::mulScalar(delta1, negRs));
 
+  NP_MARK("blind");
   ProofOutput out;
   out.proofJson = "{\"pi_a\":" + g1Json(piA) + ",\"pi_b\":" + g2Json(piB) + ",\"pi_c\":" + g1Json(piC) +
                   ",\"protocol\":\"groth16\",\"curve\":\"bn128\"}";
@@ -439,6 +466,7 @@ ProofOutput prove(const ProvingKey& pk, const std::vector<U256>& witness, unsign
     out.publicJson += "\"" + toDecimal(witness[i]) + "\"";
   }
   out.publicJson += "]";
+  NP_MARK("json");
   return out;
 }
 
