@@ -10,6 +10,7 @@ import { AppError } from '../shared/errors';
 import { logger } from '../shared/log';
 import { httpDuration, queueDepth, registry } from '../shared/metrics';
 import type { AppDeps } from './deps';
+import { pagesRouter } from './pages';
 import { ADMIN_PATH, adminRouter } from './http/admin';
 import { idempotency } from './http/idempotency';
 import { origin } from './http/links';
@@ -17,6 +18,7 @@ import { buildDocument } from './http/openapi';
 import { errorMiddleware, notFoundMiddleware } from './http/problem';
 import { rateLimit } from './http/ratelimit';
 import { queueDepths } from './routes/health';
+import { agentCardHandler } from './routes/discovery';
 import { AGENT_EXCHANGE_VERSION } from './routes/exchange';
 import { buildTables } from './tables';
 import type { RouteTables } from './tables';
@@ -44,16 +46,26 @@ export function createApp(deps: AppDeps, options: AppOptions = {}): express.Expr
         res.setHeader('X-Request-Id', id);
         return id;
       },
-      customLogLevel: (_req, res, err) => (err || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'info' : 'debug'),
+      customLogLevel: (_req, res, err) =>
+        err || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'info' : 'debug',
       serializers: {
-        req: (req: { id: string; method: string; url: string }) => ({ id: req.id, method: req.method, url: req.url }),
+        req: (req: { id: string; method: string; url: string }) => ({
+          id: req.id,
+          method: req.method,
+          url: req.url,
+        }),
         res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
       },
     }),
   );
   app.use((req, res, next) => {
     const end = httpDuration.startTimer({ method: req.method });
-    res.on('finish', () => end({ route: req.route?.path ?? (res.statusCode === 404 ? 'unmatched' : req.baseUrl), status: res.statusCode }));
+    res.on('finish', () =>
+      end({
+        route: req.route?.path ?? (res.statusCode === 404 ? 'unmatched' : req.baseUrl),
+        status: res.statusCode,
+      }),
+    );
     next();
   });
   app.use(helmet({ contentSecurityPolicy: false, crossOriginEmbedderPolicy: false }));
@@ -61,8 +73,23 @@ export function createApp(deps: AppDeps, options: AppOptions = {}): express.Expr
     '/api',
     cors({
       origin: '*',
-      allowedHeaders: ['Authorization', 'Content-Type', 'Idempotency-Key', 'X-Request-Id', 'Last-Event-ID'],
-      exposedHeaders: ['Location', 'Retry-After', 'X-Request-Id', 'Idempotency-Replayed', 'RateLimit-Limit', 'RateLimit-Remaining'],
+      allowedHeaders: [
+        'Authorization',
+        'Content-Type',
+        'Idempotency-Key',
+        'X-Request-Id',
+        'Last-Event-ID',
+        'X-Referral-Code',
+      ],
+      exposedHeaders: [
+        'Location',
+        'Retry-After',
+        'X-Request-Id',
+        'Idempotency-Replayed',
+        'RateLimit-Limit',
+        'RateLimit-Remaining',
+        'PAYMENT-REQUIRED',
+      ],
       maxAge: 600,
     }),
   );
@@ -84,7 +111,8 @@ export function createApp(deps: AppDeps, options: AppOptions = {}): express.Expr
       {
         title: 'proof-exchange agent exchange API',
         version: AGENT_EXCHANGE_VERSION,
-        description: 'Discover services, price and create jobs, pay for them, fetch signed receipts, and trade with other agents.',
+        description:
+          'Discover services, price and create jobs, pay for them, fetch signed receipts, and trade with other agents.',
       },
       origin(req, deps, 'base'),
     );
@@ -94,11 +122,13 @@ export function createApp(deps: AppDeps, options: AppOptions = {}): express.Expr
       {
         title: 'proof-exchange platform API',
         version: AGENT_EXCHANGE_VERSION,
-        description: 'Commercial checkout and status routes (/api/v1) and the public proof-workflow, blind-policy, governance, treasury and auction routes.',
+        description:
+          'Commercial checkout and status routes (/api/v1) and the public proof-workflow, blind-policy, governance, treasury and auction routes.',
       },
       origin(req, deps, 'site'),
     );
   app.get('/openapi.json', (req, res) => void res.json(exchangeDoc(req)));
+  app.get('/.well-known/agent-card.json', agentCardHandler(deps));
   app.get('/openapi/platform.json', (req, res) => void res.json(platformDoc(req)));
   app.use(
     '/docs',
@@ -115,22 +145,38 @@ export function createApp(deps: AppDeps, options: AppOptions = {}): express.Expr
     }),
   );
   app.get('/problems/:code', (req, res) => {
-    res.json({ code: req.params.code, see: '/docs', description: 'Problem types are identified by their stable `code`.' });
+    res.json({
+      code: req.params.code,
+      see: '/docs',
+      description: 'Problem types are identified by their stable `code`.',
+    });
   });
 
-  // Everything below takes client input: size-limited JSON, rate limits, idempotency.
+  // Client traffic from here on is rate limited. Server-rendered pages come first: they parse their own
+  // form posts, since an HTML form without scripts cannot send JSON.
+  app.use(rateLimit(deps));
+  app.use(pagesRouter(deps));
+
+  // Everything below takes JSON input: size-limited, idempotency keys honoured.
   app.use((req: Request, _res: Response, next: NextFunction) => {
     const length = Number(req.headers['content-length'] ?? 0);
-    if ((length > 0 || req.headers['transfer-encoding']) && !req.is('application/json') && req.method !== 'GET') {
+    if (
+      (length > 0 || req.headers['transfer-encoding']) &&
+      !req.is('application/json') &&
+      req.method !== 'GET'
+    ) {
       throw new AppError(415, 'unsupported_media_type', 'Request bodies must be application/json.');
     }
     if (length > deps.bodyLimitBytes) {
-      throw new AppError(413, 'payload_too_large', `The request body is larger than ${deps.bodyLimitBytes} bytes.`);
+      throw new AppError(
+        413,
+        'payload_too_large',
+        `The request body is larger than ${deps.bodyLimitBytes} bytes.`,
+      );
     }
     next();
   });
   app.use(express.json({ limit: deps.bodyLimitBytes, strict: true, type: 'application/json' }));
-  app.use(rateLimit(deps));
   app.use(idempotency(deps));
   app.use(tables.exchange.router(deps));
   app.use(tables.commercial.router(deps));

@@ -1,8 +1,14 @@
 // The three route tables of the API and the modules that fill them.
 import { RouteTable } from './http/route';
+import { agentExchangeRoutes } from './routes/agent-exchange';
+import { blindPolicyRoutes } from './routes/blind-policy';
+import { checkoutRoutes } from './routes/checkout';
 import { commercialRoutes } from './routes/commercial';
 import { exchangeRoutes } from './routes/exchange';
+import { paymentRoutes } from './routes/payments';
 import { siteRoutes } from './routes/site';
+import { statusV1Routes } from './routes/status-v1';
+import { workflowRoutes } from './routes/workflows';
 
 export interface RouteTables {
   exchange: RouteTable;
@@ -12,8 +18,8 @@ export interface RouteTables {
 
 export function buildTables(): RouteTables {
   return {
-    exchange: exchangeRoutes(new RouteTable('exchange')),
-    commercial: commercialRoutes(new RouteTable('commercial')),
-    site: siteRoutes(new RouteTable('site')),
+    exchange: agentExchangeRoutes(paymentRoutes(exchangeRoutes(new RouteTable('exchange')))),
+    commercial: statusV1Routes(checkoutRoutes(commercialRoutes(new RouteTable('commercial')))),
+    site: blindPolicyRoutes(workflowRoutes(siteRoutes(new RouteTable('site')))),
   };
 }

@@ -131,6 +131,55 @@ export const envSchema = z.object({
   PAYMENT_RECHECK_MS: positiveInt.default(15_000),
   /** The longest wait between two checks of one pending payment. */
   PAYMENT_RECHECK_MAX_MS: positiveInt.default(5 * 60_000),
+  /** AES-256-GCM key (32 bytes, hex or base64) sealing proof inputs between web and prover; default: derived from the signing key. */
+  PROOF_INPUT_KEY: z.string().optional(),
+  /** Proofs proved at once by one prover process; default: the core count. */
+  PROVER_CONCURRENCY: positiveInt.optional(),
+  /** License prices in USD cents per tier, e.g. Starter=4900,Business=19900,Enterprise=99900 (partial overrides). */
+  LICENSE_PRICES_USD_CENTS: z
+    .string()
+    .regex(
+      /^(Starter|Business|Enterprise)=\d{1,9}(?:,(Starter|Business|Enterprise)=\d{1,9})*$/,
+      'Tier=cents pairs',
+    )
+    .optional(),
+  /** Share of confirmed revenue credited to a referrer, in basis points (1000 = 10 %). */
+  REFERRAL_COMMISSION_BPS: z.coerce.number().int().min(0).max(10_000).default(1000),
+  /** Whether result deliveries may target loopback/private addresses; default: yes except in production. */
+  LOGISTICS_ALLOW_PRIVATE_TARGETS: bool.optional(),
+  /** One webhook or hand-off POST waits this long for an answer. */
+  LOGISTICS_TIMEOUT_MS: positiveInt.default(5_000),
+  /** A delivery waits at most this long for its job to end before it fails. */
+  LOGISTICS_MAX_WAIT_SECONDS: positiveInt.default(24 * 3600),
+  /** The local AI runtime (OpenAI-compatible HTTP API) whose runtime proof the service signs; unset: none. */
+  LOCAL_AI_URL: url.optional(),
+  LOCAL_AI_MODEL: z.string().min(1).max(200).optional(),
+  /** Digest of the model weights the runtime serves, e.g. sha256:<64 hex>. */
+  LOCAL_AI_MODEL_DIGEST: z
+    .string()
+    .regex(/^[a-z0-9]+:[0-9a-fA-F]{32,128}$/, 'algorithm:hex, e.g. sha256:…')
+    .optional(),
+  /** The external private-payments provider ({payments_url}); unset: its routes say configured: false. */
+  PAYMENTS_PROVIDER_URL: url.optional(),
+  /** Label shown as `source` in the login challenge; default: the provider's host. */
+  PAYMENTS_PROVIDER_LABEL: z.string().min(1).max(100).optional(),
+  /** The provider is a local stand-in: the login challenge's title carries a mock marker. */
+  PAYMENTS_PROVIDER_MOCK: bool.default(false),
+  /** One probe or proxied call to an external provider waits this long. */
+  PROVIDER_TIMEOUT_MS: positiveInt.default(2_000),
+  /** Follow the configured chains for transfers to the treasury (default: yes when an RPC is set). */
+  CHAIN_FOLLOWER_ENABLED: bool.optional(),
+  CHAIN_FOLLOWER_INTERVAL_MS: positiveInt.default(2_000),
+  /** Blocks read per tick at most, so a follower far behind catches up in steps. */
+  CHAIN_FOLLOWER_MAX_BLOCKS: positiveInt.default(50),
+  /** How long a payment-gate amount stays reserved. */
+  PAYMENT_GATE_WINDOW_SECONDS: positiveInt.default(30 * 60),
+  /** The random part added to a payment-gate amount: 1 to this many base units. */
+  PAYMENT_GATE_SPREAD: positiveInt.default(9_999),
+  /** AES-256-GCM key (32 bytes, hex or base64) wrapping per-proposal ballot keys; default: derived from the signing key. */
+  BALLOT_KEY: z.string().optional(),
+  /** Advanced payroll/payout module; off by default (the service never moves funds itself). */
+  PRIVATE_PAYOUT_ENABLED: bool.default(false),
   PAYMENTS_PROVIDER_SLUG: slug.default('private-payments'),
 });
 

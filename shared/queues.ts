@@ -26,6 +26,10 @@ export const queueCatalog = {
     payload: z.strictObject({ proofId: rowId, kind: z.string().min(1).max(64) }),
     rowId: (p: { proofId: string }) => p.proofId,
   },
+  deliveries: {
+    payload: z.strictObject({ requestId: rowId }),
+    rowId: (p: { requestId: string }) => p.requestId,
+  },
 } as const;
 
 export type QueueName = keyof typeof queueCatalog;

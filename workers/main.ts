@@ -10,14 +10,23 @@ import { Queues } from '../shared/queues';
 import type { QueueName } from '../shared/queues';
 import { createRedis } from '../shared/redis';
 import { Shutdown } from '../shared/shutdown';
+import { startChainFollower } from './chain-follower';
 import { startWorker } from './pool';
+import { checkoutsProcessor } from './processors/checkouts';
+import { deliveriesProcessor } from './processors/deliveries';
 import { jobsProcessor } from './processors/jobs';
+import { paymentsProcessor } from './processors/payments';
 import { Sweeper } from './sweeper';
+import './prover/blind-policy'; // registers the sweep target for blind policy proofs
+import './prover/workflow-package'; // registers the sweep target for pending workflow packages
 
 /** The queues this process type consumes; a queue listed here without a processor fails the typecheck. */
-type WorkerQueue = Extract<QueueName, 'jobs'>;
+type WorkerQueue = Extract<QueueName, 'jobs' | 'payments' | 'deliveries' | 'checkouts'>;
 const processors: { [Q in WorkerQueue]: (db: Db) => Processor } = {
   jobs: jobsProcessor,
+  payments: (db) => paymentsProcessor(db),
+  deliveries: deliveriesProcessor,
+  checkouts: (db) => checkoutsProcessor(db),
 };
 
 export interface WorkerProcess {
@@ -39,13 +48,18 @@ export async function startWorkerProcess(): Promise<WorkerProcess> {
     queueRedis.disconnect();
   });
 
-  const workers = (Object.keys(processors) as WorkerQueue[]).map((q) => startWorker(q, processors[q](db), workerRedis));
+  const workers = (Object.keys(processors) as WorkerQueue[]).map((q) =>
+    startWorker(q, processors[q](db), workerRedis),
+  );
   // Stop taking work first; jobs in flight finish (or are handed back when the lock lapses).
   shutdown.register('workers', () => Promise.allSettled(workers.map((w) => w.close())));
 
   const sweeper = new Sweeper(db, queues, queueRedis);
   sweeper.start();
   shutdown.register('sweeper', () => sweeper.stop());
+
+  const follower = startChainFollower(db);
+  if (follower) shutdown.register('chain-follower', () => follower.stop());
 
   if (env.WORKER_METRICS_PORT !== undefined) {
     const server = http

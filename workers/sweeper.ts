@@ -5,6 +5,9 @@ import type { Db } from '../shared/db/knex';
 import { env } from '../shared/env';
 import { failJob } from '../shared/jobs/jobs';
 import { logger } from '../shared/log';
+import { expireCheckouts } from '../shared/commercial/checkouts';
+import { expireGateRequests } from '../shared/commercial/gate';
+import { expireUnpaidJobs } from '../shared/payments/payments';
 import type { Payload, QueueName, Queues } from '../shared/queues';
 
 /** A table whose rows are the outbox of a queue. */
@@ -36,6 +39,8 @@ export interface SweepReport {
   requeued: number;
   markedFailed: number;
   timedOut: number;
+  /** Unpaid jobs, checkouts and payment-gate requests whose window ran out. */
+  expired: number;
   idempotencyPurged: number;
 }
 
@@ -82,7 +87,13 @@ export class Sweeper {
   }
 
   async sweep(): Promise<SweepReport> {
-    const report: SweepReport = { requeued: 0, markedFailed: 0, timedOut: 0, idempotencyPurged: 0 };
+    const report: SweepReport = {
+      requeued: 0,
+      markedFailed: 0,
+      timedOut: 0,
+      expired: 0,
+      idempotencyPurged: 0,
+    };
     for (const target of targets) {
       const rows = (await this.db(target.table)
         .select('*')
@@ -106,10 +117,15 @@ export class Sweeper {
       }
     }
     report.timedOut = await this.timeOutStuckJobs();
+    report.expired =
+      (await expireUnpaidJobs(this.db)) +
+      (await expireCheckouts(this.db)) +
+      (await expireGateRequests(this.db));
     report.idempotencyPurged = await this.db('idempotency_keys')
       .where('created_at', '<', new Date(Date.now() - 24 * 3600 * 1000))
       .delete();
-    if (report.requeued || report.markedFailed || report.timedOut) logger.info(report, 'sweep');
+    if (report.requeued || report.markedFailed || report.timedOut || report.expired)
+      logger.info(report, 'sweep');
     return report;
   }
 

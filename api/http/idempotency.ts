@@ -1,8 +1,12 @@
 // Idempotency-Key on POST: the same key and body replay the first response; another body is a 409.
 // Records live in Postgres, so a retry lands on the same answer whichever web process takes it.
+// Only a hash of the key is stored, and the response is encrypted under a key derived from the client's
+// Idempotency-Key: a response that carries a secret shown once (an agent's API key, a webhook secret)
+// can be replayed to the client who holds the key, but a database dump reveals nothing.
 import type { RequestHandler } from 'express';
 import { canonicalJson } from '../../shared/canonical';
-import { sha256Hex } from '../../shared/crypto';
+import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
+import { hmacSha256Hex, sha256Hex } from '../../shared/crypto';
 import { AppError } from '../../shared/errors';
 import type { AppDeps } from '../deps';
 
@@ -14,7 +18,6 @@ interface StoredRow {
   request_hash: string;
   response_status: number | null;
   response_body: unknown;
-  response_headers: Record<string, string> | null;
   locked_at: Date | null;
 }
 
@@ -30,17 +33,24 @@ export function idempotency(deps: AppDeps): RequestHandler {
       );
     }
     const scope = `${req.method} ${req.path} ${sha256Hex(req.header('authorization') ?? '').slice(0, 16)}`;
-    const requestHash = sha256Hex(canonicalJson({ body: req.body ?? null, query: req.query ?? {} }));
+    const clientKey = key;
+    const keyDigest = sha256Hex(`${scope}\n${clientKey}`);
+    // Keyed by the client's key: a plain hash of a small private input could be guessed from a dump.
+    const requestHash = hmacSha256Hex(
+      clientKey,
+      canonicalJson({ body: req.body ?? null, query: req.query ?? {} }),
+    );
 
     const inserted = await deps
       .db('idempotency_keys')
-      .insert({ scope, key, request_hash: requestHash, locked_at: deps.db.fn.now() })
+      .insert({ scope, key: keyDigest, request_hash: requestHash, locked_at: deps.db.fn.now() })
       .onConflict(['scope', 'key'])
       .ignore()
       .returning('key');
 
     if (inserted.length === 0) {
-      const row = (await deps.db('idempotency_keys').where({ scope, key }).first()) as StoredRow | undefined;
+      const row = (await deps.db('idempotency_keys').where({ scope, key: keyDigest }).first()) as
+        StoredRow | undefined;
       if (row && row.request_hash !== requestHash) {
         throw new AppError(
           409,
@@ -49,10 +59,10 @@ export function idempotency(deps: AppDeps): RequestHandler {
         );
       }
       if (row && row.response_status !== null) {
-        for (const [k, v] of Object.entries(row.response_headers ?? {})) res.setHeader(k, v);
+        const stored = JSON.parse(open(row.response_body, clientKey, scope)) as StoredResponse;
+        for (const [k, v] of Object.entries(stored.headers)) res.setHeader(k, v);
         res.setHeader('Idempotency-Replayed', 'true');
-        const body = row.response_body;
-        res.status(row.response_status).send(typeof body === 'string' ? body : JSON.stringify(body));
+        res.status(row.response_status).send(stored.body);
         return;
       }
       const stale = !row || (row.locked_at && Date.now() - new Date(row.locked_at).getTime() > STALE_LOCK_MS);
@@ -66,7 +76,10 @@ export function idempotency(deps: AppDeps): RequestHandler {
           },
         );
       }
-      await deps.db('idempotency_keys').where({ scope, key }).update({ locked_at: deps.db.fn.now() });
+      await deps
+        .db('idempotency_keys')
+        .where({ scope, key: keyDigest })
+        .update({ locked_at: deps.db.fn.now() });
     }
 
     // Capture what this request answers and store it; a 5xx frees the key so the client can retry.
@@ -80,16 +93,19 @@ export function idempotency(deps: AppDeps): RequestHandler {
       const status = res.statusCode;
       const done =
         status >= 500
-          ? deps.db('idempotency_keys').where({ scope, key }).delete()
+          ? deps.db('idempotency_keys').where({ scope, key: keyDigest }).delete()
           : deps
               .db('idempotency_keys')
-              .where({ scope, key })
+              .where({ scope, key: keyDigest })
               .update({
                 response_status: status,
                 response_body: JSON.stringify(
-                  typeof captured === 'string' ? safeParse(captured) : (captured ?? null),
+                  seal(
+                    JSON.stringify({ headers: pickHeaders(res.getHeaders()), body: bodyText(captured) }),
+                    clientKey,
+                    scope,
+                  ),
                 ),
-                response_headers: JSON.stringify(pickHeaders(res.getHeaders())),
                 locked_at: null,
               });
       done.catch((err: Error) => req.log?.warn({ err: err.message }, 'could not store idempotent response'));
@@ -98,12 +114,50 @@ export function idempotency(deps: AppDeps): RequestHandler {
   };
 }
 
-function safeParse(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return text;
-  }
+interface StoredResponse {
+  headers: Record<string, string>;
+  body: string;
+}
+
+interface Sealed {
+  v: 1;
+  iv: string;
+  tag: string;
+  data: string;
+}
+
+function bodyText(captured: unknown): string {
+  if (captured === undefined || captured === null) return '';
+  if (typeof captured === 'string') return captured;
+  if (Buffer.isBuffer(captured)) return captured.toString('utf8');
+  return JSON.stringify(captured);
+}
+
+function responseKey(clientKey: string, scope: string): Buffer {
+  return Buffer.from(hkdfSync('sha256', clientKey, scope, 'proof-exchange idempotent response', 32));
+}
+
+function seal(text: string, clientKey: string, scope: string): Sealed {
+  const iv = randomBytes(12);
+  const cipher = createCipheriv('aes-256-gcm', responseKey(clientKey, scope), iv);
+  const data = Buffer.concat([cipher.update(text, 'utf8'), cipher.final()]);
+  return {
+    v: 1,
+    iv: iv.toString('base64'),
+    tag: cipher.getAuthTag().toString('base64'),
+    data: data.toString('base64'),
+  };
+}
+
+function open(stored: unknown, clientKey: string, scope: string): string {
+  const s = stored as Sealed;
+  const decipher = createDecipheriv(
+    'aes-256-gcm',
+    responseKey(clientKey, scope),
+    Buffer.from(s.iv, 'base64'),
+  );
+  decipher.setAuthTag(Buffer.from(s.tag, 'base64'));
+  return Buffer.concat([decipher.update(Buffer.from(s.data, 'base64')), decipher.final()]).toString('utf8');
 }
 
 function pickHeaders(headers: Record<string, unknown>): Record<string, string> {

@@ -24,7 +24,10 @@ const readinessChecks = new Map<string, ReadinessCheck>([
       }
     },
   ],
-  ['queues', async (deps) => ((await queueDepths(deps)) ? { ok: true } : { ok: false, detail: 'queues unreachable' })],
+  [
+    'queues',
+    async (deps) => ((await queueDepths(deps)) ? { ok: true } : { ok: false, detail: 'queues unreachable' }),
+  ],
   [
     'receiptKey',
     async () => {
@@ -57,7 +60,10 @@ export function commercialRoutes(table = new RouteTable('commercial')): RouteTab
     },
     handler: async ({ deps }) => {
       const entries = await Promise.all(
-        [...readinessChecks].map(async ([name, check]) => [name, await check(deps).catch((e: Error) => ({ ok: false, detail: e.message }))] as const),
+        [...readinessChecks].map(
+          async ([name, check]) =>
+            [name, await check(deps).catch((e: Error) => ({ ok: false, detail: e.message }))] as const,
+        ),
       );
       const ready = entries.every(([, c]) => c.ok);
       return {

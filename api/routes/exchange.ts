@@ -1,22 +1,47 @@
 // Table A, the agent exchange: the platform operations (health, services, pricing, jobs).
 import { z } from 'zod';
 import { serviceSigningKey } from '../../shared/keys';
+import { attributeJob, referralForJob } from '../../shared/exchange/referrals';
+import { attachQuotes } from '../../shared/payments/payments';
 import { listServices } from '../../shared/jobs/catalog';
 import { createJob, getJob, jobEvents, jobIdSchema, terminalStatuses } from '../../shared/jobs/jobs';
 import { RouteTable } from '../http/route';
 import { origin } from '../http/links';
 import { checkDb, checkRedis, queueDepths } from './health';
 import { jobSchema, jobView } from './jobs-view';
+import {
+  assetPricingSchema,
+  jobPaymentSchema,
+  jobStatusBody,
+  newJobPayment,
+  paymentRequiredHeader,
+  pricingAssets,
+  quoteForNewJob,
+  quotePolicy,
+} from './payments';
 
 export const AGENT_EXCHANGE_VERSION = '1.3.0';
 
 const signingKeySchema = z
-  .object({ algorithm: z.literal('ed25519'), keyId: z.string(), publicKey: z.string(), publicKeyPem: z.string() })
-  .meta({ id: 'SigningKey', description: 'The service key that signs attestations, receipts and proof packages.' });
+  .object({
+    algorithm: z.literal('ed25519'),
+    keyId: z.string(),
+    publicKey: z.string(),
+    publicKeyPem: z.string(),
+  })
+  .meta({
+    id: 'SigningKey',
+    description: 'The service key that signs attestations, receipts and proof packages.',
+  });
 
 export function signingKeyView() {
   const k = serviceSigningKey();
-  return { algorithm: 'ed25519' as const, keyId: k.keyId, publicKey: k.publicKey, publicKeyPem: k.publicKeyPem };
+  return {
+    algorithm: 'ed25519' as const,
+    keyId: k.keyId,
+    publicKey: k.publicKey,
+    publicKeyPem: k.publicKeyPem,
+  };
 }
 
 const serviceSchema = z
@@ -98,7 +123,10 @@ export function exchangeRoutes(table = new RouteTable('exchange')): RouteTable {
           schema: z.object({ services: z.array(serviceSchema), signingKey: signingKeySchema }),
         },
       },
-      handler: async () => ({ status: 200, body: { services: serviceViews(), signingKey: signingKeyView() } }),
+      handler: async () => ({
+        status: 200,
+        body: { services: serviceViews(), signingKey: signingKeyView() },
+      }),
     })
     .add({
       method: 'get',
@@ -113,6 +141,8 @@ export function exchangeRoutes(table = new RouteTable('exchange')): RouteTable {
             currency: z.literal('USD'),
             unit: z.literal('cents'),
             services: z.array(z.object({ id: z.string(), usdCents: z.number().int(), free: z.boolean() })),
+            assets: z.array(assetPricingSchema),
+            quotes: z.object({ ttlSeconds: z.number().int(), lateWindowSeconds: z.number().int() }),
           }),
         },
       },
@@ -121,7 +151,13 @@ export function exchangeRoutes(table = new RouteTable('exchange')): RouteTable {
         body: {
           currency: 'USD' as const,
           unit: 'cents' as const,
-          services: listServices().map((s) => ({ id: s.id, usdCents: s.priceUsdCents, free: s.priceUsdCents === 0 })),
+          services: listServices().map((s) => ({
+            id: s.id,
+            usdCents: s.priceUsdCents,
+            free: s.priceUsdCents === 0,
+          })),
+          assets: pricingAssets(),
+          quotes: quotePolicy(),
         },
       }),
     })
@@ -132,19 +168,39 @@ export function exchangeRoutes(table = new RouteTable('exchange')): RouteTable {
       summary: 'Create a job for a service; free jobs are queued at once, priced ones await payment',
       tags,
       auth: 'agent-optional',
+      query: z.strictObject({
+        ref: z.string().min(1).max(40).optional().describe('A referral code (or the X-Referral-Code header)'),
+      }),
       body: createJobBody,
       responses: {
-        202: { description: 'Accepted; poll the job or follow its events', schema: z.object({ job: jobSchema }) },
+        202: {
+          description: 'Accepted; poll the job or follow its events',
+          schema: z.object({ job: jobSchema, payment: jobPaymentSchema.optional() }),
+        },
       },
-      handler: async ({ body, auth, req, deps }) => {
-        const row = await createJob(deps.db, deps.queues, {
-          service: body.service,
-          input: body.input,
-          agentId: auth.kind === 'agent' ? auth.agentId : null,
-          licensed: auth.kind === 'license',
-        });
+      handler: async ({ body, query, auth, req, deps }) => {
+        const agentId = auth.kind === 'agent' ? auth.agentId : null;
+        const referral = await referralForJob(deps.db, query.ref ?? req.header('x-referral-code'), agentId);
+        const prepared = await quoteForNewJob(body.service, auth.kind === 'license');
+        const row = await createJob(
+          deps.db,
+          deps.queues,
+          { service: body.service, input: body.input, agentId, licensed: auth.kind === 'license' },
+          referral || prepared
+            ? async (trx, created) => {
+                if (referral) await attributeJob(trx, created.id, referral.id);
+                if (prepared && created.status === 'awaiting_payment')
+                  await attachQuotes(trx, created, prepared);
+              }
+            : undefined,
+        );
+        const payment = await newJobPayment(row, prepared, req, deps);
         const job = jobView(row, req, deps);
-        return { status: 202, headers: { Location: job.links.self! }, body: { job } };
+        return {
+          status: 202,
+          headers: { Location: job.links.self!, ...paymentRequiredHeader(payment) },
+          body: { job, ...(payment ? { payment } : {}) },
+        };
       },
     })
     .add({
@@ -155,9 +211,20 @@ export function exchangeRoutes(table = new RouteTable('exchange')): RouteTable {
       tags,
       params: jobParams,
       query: z.strictObject({
-        wait: z.coerce.number().int().min(0).max(30).optional().describe('Seconds to wait for the job to change state'),
+        wait: z.coerce
+          .number()
+          .int()
+          .min(0)
+          .max(30)
+          .optional()
+          .describe('Seconds to wait for the job to change state'),
       }),
-      responses: { 200: { description: 'The job', schema: z.object({ job: jobSchema }) } },
+      responses: {
+        200: {
+          description: 'The job',
+          schema: z.object({ job: jobSchema, payment: jobPaymentSchema.optional() }),
+        },
+      },
       handler: async ({ params, query, req, res, deps }) => {
         let row = await getJob(deps.db, params.jobId);
         if (query.wait && !terminalStatuses.has(row.status)) {
@@ -171,7 +238,11 @@ export function exchangeRoutes(table = new RouteTable('exchange')): RouteTable {
             row = await getJob(deps.db, params.jobId);
           }
         }
-        return { status: 200, headers: { 'Cache-Control': 'no-store' }, body: { job: jobView(row, req, deps) } };
+        return {
+          status: 200,
+          headers: { 'Cache-Control': 'no-store' },
+          body: await jobStatusBody(row, req, deps),
+        };
       },
     })
     .add({
@@ -199,10 +270,13 @@ export function exchangeRoutes(table = new RouteTable('exchange')): RouteTable {
         while (!abort.signal.aborted) {
           for (const e of await jobEvents(deps.db, row.id, cursor)) {
             cursor = Number(e.id);
-            res.write(`id: ${e.id}\nevent: ${e.type}\ndata: ${JSON.stringify({ jobId: row.id, type: e.type, at: e.at, ...e.data, links: { job: `${base}/api/jobs/${row.id}` } })}\n\n`);
+            res.write(
+              `id: ${e.id}\nevent: ${e.type}\ndata: ${JSON.stringify({ jobId: row.id, type: e.type, at: e.at, ...e.data, links: { job: `${base}/api/jobs/${row.id}` } })}\n\n`,
+            );
           }
           if (terminalStatuses.has(row.status)) break;
-          if ((await deps.notifier.next(row.id, 15_000, abort.signal)) === 'timeout') res.write(': keep-alive\n\n');
+          if ((await deps.notifier.next(row.id, 15_000, abort.signal)) === 'timeout')
+            res.write(': keep-alive\n\n');
           row = await getJob(deps.db, params.jobId);
         }
         res.end();

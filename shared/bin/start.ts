@@ -32,6 +32,7 @@ function operatorToken(): string {
 export const processTypes: Record<string, string> = {
   web: 'api/main.ts',
   worker: 'workers/main.ts',
+  prover: 'workers/prover/main.ts',
 };
 
 async function main() {

@@ -2,6 +2,8 @@
 import { z } from 'zod';
 import type { Db } from '../db/knex';
 import { signTimestamp } from '../attest';
+import { attestBatchService } from './services/attest-batch';
+import { blindPolicyService } from './services/blind-policy';
 
 export interface RunContext {
   jobId: string;
@@ -41,7 +43,11 @@ const attestTimestamp = defineService({
   run: async (input, ctx) => signTimestamp(input.digest, ctx.jobId),
 });
 
-const services: ServiceDefinition[] = [attestTimestamp as ServiceDefinition];
+const services: ServiceDefinition[] = [
+  attestTimestamp as ServiceDefinition,
+  defineService(attestBatchService) as ServiceDefinition,
+  defineService(blindPolicyService) as ServiceDefinition,
+];
 
 /** Registers more services (product lines add theirs at start-up). */
 export function registerService<I>(def: ServiceDefinition<I>): void {
@@ -72,6 +78,11 @@ export async function syncServiceCatalog(db: Db): Promise<void> {
   }));
   await db.transaction(async (trx) => {
     await trx('services').insert(rows).onConflict('id').merge();
-    await trx('services').whereNotIn('id', rows.map((r) => r.id)).update({ active: false });
+    await trx('services')
+      .whereNotIn(
+        'id',
+        rows.map((r) => r.id),
+      )
+      .update({ active: false });
   });
 }

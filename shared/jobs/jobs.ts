@@ -76,28 +76,53 @@ export function validateServiceInput(service: ServiceDefinition, input: unknown)
   return parsed.data;
 }
 
-/** Stores a job; free (or licensed) jobs are queued at once, priced ones wait for payment. */
-export async function createJob(db: Db, queues: Queues, req: CreateJobInput): Promise<JobRow> {
+/**
+ * Stores a job; free (or licensed) jobs are queued at once, priced ones wait for payment. `within`
+ * runs in the same transaction, so what belongs to the job (its quotes, its referral) is written with
+ * it or not at all. The enqueue happens after commit.
+ */
+export async function createJob(
+  db: Db,
+  queues: Queues,
+  req: CreateJobInput,
+  within?: (trx: Knex.Transaction, row: JobRow) => Promise<void>,
+): Promise<JobRow> {
   const service = serviceOrThrow(req.service);
   const input = validateServiceInput(service, req.input);
   const free = service.priceUsdCents === 0 || req.licensed === true;
   const id = newId('job');
   const status: JobStatus = free ? 'queued' : 'awaiting_payment';
-  const [row] = (
-    await db.raw(
-      `with j as (
-       insert into jobs (id, service_id, status, input, price_usd_cents, agent_id, queued_at)
-       values (?, ?, ?, ?, ?, ?, ${free ? 'now()' : 'null'})
-       returning *
-     ), e as (
-       insert into job_events (job_id, type, data) select id, status, '{}'::jsonb from j
-     )
-     select * from j`,
-      [id, service.id, status, JSON.stringify(input), free ? 0 : service.priceUsdCents, req.agentId ?? null],
-    )
-  ).rows as JobRow[];
+  const insert = async (conn: Db | Knex.Transaction) =>
+    (
+      await conn.raw(
+        `with j as (
+           insert into jobs (id, service_id, status, input, price_usd_cents, agent_id, queued_at)
+           values (?, ?, ?, ?, ?, ?, ${free ? 'now()' : 'null'})
+           returning *
+         ), e as (
+           insert into job_events (job_id, type, data) select id, status, '{}'::jsonb from j
+         )
+         select * from j`,
+        [
+          id,
+          service.id,
+          status,
+          JSON.stringify(input),
+          free ? 0 : service.priceUsdCents,
+          req.agentId ?? null,
+        ],
+      )
+    ).rows[0] as JobRow;
+  // The common case (nothing else to write) stays a single statement.
+  const row = within
+    ? await db.transaction(async (trx) => {
+        const r = await insert(trx);
+        await within(trx, r);
+        return r;
+      })
+    : await insert(db);
   if (free) await enqueueJob(queues, id);
-  return row!;
+  return row;
 }
 
 /** Enqueues a queued job; a Redis failure is logged, not thrown: the sweeper re-enqueues from Postgres. */

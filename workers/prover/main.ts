@@ -12,6 +12,19 @@ import { Queues, queueCatalog } from '../../shared/queues';
 import { createRedis } from '../../shared/redis';
 import { Shutdown } from '../../shared/shutdown';
 import { startWorker } from '../pool';
+import { env } from '../../shared/env';
+import {
+  loadVerificationKey,
+  nativeBackend,
+  policies,
+  policyIds,
+  selectProverBackend,
+  terminateCurves,
+  warmCircuit,
+} from '../../shared/zk/index';
+import type { NativeProverLike, ProverBackend } from '../../shared/zk/index';
+import { expireHeldProofs } from '../../shared/zk/store';
+import { useProverBackend } from './blind-policy';
 import { proofHandler, proofKinds } from './kinds';
 import './register';
 
@@ -38,14 +51,43 @@ export function proofsProcessor(db: Db, queues: Queues): Processor {
     } catch (err) {
       end({ outcome: 'error' });
       jobsProcessed.inc({ queue: 'proofs', outcome: 'error' });
-      if (!isUnavailableError(err)) logger.warn({ proofId, kind, err: (err as Error).message }, 'proof attempt failed');
+      if (!isUnavailableError(err))
+        logger.warn({ proofId, kind, err: (err as Error).message }, 'proof attempt failed');
       throw err;
     }
   };
 }
 
-export async function startProverProcess(concurrency = Math.max(1, cpus().length)) {
+/**
+ * The project's native prover when its addon is built. The module may be absent from a checkout or
+ * fail to load on a machine without the build; either way the process proves with another backend.
+ */
+async function loadNative(): Promise<NativeProverLike | null> {
+  const specifier = new URL('../native-prover/index.ts', import.meta.url).href;
+  try {
+    const mod = (await import(specifier)) as { loadNativeProver?: () => NativeProverLike | null };
+    return mod.loadNativeProver?.() ?? null;
+  } catch (err) {
+    logger.warn({ err: (err as Error).message }, 'native prover not loaded');
+    return null;
+  }
+}
+
+/** Picks the backend and loads every circuit's artifacts and verification key before the first job. */
+export async function prepareProving(): Promise<ProverBackend> {
+  const native =
+    env.PROVER_BACKEND === 'snarkjs' || env.PROVER_BACKEND === 'rapidsnark' ? null : await loadNative();
+  const backend = selectProverBackend({ native: native ? nativeBackend(native) : undefined });
+  useProverBackend(backend);
+  await Promise.all(policyIds.flatMap((id) => [warmCircuit(id), loadVerificationKey(policies[id].circuit)]));
+  return backend;
+}
+
+export async function startProverProcess(concurrency = env.PROVER_CONCURRENCY ?? Math.max(1, cpus().length)) {
   const shutdown = new Shutdown();
+  const backend = await prepareProving();
+  // snarkjs keeps curve worker threads alive; registered first so it runs after the worker stopped.
+  shutdown.register('curves', () => terminateCurves());
   const db = createDb();
   const workerRedis = createRedis('worker');
   const queueRedis = createRedis('api');
@@ -58,7 +100,17 @@ export async function startProverProcess(concurrency = Math.max(1, cpus().length
   });
   const worker = startWorker('proofs', proofsProcessor(db, queues), workerRedis, { concurrency });
   shutdown.register('worker', () => worker.close());
-  logger.info({ kinds: proofKinds(), concurrency }, 'prover started');
+  // Held proofs nobody paid for lose their sealed input; cheap, idempotent, any prover may run it.
+  const expiry = setInterval(
+    () =>
+      void expireHeldProofs(db).catch((err: Error) =>
+        logger.warn({ err: err.message }, 'hold expiry failed'),
+      ),
+    60_000,
+  );
+  expiry.unref();
+  shutdown.register('hold-expiry', () => clearInterval(expiry));
+  logger.info({ kinds: proofKinds(), concurrency, backend: backend.name }, 'prover started');
   return { worker, shutdown };
 }
 

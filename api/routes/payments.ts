@@ -1,0 +1,243 @@
+// Table A payment routes (submitPayment, getReceipt), and the payment parts of createJob, jobStatus and
+// pricing, which exchange.ts adds to its replies through the helpers below.
+import type { Request } from 'express';
+import { z } from 'zod';
+import { env } from '../../shared/env';
+import type { JobRow } from '../../shared/jobs/jobs';
+import { jobIdSchema } from '../../shared/jobs/jobs';
+import { assetIds } from '../../shared/payments/assets';
+import {
+  assetAvailability,
+  getReceipt,
+  jobPayment,
+  paymentStatuses,
+  paymentView,
+  prepareQuotes,
+  settlements,
+  submitPayment,
+} from '../../shared/payments/payments';
+import type { JobPaymentView, PreparedQuotes } from '../../shared/payments/payments';
+import { RECEIPT_TYPE } from '../../shared/payments/receipts';
+import type { AppDeps } from '../deps';
+import { origin } from '../http/links';
+import type { RouteTable } from '../http/route';
+import { jobView } from './jobs-view';
+
+const baseUnits = z.string().regex(/^\d+$/).describe('Integer base units of the asset');
+
+export const paymentSchema = z
+  .object({
+    id: z.string(),
+    jobId: z.string(),
+    asset: z.enum(assetIds),
+    network: z.string().describe('CAIP-2 chain id'),
+    txRef: z.string(),
+    payer: z.string().nullable(),
+    status: z.enum(paymentStatuses),
+    settlement: z.enum(settlements).nullable().describe('How a confirmed payment matched its quote'),
+    reason: z.string().nullable(),
+    detail: z.string().nullable(),
+    amountReceived: baseUnits.nullable(),
+    confirmations: z.number().int().nullable(),
+    createdAt: z.string(),
+    updatedAt: z.string(),
+    settledAt: z.string().nullable(),
+    nextCheckAt: z.string().nullable(),
+    links: z.record(z.string(), z.string()),
+  })
+  .meta({ id: 'Payment' });
+
+const quoteSchema = z
+  .object({
+    reference: z.string(),
+    asset: z.enum(assetIds),
+    network: z.string(),
+    amount: baseUnits,
+    amountDisplay: z.string(),
+    decimals: z.number().int(),
+    contract: z.string().optional(),
+    payTo: z.string(),
+    usdCents: z.number().int(),
+    rate: z.object({ usd: z.string(), asOf: z.string(), source: z.string() }).optional(),
+    createdAt: z.string(),
+    expiresAt: z.string(),
+  })
+  .meta({ id: 'Quote' });
+
+const x402Schema = z
+  .object({
+    x402Version: z.number().int(),
+    error: z.string(),
+    resource: z.object({ url: z.string(), description: z.string(), mimeType: z.string() }),
+    accepts: z.array(
+      z.object({
+        scheme: z.literal('exact'),
+        network: z.string(),
+        amount: baseUnits,
+        asset: z.string(),
+        payTo: z.string(),
+        maxTimeoutSeconds: z.number().int(),
+        extra: z.record(z.string(), z.unknown()),
+      }),
+    ),
+  })
+  .meta({ id: 'X402PaymentRequired', description: 'x402 (v2) payment requirements, one per quoted asset' });
+
+export const jobPaymentSchema = z
+  .object({
+    required: z.boolean(),
+    usdCents: z.number().int(),
+    expiresAt: z.string(),
+    watchUntil: z
+      .string()
+      .describe('Payments submitted until then are still verified (paid_late after expiresAt)'),
+    quotes: z.array(quoteSchema),
+    unavailable: z.array(z.object({ asset: z.string(), reason: z.string(), detail: z.string() })).optional(),
+    x402: x402Schema.optional(),
+    payments: z.array(paymentSchema),
+    links: z.record(z.string(), z.string()),
+  })
+  .meta({ id: 'JobPayment' });
+
+export const assetPricingSchema = z
+  .object({
+    id: z.enum(assetIds),
+    symbol: z.string(),
+    name: z.string(),
+    network: z.string(),
+    decimals: z.number().int(),
+    contract: z.string().optional(),
+    stable: z.boolean(),
+    enabled: z.boolean(),
+    payTo: z.string().optional(),
+    reason: z.string().optional(),
+    detail: z.string().optional(),
+  })
+  .meta({ id: 'PaymentAsset' });
+
+/** For GET /api/pricing: the nine assets, enabled or not and why. */
+export function pricingAssets(): z.infer<typeof assetPricingSchema>[] {
+  return assetAvailability().map((s) => ({
+    id: s.asset.id,
+    symbol: s.asset.symbol,
+    name: s.asset.name,
+    network: s.asset.network,
+    decimals: s.asset.decimals,
+    ...(s.asset.contract ? { contract: s.asset.contract } : {}),
+    stable: s.asset.stable,
+    enabled: s.enabled,
+    ...(s.enabled ? { payTo: s.payTo } : { reason: s.reason, detail: s.detail }),
+  }));
+}
+
+export const quotePolicy = () => ({
+  ttlSeconds: env.QUOTE_TTL_SECONDS,
+  lateWindowSeconds: env.QUOTE_LATE_WINDOW_SECONDS,
+});
+
+/** For createJob: prices the job before it is stored (undefined when it needs no payment). */
+export function quoteForNewJob(service: string, licensed: boolean): Promise<PreparedQuotes | undefined> {
+  return prepareQuotes(service, { licensed });
+}
+
+/** For createJob: stores the quotes of the new job and shapes its payment part. */
+export async function newJobPayment(
+  row: JobRow,
+  prepared: PreparedQuotes | undefined,
+  req: Request,
+  deps: AppDeps,
+): Promise<JobPaymentView | undefined> {
+  if (!prepared || row.status !== 'awaiting_payment') return undefined;
+  return jobPayment(deps.db, row, origin(req, deps, 'base'), { unavailable: prepared.unavailable });
+}
+
+/** For jobStatus: the job with its payment part and, once paid, its receipt link. */
+export async function jobStatusBody(row: JobRow, req: Request, deps: AppDeps) {
+  const job = jobView(row, req, deps);
+  // Free and licensed jobs carry no price, so no quotes: skip the lookups on the hot path.
+  const payment =
+    row.price_usd_cents > 0 ? await jobPayment(deps.db, row, origin(req, deps, 'base')) : undefined;
+  if (payment?.links.receipt) job.links.receipt = payment.links.receipt;
+  return { job, ...(payment ? { payment } : {}) };
+}
+
+/** The x402 PAYMENT-REQUIRED header value (base64 JSON) for an unpaid job. */
+export function paymentRequiredHeader(payment: JobPaymentView | undefined): Record<string, string> {
+  if (!payment?.x402) return {};
+  return { 'PAYMENT-REQUIRED': Buffer.from(JSON.stringify(payment.x402)).toString('base64') };
+}
+
+const receiptSchema = z
+  .object({
+    type: z.literal(RECEIPT_TYPE),
+    id: z.string(),
+    jobId: z.string(),
+    serviceId: z.string(),
+    paymentId: z.string(),
+    asset: z.string(),
+    network: z.string(),
+    decimals: z.number().int(),
+    amount: baseUnits,
+    quotedAmount: baseUnits,
+    usdCents: z.string(),
+    payTo: z.string(),
+    payer: z.string().nullable(),
+    settlement: z.enum(settlements),
+    transaction: z.object({
+      txRef: z.string(),
+      output: z.string(),
+      confirmations: z.number().int().nullable(),
+    }),
+    quote: z.object({ reference: z.string(), createdAt: z.string(), expiresAt: z.string() }),
+    times: z.object({ submittedAt: z.string(), confirmedAt: z.string(), issuedAt: z.string() }),
+    keyId: z.string(),
+    signature: z.string().describe('ed25519 (base64url) over the canonical JSON of every other field'),
+  })
+  .meta({ id: 'Receipt' });
+
+const submitPaymentBody = z
+  .strictObject({
+    asset: z.enum(assetIds).describe('The asset paid in; the job must have a quote in it'),
+    txRef: z.string().min(1).max(200).describe('Transaction hash / signature / txid'),
+    payer: z.string().min(1).max(200).optional().describe('The paying address, for the record'),
+    txKey: z.string().min(1).max(200).optional().describe('XMR only: the transaction key (get_tx_key)'),
+  })
+  .meta({ id: 'SubmitPaymentRequest' });
+
+export function paymentRoutes(table: RouteTable): RouteTable {
+  const tags = ['Agent exchange'];
+  return table
+    .add({
+      method: 'post',
+      path: '/api/jobs/{jobId}/payment',
+      operationId: 'submitPayment',
+      summary: 'Submit the transaction that paid a job; it is verified on chain in the background',
+      description:
+        'Records the payment as `pending` and queues its verification. Poll the job: once the payment is confirmed the job is queued and runs, and a signed receipt is linked. A transaction credits one payment only (409 `payment_already_claimed`).',
+      tags,
+      params: z.strictObject({ jobId: jobIdSchema }),
+      body: submitPaymentBody,
+      responses: {
+        202: { description: 'Recorded; being verified', schema: z.object({ payment: paymentSchema }) },
+      },
+      handler: async ({ params, body, req, deps }) => {
+        const { payment } = await submitPayment(deps.db, deps.queues, params.jobId, body);
+        const view = paymentView(payment, origin(req, deps, 'base'));
+        return { status: 202, headers: { Location: view.links.job }, body: { payment: view } };
+      },
+    })
+    .add({
+      method: 'get',
+      path: '/api/receipts/{receiptId}',
+      operationId: 'getReceipt',
+      summary: 'A signed receipt for a confirmed payment, verifiable offline with the key from /api/health',
+      tags,
+      params: z.strictObject({ receiptId: z.string().regex(/^rcpt_[0-9a-z]{26}$/, 'a receipt id (rcpt_…)') }),
+      responses: { 200: { description: 'The receipt', schema: z.object({ receipt: receiptSchema }) } },
+      handler: async ({ params, deps }) => ({
+        status: 200,
+        headers: { 'Cache-Control': 'public, max-age=300' },
+        body: { receipt: await getReceipt(deps.db, params.receiptId) },
+      }),
+    });
+}

@@ -1,0 +1,347 @@
+// Table B status routes (/api/v1): the local AI runtime proof, the privacy matrix and claims, provider
+// integrations, the chain stream statistics, and the private-payments provider (health, on-chain
+// proof, login challenge, proxied balances). Also the chain adapters' readiness check.
+import { z } from 'zod';
+import { privacyClaims, privacyExecutionMatrix, executionPlaces } from '../../shared/commercial/privacy';
+import {
+  ProviderUnreachable,
+  chainReadiness,
+  localAiRuntimeProof,
+  loginChallenge,
+  probePaymentsProvider,
+  providerGet,
+  providerIntegrations,
+  providerSource,
+} from '../../shared/commercial/providers';
+import { streamStats } from '../../shared/commercial/stream';
+import { env } from '../../shared/env';
+import { AppError, unauthorized } from '../../shared/errors';
+import { walletPublicKeySchema } from '../../shared/exchange/wallet';
+import { serviceSigningKey } from '../../shared/keys';
+import { bearerToken } from '../http/auth';
+import { origin } from '../http/links';
+import type { RouteTable } from '../http/route';
+import { registerReadinessCheck } from './commercial';
+
+registerReadinessCheck('chainAdapters', () => chainReadiness());
+
+const probeSchema = z.object({
+  configured: z.boolean(),
+  reachable: z.boolean().nullable(),
+  latencyMs: z.number().nullable(),
+  endpoint: z.string().optional(),
+  detail: z.string().optional(),
+});
+
+const unconfigured = (what: string) => ({
+  configured: false,
+  detail: `No private-payments provider is configured (PAYMENTS_PROVIDER_URL is unset); ${what} is not available.`,
+});
+
+function providerProblem(err: unknown): never {
+  if (err instanceof ProviderUnreachable) throw new AppError(502, 'provider_unreachable', err.message);
+  throw err;
+}
+
+export function statusV1Routes(table: RouteTable): RouteTable {
+  const tags = ['Status'];
+  const pp = `/api/v1/${env.PAYMENTS_PROVIDER_SLUG}`;
+  return table
+    .add({
+      method: 'get',
+      path: `/api/v1/${env.LOCAL_AI_SLUG}/runtime-proof`,
+      operationId: 'localAiRuntimeProof',
+      summary:
+        'Signed statement of the configured local AI runtime (endpoint, model digest, probed reachability)',
+      description:
+        'The statement (every field but `signature`) is signed with the service key (ed25519 over its canonical JSON). `configured: false` when no runtime is set.',
+      tags,
+      responses: {
+        200: {
+          description: 'The signed statement, or configured: false',
+          schema: z.union([
+            z.object({ configured: z.literal(false), detail: z.string() }),
+            z.object({
+              type: z.string(),
+              configured: z.literal(true),
+              endpoint: z.string(),
+              model: z.string().nullable(),
+              modelDigest: z.string().nullable(),
+              probe: z.object({
+                reachable: z.boolean(),
+                latencyMs: z.number().nullable(),
+                modelListed: z.boolean().nullable(),
+                detail: z.string().nullable(),
+                at: z.string(),
+              }),
+              keyId: z.string(),
+              signature: z.string(),
+            }),
+          ]),
+        },
+      },
+      handler: async () => {
+        const key = serviceSigningKey();
+        const proof = await localAiRuntimeProof(key);
+        return {
+          status: 200,
+          headers: { 'Cache-Control': 'no-store' },
+          body: { ...proof, ...(proof.configured ? { publicKey: key.publicKey } : {}) },
+        };
+      },
+    })
+    .add({
+      method: 'get',
+      path: '/api/v1/privacy-execution-matrix',
+      operationId: 'privacyExecutionMatrix',
+      summary: 'Per feature: what is public, what is private, where it executes',
+      tags,
+      responses: {
+        200: {
+          description: 'The matrix',
+          schema: z.object({
+            places: z.array(z.enum(executionPlaces)),
+            features: z.array(
+              z.object({
+                feature: z.string(),
+                public: z.array(z.string()),
+                private: z.array(z.string()),
+                executes: z.array(z.enum(executionPlaces)),
+                notes: z.string(),
+              }),
+            ),
+          }),
+        },
+      },
+      handler: async () => ({
+        status: 200,
+        body: { places: executionPlaces, features: privacyExecutionMatrix },
+      }),
+    })
+    .add({
+      method: 'get',
+      path: '/api/v1/privacy-execution-claims',
+      operationId: 'privacyExecutionClaims',
+      summary: 'Index of privacy claims: how each is enforced and the test that checks it',
+      tags,
+      responses: {
+        200: {
+          description: 'The claims',
+          schema: z.object({
+            claims: z.array(
+              z.object({
+                id: z.string(),
+                claim: z.string(),
+                enforcement: z.string(),
+                test: z.object({ file: z.string(), name: z.string() }),
+              }),
+            ),
+          }),
+        },
+      },
+      handler: async () => ({ status: 200, body: { claims: privacyClaims } }),
+    })
+    .add({
+      method: 'get',
+      path: '/api/v1/provider-integrations/status',
+      operationId: 'providerIntegrationsStatus',
+      summary: 'Every external provider: configured, reachable, latency',
+      description:
+        'Chain RPCs, the private-payments provider, the local AI runtime and the price source, probed in parallel with short timeouts.',
+      tags,
+      responses: {
+        200: {
+          description: 'One entry per provider',
+          schema: z.object({
+            providers: z.array(probeSchema.extend({ id: z.string(), kind: z.string() }).passthrough()),
+            checkedAt: z.string(),
+          }),
+        },
+      },
+      handler: async () => ({
+        status: 200,
+        headers: { 'Cache-Control': 'no-store' },
+        body: await providerIntegrations(),
+      }),
+    })
+    .add({
+      method: 'get',
+      path: `/api/v1/${env.RPC_PROVIDER_SLUG}/stream/stats`,
+      operationId: 'chainStreamStats',
+      summary: 'Statistics of the chain event stream the worker follows',
+      description:
+        'Per followed network: last and head block (or slot), lag, events seen, blocks seen, reconnects, errors; and the latest events.',
+      tags,
+      responses: {
+        200: {
+          description: 'The follower statistics',
+          schema: z.object({
+            enabled: z.boolean(),
+            detail: z.string().optional(),
+            intervalMs: z.number().int(),
+            followers: z.array(z.object({ network: z.string(), eventsSeen: z.number().int() }).passthrough()),
+            recentEvents: z.array(z.object({ txRef: z.string() }).passthrough()),
+          }),
+        },
+      },
+      handler: async ({ deps }) => ({
+        status: 200,
+        headers: { 'Cache-Control': 'no-store' },
+        body: await streamStats(deps.db),
+      }),
+    })
+    .add({
+      method: 'get',
+      path: `${pp}/health`,
+      operationId: 'paymentsProviderHealth',
+      summary: 'Health of the private-payments runtime, from the provider',
+      tags,
+      responses: {
+        200: {
+          description: 'The provider answered healthy, or none is configured',
+          schema: probeSchema.passthrough(),
+        },
+        503: { description: 'The provider is configured but unhealthy or unreachable' },
+      },
+      handler: async () => {
+        if (!env.PAYMENTS_PROVIDER_URL)
+          return { status: 200, body: { ...unconfigured('health'), reachable: null, latencyMs: null } };
+        const probe = await probePaymentsProvider();
+        let provider: unknown = null;
+        let healthy = false;
+        if (probe.reachable) {
+          const answer = await providerGet('/health').catch(() => undefined);
+          healthy = !!answer && answer.status >= 200 && answer.status < 300;
+          provider = answer?.body ?? null;
+        }
+        return {
+          status: healthy ? 200 : 503,
+          headers: { 'Cache-Control': 'no-store', ...(healthy ? {} : { 'Retry-After': '10' }) },
+          body: { ...probe, source: providerSource(), healthy, provider },
+        };
+      },
+    })
+    .add({
+      method: 'get',
+      path: `${pp}/onchain-proof`,
+      operationId: 'paymentsProviderOnchainProof',
+      summary: 'The private-payments runtime’s on-chain proof reference, from the provider',
+      tags,
+      responses: {
+        200: {
+          description: 'The provider’s document, or configured: false',
+          schema: z.object({ configured: z.boolean() }).passthrough(),
+        },
+      },
+      handler: async () => {
+        if (!env.PAYMENTS_PROVIDER_URL) return { status: 200, body: unconfigured('the on-chain proof') };
+        const answer = await providerGet('/v1/onchain-proof').catch(providerProblem);
+        if (answer.status < 200 || answer.status >= 300 || answer.body === null) {
+          throw new AppError(
+            502,
+            'provider_error',
+            `The provider answered HTTP ${answer.status} without a proof document.`,
+          );
+        }
+        return {
+          status: 200,
+          headers: { 'Cache-Control': 'no-store' },
+          body: {
+            configured: true,
+            source: providerSource(),
+            fetchedAt: new Date().toISOString(),
+            latencyMs: answer.latencyMs,
+            proof: answer.body,
+          },
+        };
+      },
+    })
+    .add({
+      method: 'get',
+      path: `${pp}/challenge`,
+      operationId: 'paymentsProviderChallenge',
+      summary: 'The login challenge for a wallet (spec Authentication 3, field for field)',
+      description:
+        'Sign `challenge.challenge` with the wallet and post it to the provider’s login (see `next.login`); then query balances with the token.',
+      tags,
+      query: z.strictObject({ wallet: walletPublicKeySchema }),
+      responses: {
+        200: {
+          description: 'The challenge and the next steps',
+          schema: z.object({
+            ok: z.boolean(),
+            source: z.string(),
+            challenge: z.object({ challenge: z.string() }),
+            next: z.object({ login: z.string(), privateBalance: z.string() }),
+          }),
+        },
+        503: { description: 'No private-payments provider is configured' },
+      },
+      handler: async ({ query, req, deps }) => {
+        if (!env.PAYMENTS_PROVIDER_URL) {
+          throw new AppError(
+            503,
+            'payments_provider_unconfigured',
+            'No private-payments provider is configured (PAYMENTS_PROVIDER_URL).',
+          );
+        }
+        return {
+          status: 200,
+          headers: { 'Cache-Control': 'no-store' },
+          body: loginChallenge(query.wallet, origin(req, deps, 'api')),
+        };
+      },
+    })
+    .add({
+      method: 'get',
+      path: `${pp}/balances/{wallet}`,
+      operationId: 'paymentsProviderBalances',
+      summary: 'The private balance of a wallet, proxied to the provider with the caller’s Bearer token',
+      tags,
+      params: z.strictObject({ wallet: walletPublicKeySchema }),
+      query: z.strictObject({ mint: walletPublicKeySchema.optional().describe('Token mint (base58)') }),
+      responses: {
+        200: {
+          description: 'The provider’s balance answer, as it gave it',
+          schema: z.object({}).passthrough(),
+        },
+        401: { description: 'No Bearer token, or the provider refused it' },
+      },
+      handler: async ({ params, query, req }) => {
+        if (!env.PAYMENTS_PROVIDER_URL) {
+          throw new AppError(
+            503,
+            'payments_provider_unconfigured',
+            'No private-payments provider is configured (PAYMENTS_PROVIDER_URL).',
+          );
+        }
+        const token = bearerToken(req);
+        if (!token || !/^Bearer\s/i.test(req.headers.authorization ?? '')) {
+          throw unauthorized(
+            'Send the access token from the provider’s login as Authorization: Bearer <ACCESS_TOKEN>.',
+            {
+              'WWW-Authenticate': 'Bearer',
+            },
+          );
+        }
+        const path = `/v1/spl/balances/${params.wallet}${query.mint ? `?mint=${query.mint}` : ''}`;
+        const answer = await providerGet(path, { bearer: token }).catch(providerProblem);
+        if (answer.status === 401 || answer.status === 403) {
+          throw unauthorized('The provider refused the access token; log in again.', {
+            'WWW-Authenticate': 'Bearer',
+          });
+        }
+        if (answer.status === 404)
+          throw new AppError(404, 'not_found', 'The provider has no balance for this wallet.');
+        if (
+          answer.status < 200 ||
+          answer.status >= 300 ||
+          answer.body === null ||
+          typeof answer.body !== 'object'
+        ) {
+          throw new AppError(502, 'provider_error', `The provider answered HTTP ${answer.status}.`);
+        }
+        return { status: 200, headers: { 'Cache-Control': 'no-store, private' }, body: answer.body };
+      },
+    });
+}

@@ -1,0 +1,350 @@
+// Table C, proof workflows: templates and public state, prepare, events, verify, and the transparency log.
+import { z } from 'zod';
+import { AppError, notFound } from '../../shared/errors';
+import { idPattern } from '../../shared/ids';
+import { consistencyProofBetween, inclusionProofAt, logSize, treeHead } from '../../shared/translog/pgLog';
+import {
+  consistencyProofSchema,
+  inclusionProofSchema,
+  signedTreeHeadSchema,
+} from '../../shared/translog/treeHead';
+import { ruleCodes } from '../../shared/workflows/engine';
+import { stageRecordSchema, stageStatuses, workflowEventSchema } from '../../shared/workflows/records';
+import { servicePublicKey } from '../../shared/workflows/seal';
+import {
+  packageRow,
+  prepareWorkflow,
+  publicState,
+  recordEvent,
+  templateSummaries,
+  verifyGivenPackage,
+  verifyStored,
+} from '../../shared/workflows/store';
+import { templateNames } from '../../shared/workflows/templates';
+import type { Principal } from '../http/auth';
+import type { RouteTable } from '../http/route';
+
+const tags = ['Proof workflows'];
+const proofIdSchema = z.string().regex(idPattern('prf'), 'a proof id (prf_…)');
+const hex64 = z.string().regex(/^[0-9a-f]{64}$/);
+
+const publicStageSchema = z.object({
+  key: z.string(),
+  name: z.string(),
+  status: z.enum(stageStatuses),
+  timestamp: z.string().nullable(),
+  proofHash: hex64.nullable(),
+  actorCommitment: hex64.nullable(),
+  actorCommitments: z.array(hex64),
+  approvals: z.number().int(),
+});
+
+const chainSchema = z.object({ genesis: hex64, head: hex64, length: z.number().int() });
+
+const publicStateSchema = z
+  .object({
+    proofId: z.string(),
+    template: z.enum(templateNames),
+    templateVersion: z.number().int(),
+    status: z.enum(['active', 'completed', 'rejected']),
+    stages: z.array(publicStageSchema),
+    chain: chainSchema,
+    package: z
+      .object({ status: z.enum(['pending', 'logged', 'failed']), leafIndex: z.number().int().nullable() })
+      .nullable(),
+  })
+  .meta({ id: 'WorkflowPublicState' });
+
+const templateSummarySchema = z.object({
+  key: z.string(),
+  name: z.enum(templateNames),
+  version: z.number().int(),
+  description: z.string(),
+  stages: z.array(
+    z.object({
+      key: z.string(),
+      name: z.string(),
+      phase: z.string(),
+      requiredApprovals: z.number().int(),
+      actions: z.array(z.string()),
+      evidenceRequired: z.boolean(),
+      requiresBlindPolicyProof: z.boolean(),
+    }),
+  ),
+  counts: z.object({ active: z.number(), completed: z.number(), rejected: z.number(), total: z.number() }),
+});
+
+const reasonSchema = z.object({
+  check: z.string(),
+  code: z.string(),
+  detail: z.string(),
+  stage: z.string().optional(),
+});
+
+const verificationSchema = z
+  .object({
+    proofId: z.string().nullable(),
+    existed: z.boolean(),
+    completed: z.boolean(),
+    approvalsMet: z.boolean(),
+    sequenceRespected: z.boolean(),
+    notAltered: z.boolean(),
+    signatureValid: z.boolean().optional(),
+    inclusionValid: z.boolean().optional(),
+    altered: z
+      .object({ stage: z.string(), seq: z.number().int().optional(), code: z.string(), detail: z.string() })
+      .optional(),
+    reasons: z.array(reasonSchema),
+    template: z.string().optional(),
+    status: z.string().optional(),
+    chain: chainSchema.optional(),
+    stages: z.array(publicStageSchema).optional(),
+    package: z.record(z.string(), z.unknown()).optional(),
+    packageStatus: z.string().optional(),
+    latestTreeHead: signedTreeHeadSchema.optional(),
+    signingKey: z.object({ keyId: z.string(), publicKey: z.string() }),
+  })
+  .meta({ id: 'WorkflowVerification' });
+
+const preparedSchema = z
+  .object({
+    workflowId: z.string(),
+    proofId: z.string(),
+    template: z.enum(templateNames),
+    templateVersion: z.number().int(),
+    status: z.literal('active'),
+    stages: z.array(z.record(z.string(), z.unknown())),
+  })
+  .meta({ id: 'PreparedWorkflow' });
+
+const eventBody = z
+  .strictObject({
+    workflowId: z.string().regex(idPattern('wf'), 'a workflow id (wf_…)'),
+    stage: workflowEventSchema.shape.stage,
+    action: workflowEventSchema.shape.action,
+    actorCommitment: workflowEventSchema.shape.actorCommitment,
+    evidenceHash: workflowEventSchema.shape.evidenceHash,
+  })
+  .meta({
+    id: 'WorkflowEventRequest',
+    description: 'Only hashes and commitments: never documents, notes or identities.',
+  });
+
+const recordedSchema = z
+  .object({
+    workflowId: z.string(),
+    proofId: z.string(),
+    workflowStatus: z.enum(['active', 'completed', 'rejected']),
+    stage: stageRecordSchema,
+    entry: z.record(z.string(), z.unknown()),
+    chainHead: hex64,
+    currentStage: z.string().nullable(),
+  })
+  .meta({ id: 'RecordedWorkflowEvent' });
+
+const verifyBody = z
+  .union([
+    z.strictObject({ proofId: proofIdSchema }),
+    z.strictObject({ package: z.record(z.string(), z.unknown()) }),
+  ])
+  .meta({ id: 'WorkflowVerifyRequest', description: 'A proof id, or a proof package as published.' });
+
+const treeHeadReply = z.object({ treeSize: z.number().int(), treeHead: signedTreeHeadSchema.nullable() });
+
+const ownerOf = (auth: Principal): { owner: string; operator: boolean } =>
+  auth.kind === 'license'
+    ? { owner: auth.licenseId, operator: false }
+    : { owner: 'operator', operator: true };
+
+const signingKey = () => {
+  const k = servicePublicKey();
+  return { keyId: k.keyId, publicKey: k.publicKey };
+};
+
+export function workflowRoutes(table: RouteTable): RouteTable {
+  return table
+    .add({
+      method: 'get',
+      path: '/api/proof-workflows/status',
+      operationId: 'proofWorkflowStatus',
+      summary: 'The six workflow templates with their stages and counts, or one workflow’s public state',
+      tags,
+      query: z.strictObject({ proofId: proofIdSchema.optional() }),
+      responses: {
+        200: {
+          description: 'Templates and counts, or (with proofId) the workflow’s public state',
+          schema: z.union([
+            z.object({
+              templates: z.array(templateSummarySchema),
+              signingKey: z.object({ keyId: z.string(), publicKey: z.string() }),
+            }),
+            z.object({ workflow: publicStateSchema }),
+          ]),
+        },
+      },
+      handler: async ({ query, deps }) => {
+        if (query.proofId) {
+          const state = await publicState(deps.db, query.proofId);
+          if (!state) throw notFound(`Proof ${query.proofId}`);
+          return { status: 200, body: { workflow: state } };
+        }
+        return {
+          status: 200,
+          body: { templates: await templateSummaries(deps.db), signingKey: signingKey() },
+        };
+      },
+    })
+    .add({
+      method: 'post',
+      path: '/api/proof-workflows/prepare',
+      operationId: 'prepareProofWorkflow',
+      summary: 'Start a workflow from a template',
+      description:
+        'Returns the private `workflowId` (needed to post events; keep it) and the public `proofId`.',
+      tags,
+      auth: 'operator-or-license',
+      body: z.strictObject({
+        template: z.string().min(1).max(100).describe('One of the six template names'),
+      }),
+      responses: {
+        201: { description: 'The workflow with its stages, all pending', schema: preparedSchema },
+      },
+      handler: async ({ body, auth, deps }) => {
+        const prepared = await prepareWorkflow(deps.db, {
+          template: body.template,
+          owner: ownerOf(auth).owner,
+        });
+        return { status: 201, body: prepared };
+      },
+    })
+    .add({
+      method: 'post',
+      path: '/api/proof-workflows/event',
+      operationId: 'recordProofWorkflowEvent',
+      summary: 'Record a stage event (hashes and commitments only)',
+      description: `Enforces the stage sequence and approvals; a broken rule is a 409 whose code names it (${ruleCodes
+        .filter((c) => c !== 'unknown_stage')
+        .join(', ')}). An unknown stage is 422 unknown_stage.`,
+      tags,
+      auth: 'operator-or-license',
+      body: eventBody,
+      responses: {
+        200: { description: 'The stage record after the event and the chain head', schema: recordedSchema },
+      },
+      handler: async ({ body, auth, deps }) => {
+        const recorded = await recordEvent(deps.db, deps.queues, body, ownerOf(auth));
+        return { status: 200, body: recorded };
+      },
+    })
+    .add({
+      method: 'post',
+      path: '/api/proof-workflows/verify',
+      operationId: 'verifyProofWorkflow',
+      summary: 'Verify a workflow by proof id, or a proof package',
+      description:
+        'Confirms exactly: existed, completed, required approvals met, sequence respected, not altered — with a reason for each false.',
+      tags,
+      body: verifyBody,
+      responses: { 200: { description: 'The public verdict', schema: verificationSchema } },
+      handler: async ({ body, deps }) => {
+        const verdict =
+          'proofId' in body ? await verifyStored(deps.db, body.proofId) : verifyGivenPackage(body.package);
+        return { status: 200, body: { ...verdict, signingKey: signingKey() } };
+      },
+    })
+    .add({
+      method: 'get',
+      path: '/api/proof-workflows/log/head',
+      operationId: 'proofLogHead',
+      summary: 'The latest signed tree head of the transparency log',
+      tags,
+      responses: {
+        200: {
+          description: 'The tree size and its signed head (null while the log is empty)',
+          schema: treeHeadReply,
+        },
+      },
+      handler: async ({ deps }) => {
+        const head = await treeHead(deps.db);
+        return {
+          status: 200,
+          headers: { 'Cache-Control': 'no-store' },
+          body: { treeSize: head?.treeSize ?? 0, treeHead: head ?? null },
+        };
+      },
+    })
+    .add({
+      method: 'get',
+      path: '/api/proof-workflows/log/consistency',
+      operationId: 'proofLogConsistency',
+      summary: 'A consistency proof between two tree sizes (RFC 6962)',
+      description:
+        'Proves the log of size `from` is a prefix of the log of size `to` (default: the latest size).',
+      tags,
+      query: z.strictObject({
+        from: z.coerce.number().int().min(0).max(Number.MAX_SAFE_INTEGER),
+        to: z.coerce.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional(),
+      }),
+      responses: {
+        200: {
+          description: 'The proof, with the signed tree heads of both sizes when the log signed them',
+          schema: z.object({
+            proof: consistencyProofSchema,
+            firstTreeHead: signedTreeHeadSchema.nullable(),
+            secondTreeHead: signedTreeHeadSchema.nullable(),
+          }),
+        },
+      },
+      handler: async ({ query, deps }) => {
+        const size = await logSize(deps.db);
+        const to = query.to ?? size;
+        if (query.from > to) throw new AppError(400, 'invalid_range', '`from` must not exceed `to`.');
+        if (to > size)
+          throw new AppError(422, 'tree_size_unknown', `The log has ${size} entries.`, {
+            extra: { treeSize: size },
+          });
+        const [proof, first, second] = await Promise.all([
+          consistencyProofBetween(deps.db, query.from, to),
+          treeHead(deps.db, query.from),
+          treeHead(deps.db, to),
+        ]);
+        return { status: 200, body: { proof, firstTreeHead: first ?? null, secondTreeHead: second ?? null } };
+      },
+    })
+    .add({
+      method: 'get',
+      path: '/api/proof-workflows/log/inclusion',
+      operationId: 'proofLogInclusion',
+      summary: 'A package’s inclusion proof in a later tree size (default: the latest)',
+      tags,
+      query: z.strictObject({
+        proofId: proofIdSchema,
+        treeSize: z.coerce.number().int().min(1).max(Number.MAX_SAFE_INTEGER).optional(),
+      }),
+      responses: {
+        200: {
+          description: 'The inclusion proof and the signed tree head it leads to',
+          schema: z.object({ inclusion: inclusionProofSchema, treeHead: signedTreeHeadSchema.nullable() }),
+        },
+      },
+      handler: async ({ query, deps }) => {
+        const row = await packageRow(deps.db, query.proofId);
+        if (!row || row.leaf_index === null) throw notFound(`A logged package for ${query.proofId}`);
+        const index = Number(row.leaf_index);
+        const size = await logSize(deps.db);
+        const treeSize = query.treeSize ?? size;
+        if (treeSize > size || treeSize <= index) {
+          throw new AppError(
+            422,
+            'tree_size_unknown',
+            `The package is leaf ${index}; the log has ${size} entries.`,
+          );
+        }
+        const [inclusion, head] = await Promise.all([
+          inclusionProofAt(deps.db, index, treeSize),
+          treeHead(deps.db, treeSize),
+        ]);
+        return { status: 200, body: { inclusion, treeHead: head ?? null } };
+      },
+    });
+}

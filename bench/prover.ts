@@ -1,0 +1,210 @@
+// bench:prover — blind policy proofs per second and per-proof latency through the queue (POST prove over
+// HTTP → web → Postgres + BullMQ → prover process → Postgres; web and prover as child processes, as
+// deployed) against snarkjs.groth16.fullProve called directly in this process, for each policy.
+import { createServer } from 'node:net';
+import { cpus } from 'node:os';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import pg from 'pg';
+import * as snarkjs from 'snarkjs';
+import {
+  artifactPaths,
+  describePolicies,
+  policyIds,
+  preparePolicyInput,
+  terminateCurves,
+} from '../shared/zk/index';
+import type { PolicyId } from '../shared/zk/index';
+import { benchStack, percentile, pool } from './stack';
+
+const N = Number(process.env.BENCH_PROOFS ?? 24);
+const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? Math.max(2, cpus().length * 2));
+const fmt = (n: number, d = 1) => (Number.isFinite(n) ? n.toFixed(d) : '–');
+
+const inputs: Record<PolicyId, Record<string, unknown>> = {
+  threshold: { value: '720', threshold: '650' },
+  range: { value: 42, low: 18, high: 65 },
+  membership: { value: '840', set: ['124', '250', '840', '276', '991', '12'] },
+};
+
+/** A port nobody listens on now, so the bench never talks to another process's server. */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+// Typed here: the project's snarkjs declarations cover only what shared/zk uses.
+const groth16 = snarkjs.groth16 as unknown as {
+  fullProve(input: unknown, wasm: string, zkey: string): Promise<unknown>;
+};
+const fullProve = (input: unknown, wasm: string, zkey: string) => groth16.fullProve(input, wasm, zkey);
+
+async function waitHealthy(base: string) {
+  for (let i = 0; i < 300; i++) {
+    const ok = await fetch(`${base}/api/health`).then(
+      (r) => r.ok,
+      () => false,
+    );
+    if (ok) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error('web did not start');
+}
+
+interface Run {
+  proofsPerSecond: number;
+  latencyP50: number;
+  latencyP95: number;
+}
+
+/** snarkjs.groth16.fullProve in this process: N in sequence (latency), then N with CONCURRENCY in flight. */
+async function direct(
+  policy: PolicyId,
+): Promise<Run & { sequentialPerSecond: number; loopDelayMaxMs: number }> {
+  const circuit = describePolicies().find((p) => p.id === policy)!.circuit;
+  const paths = artifactPaths(circuit);
+  const prepared = await Promise.all(
+    [...Array(N).keys()].map(() => preparePolicyInput(policy, inputs[policy])),
+  );
+  await fullProve(prepared[0]!.circuitInput, paths.wasm, paths.zkey); // warm-up
+  const loop = monitorEventLoopDelay({ resolution: 5 });
+  loop.enable();
+  const seqStart = performance.now();
+  const seq = await pool(prepared, 1, async (p) => {
+    await fullProve(p.circuitInput, paths.wasm, paths.zkey);
+  });
+  const seqSeconds = (performance.now() - seqStart) / 1000;
+  const start = performance.now();
+  await pool(prepared, CONCURRENCY, async (p) => {
+    await fullProve(p.circuitInput, paths.wasm, paths.zkey);
+  });
+  const seconds = (performance.now() - start) / 1000;
+  loop.disable();
+  return {
+    proofsPerSecond: N / seconds,
+    sequentialPerSecond: N / seqSeconds,
+    latencyP50: percentile(seq, 50),
+    latencyP95: percentile(seq, 95),
+    loopDelayMaxMs: loop.max / 1e6,
+  };
+}
+
+interface Row {
+  status: string;
+  witness_ms: number;
+  proving_ms: number;
+  total_ms: number;
+  queue_ms: number;
+  latency_ms: number;
+}
+
+async function throughQueue(
+  base: string,
+  db: pg.Client,
+  policy: PolicyId,
+  n = N,
+): Promise<Run & { witnessP50: number; provingP50: number; proverP50: number; queueP50: number }> {
+  const submit = async () => {
+    const res = await fetch(`${base}/api/proof-workflows/blind-policy/prove`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ policy, inputs: inputs[policy] }),
+    });
+    if (res.status !== 202) throw new Error(`prove answered ${res.status}: ${await res.text()}`);
+    return ((await res.json()) as { proof: { id: string } }).proof.id;
+  };
+  const ids: string[] = [];
+  const start = performance.now();
+  await pool([...Array(n).keys()], CONCURRENCY, async () => {
+    ids.push(await submit());
+  });
+  let rows: Row[] = [];
+  for (;;) {
+    rows = (
+      await db.query(
+        `select status, witness_ms, proving_ms, total_ms, queue_ms,
+           extract(epoch from (finished_at - created_at)) * 1000 as latency_ms
+         from proofs where id = any($1) and status in ('succeeded', 'failed')`,
+        [ids],
+      )
+    ).rows as Row[];
+    if (rows.length === n) break;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  const seconds = (performance.now() - start) / 1000;
+  const failed = rows.filter((r) => r.status !== 'succeeded').length;
+  if (failed) throw new Error(`${failed} ${policy} proofs failed`);
+  const sorted = (k: keyof Row) => rows.map((r) => Number(r[k])).sort((a, b) => a - b);
+  // Latency per proof in isolation: one at a time, submit → stored.
+  const single: number[] = [];
+  for (let i = 0; i < Math.min(n, 8); i++) {
+    const t = performance.now();
+    const id = await submit();
+    for (;;) {
+      const { rows: r } = await db.query(`select status from proofs where id = $1`, [id]);
+      if (r[0]?.status === 'succeeded') break;
+      await new Promise((res) => setTimeout(res, 5));
+    }
+    single.push(performance.now() - t);
+  }
+  single.sort((a, b) => a - b);
+  return {
+    proofsPerSecond: n / seconds,
+    latencyP50: percentile(single, 50),
+    latencyP95: percentile(single, 95),
+    witnessP50: percentile(sorted('witness_ms'), 50),
+    provingP50: percentile(sorted('proving_ms'), 50),
+    proverP50: percentile(sorted('total_ms'), 50),
+    queueP50: percentile(sorted('queue_ms'), 50),
+  };
+}
+
+const stack = await benchStack();
+try {
+  const PORT = Number(process.env.BENCH_PORT ?? (await freePort()));
+  const base = `http://127.0.0.1:${PORT}`;
+  stack.spawn('api/main.ts', { PORT: String(PORT), HOST: '127.0.0.1', RATE_LIMIT_ENABLED: 'false' });
+  stack.spawn('workers/prover/main.ts', {});
+  await waitHealthy(base);
+  const db = new pg.Client({ connectionString: stack.databaseUrl });
+  await db.connect();
+  const status = (await (await fetch(`${base}/api/proof-workflows/blind-policy/status`)).json()) as {
+    prover: { configuredBackend: string };
+  };
+  console.log(
+    `bench:prover — ${N} proofs per policy, ${CONCURRENCY} in flight, ${cpus().length} cores, prover backend ${status.prover.configuredBackend} (PROVER_BACKEND)`,
+  );
+  const constraints = Object.fromEntries(describePolicies().map((p) => [p.id, p.constraints]));
+  for (const policy of policyIds) {
+    const d = await direct(policy);
+    await terminateCurves(); // leave the cores to the prover process
+    await throughQueue(base, db, policy, 2); // warm-up: connections, JIT
+    const q = await throughQueue(base, db, policy);
+    const { rows } = await db.query(
+      `select backend from proofs where status = 'succeeded' order by finished_at desc limit 1`,
+    );
+    console.log(`\n${policy} (${constraints[policy]} constraints; queue proofs by ${rows[0]?.backend})`);
+    console.log(
+      `  direct fullProve:   ${fmt(d.proofsPerSecond)} proofs/s with ${CONCURRENCY} in flight, ${fmt(d.sequentialPerSecond)}/s one at a time; latency p50/p95 ${fmt(d.latencyP50)} / ${fmt(d.latencyP95)} ms; event-loop delay max ${fmt(d.loopDelayMaxMs)} ms`,
+    );
+    console.log(
+      `  through the queue:  ${fmt(q.proofsPerSecond)} proofs/s; latency (submit → stored, alone) p50/p95 ${fmt(q.latencyP50)} / ${fmt(q.latencyP95)} ms`,
+    );
+    console.log(
+      `  prover split p50:   witness ${fmt(q.witnessP50)} ms, proving ${fmt(q.provingP50)} ms, prover total ${fmt(q.proverP50)} ms, waiting in queue ${fmt(q.queueP50)} ms (under load)`,
+    );
+    console.log(
+      `  ratios queue/direct: throughput ${fmt((q.proofsPerSecond / d.proofsPerSecond) * 100)} %, latency p50 ×${fmt(q.latencyP50 / d.latencyP50, 2)}`,
+    );
+  }
+  await db.end();
+} finally {
+  await terminateCurves();
+  await stack.close();
+}
+process.exit(0);

@@ -1,0 +1,769 @@
+// Crypto payments for priced jobs: quotes locked per job, payment submission, verification against the
+// chain (with the one-transfer-pays-once claim), receipts, and the job's move to queued once paid.
+import type { Knex } from 'knex';
+import { adapterFor } from '../chains';
+import type { VerifyResult } from '../chains';
+import type { Db } from '../db/knex';
+import { env } from '../env';
+import { AppError, conflict, notFound, unprocessable, validationFailed } from '../errors';
+import { newId } from '../ids';
+import { findService } from '../jobs/catalog';
+import { enqueueJob } from '../jobs/jobs';
+import type { JobRow } from '../jobs/jobs';
+import { serviceSigningKey } from '../keys';
+import { logger } from '../log';
+import type { Queues } from '../queues';
+import { AssetConfigError, assetStatus, findAsset } from './assets';
+import type { Asset, AssetId, ChainFamily } from './assets';
+import { QuoteError, classifyPayment, createQuote, formatUnits, rateSourceFromEnv } from './quote';
+import type { Quote, RateSource } from './quote';
+import { signReceipt } from './receipts';
+import type { Receipt } from './receipts';
+
+export const paymentStatuses = [
+  'pending',
+  'verifying',
+  'confirmed',
+  'rejected',
+  'underpaid',
+  'expired',
+] as const;
+export type PaymentStatus = (typeof paymentStatuses)[number];
+export const settlements = ['exact', 'overpaid', 'paid_late'] as const;
+export type Settlement = (typeof settlements)[number];
+const openStatuses: PaymentStatus[] = ['pending', 'verifying'];
+
+export interface QuoteRow {
+  id: string;
+  job_id: string;
+  asset: AssetId;
+  network: string;
+  amount: string;
+  decimals: number;
+  contract: string | null;
+  pay_to: string;
+  usd_cents: number;
+  rate: Quote['rate'] | null;
+  created_at: Date;
+  expires_at: Date;
+}
+
+export interface PaymentRow {
+  id: string;
+  job_id: string;
+  quote_id: string;
+  asset: AssetId;
+  chain: string;
+  tx_ref: string;
+  payer: string | null;
+  tx_key: string | null;
+  status: PaymentStatus;
+  settlement: Settlement | null;
+  reason: string | null;
+  detail: string | null;
+  amount_received: string | null;
+  output: string | null;
+  confirmations: number | null;
+  checks: number;
+  created_at: Date;
+  updated_at: Date;
+  next_check_at: Date | null;
+  settled_at: Date | null;
+}
+
+export type PaymentSettings = Pick<
+  typeof env,
+  'QUOTE_LATE_WINDOW_SECONDS' | 'QUOTE_TTL_SECONDS' | 'PAYMENT_RECHECK_MS' | 'PAYMENT_RECHECK_MAX_MS'
+>;
+
+const lateWindowMs = (s: PaymentSettings = env) => s.QUOTE_LATE_WINDOW_SECONDS * 1000;
+const iso = (d: Date | string | null) => (d ? new Date(d).toISOString() : null);
+
+// ---------------------------------------------------------------------------------------------------
+// Quotes
+
+let rateSource: RateSource | undefined;
+const rates = () => (rateSource ??= rateSourceFromEnv());
+
+export interface UnavailableAsset {
+  asset: AssetId;
+  reason: string;
+  detail: string;
+}
+
+export interface PreparedQuotes {
+  serviceId: string;
+  usdCents: number;
+  quotes: Quote[];
+  unavailable: UnavailableAsset[];
+}
+
+function assetConfigProblem(err: unknown): never {
+  if (err instanceof AssetConfigError) {
+    throw new AppError(503, 'asset_config_invalid', 'The payment asset configuration is invalid.');
+  }
+  throw err;
+}
+
+/** The payable assets with whether each can be paid in now and why not (for pricing). */
+export function assetAvailability() {
+  try {
+    return assetStatus();
+  } catch (err) {
+    return assetConfigProblem(err);
+  }
+}
+
+/**
+ * Prices a priced service in every enabled asset, before the job is stored, so a job that could not
+ * be paid is never written. Undefined for free services, licensed callers and unknown services
+ * (createJob reports those).
+ */
+export async function prepareQuotes(
+  serviceId: string,
+  opts: { licensed?: boolean; now?: Date; rates?: RateSource } = {},
+): Promise<PreparedQuotes | undefined> {
+  const service = findService(serviceId);
+  if (!service || service.priceUsdCents === 0 || opts.licensed) return undefined;
+  const now = opts.now ?? new Date();
+  const quotes: Quote[] = [];
+  const unavailable: UnavailableAsset[] = [];
+  for (const status of assetAvailability()) {
+    if (!status.enabled) {
+      unavailable.push({ asset: status.asset.id, reason: status.reason, detail: status.detail });
+      continue;
+    }
+    const source = opts.rates ?? rates();
+    try {
+      quotes.push(
+        await createQuote({
+          asset: status.asset,
+          usdCents: service.priceUsdCents,
+          now,
+          ...(source ? { rates: source } : {}),
+        }),
+      );
+    } catch (err) {
+      if (!(err instanceof QuoteError)) throw err;
+      unavailable.push({ asset: status.asset.id, reason: err.code, detail: err.message });
+    }
+  }
+  if (quotes.length === 0) {
+    throw new AppError(
+      503,
+      'payments_unavailable',
+      'No payment asset can be quoted now; the job was not created.',
+      {
+        extra: { unavailable },
+      },
+    );
+  }
+  return { serviceId, usdCents: service.priceUsdCents, quotes, unavailable };
+}
+
+/** Stores the quotes of a new awaiting_payment job and sets the job's expiry to theirs. */
+export async function attachQuotes(
+  db: Db | Knex.Transaction,
+  job: JobRow,
+  prepared: PreparedQuotes,
+): Promise<QuoteRow[]> {
+  const expiresAt = prepared.quotes.reduce(
+    (min, q) => (new Date(q.expiresAt) < min ? new Date(q.expiresAt) : min),
+    new Date(prepared.quotes[0]!.expiresAt),
+  );
+  return db.transaction(async (trx) => {
+    const rows = (await trx('quotes')
+      .insert(
+        prepared.quotes.map((q) => ({
+          id: q.reference,
+          job_id: job.id,
+          asset: q.asset,
+          network: q.network,
+          amount: q.amount,
+          decimals: q.decimals,
+          contract: q.contract ?? null,
+          pay_to: q.payTo,
+          usd_cents: Number(q.usdCents),
+          rate: q.rate ? JSON.stringify(q.rate) : null,
+          created_at: new Date(q.createdAt),
+          expires_at: new Date(q.expiresAt),
+        })),
+      )
+      .returning('*')) as QuoteRow[];
+    await trx('jobs').where({ id: job.id, status: 'awaiting_payment' }).update({ expires_at: expiresAt });
+    job.expires_at = expiresAt;
+    return rows;
+  });
+}
+
+export async function jobQuotes(db: Db | Knex.Transaction, jobId: string): Promise<QuoteRow[]> {
+  return (await db('quotes').where({ job_id: jobId }).orderBy('id')) as QuoteRow[];
+}
+
+// CAIP-19 asset namespaces for native coins (SLIP-44 coin types); tokens are named by contract/mint.
+const slip44: Record<ChainFamily, number> = { evm: 60, solana: 501, bitcoin: 0, monero: 128 };
+
+function quoteView(q: QuoteRow) {
+  return {
+    reference: q.id,
+    asset: q.asset,
+    network: q.network,
+    amount: String(q.amount),
+    amountDisplay: formatUnits(BigInt(q.amount), q.decimals),
+    decimals: q.decimals,
+    ...(q.contract ? { contract: q.contract } : {}),
+    payTo: q.pay_to,
+    usdCents: q.usd_cents,
+    ...(q.rate ? { rate: q.rate } : {}),
+    createdAt: iso(q.created_at)!,
+    expiresAt: iso(q.expires_at)!,
+  };
+}
+
+/** x402 (v2) payment requirements for the job's quotes, so x402 clients know what to send where. */
+export function x402Requirements(jobUrl: string, serviceName: string, quotes: QuoteRow[], now = new Date()) {
+  return {
+    x402Version: 2,
+    error: 'Payment required',
+    resource: { url: jobUrl, description: serviceName, mimeType: 'application/json' },
+    accepts: quotes.map((q) => {
+      const asset = findAsset(q.asset);
+      return {
+        scheme: 'exact' as const,
+        network: q.network,
+        amount: String(q.amount),
+        asset: q.contract ?? `slip44:${slip44[asset?.family ?? 'evm']}`,
+        payTo: q.pay_to,
+        maxTimeoutSeconds: Math.max(0, Math.floor((new Date(q.expires_at).getTime() - now.getTime()) / 1000)),
+        extra: { assetId: q.asset, symbol: asset?.symbol ?? q.asset, decimals: q.decimals, reference: q.id },
+      };
+    }),
+  };
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Views
+
+export function paymentView(p: PaymentRow, base: string, receiptId?: string | null) {
+  return {
+    id: p.id,
+    jobId: p.job_id,
+    asset: p.asset,
+    network: p.chain,
+    txRef: p.tx_ref,
+    payer: p.payer,
+    status: p.status,
+    settlement: p.settlement,
+    reason: p.reason,
+    detail: p.detail,
+    amountReceived: p.amount_received === null ? null : String(p.amount_received),
+    confirmations: p.confirmations,
+    createdAt: iso(p.created_at)!,
+    updatedAt: iso(p.updated_at)!,
+    settledAt: iso(p.settled_at),
+    nextCheckAt: iso(p.next_check_at),
+    links: {
+      job: `${base}/api/jobs/${p.job_id}`,
+      ...(receiptId ? { receipt: `${base}/api/receipts/${receiptId}` } : {}),
+    },
+  };
+}
+export type PaymentView = ReturnType<typeof paymentView>;
+
+/**
+ * A priced job's payment side: its quotes, x402 requirements, the payments submitted and the receipt.
+ * Undefined for jobs that never needed paying.
+ */
+export async function jobPayment(
+  db: Db,
+  job: Pick<JobRow, 'id' | 'service_id' | 'status' | 'expires_at'>,
+  base: string,
+  extra: { unavailable?: UnavailableAsset[] } = {},
+) {
+  const quotes = await jobQuotes(db, job.id);
+  if (quotes.length === 0) return undefined;
+  const payments = (await db('payments')
+    .where({ job_id: job.id })
+    .orderBy('created_at', 'desc')
+    .limit(20)) as PaymentRow[];
+  const receipts = (await db('receipts').where({ job_id: job.id }).select('id', 'payment_id')) as Array<{
+    id: string;
+    payment_id: string;
+  }>;
+  const receiptOf = new Map(receipts.map((r) => [r.payment_id, r.id]));
+  const expiresAt = quotes.reduce((m, q) => (q.expires_at < m ? q.expires_at : m), quotes[0]!.expires_at);
+  const jobUrl = `${base}/api/jobs/${job.id}`;
+  const first = receipts[0];
+  const awaiting = job.status === 'awaiting_payment';
+  return {
+    required: awaiting,
+    usdCents: quotes[0]!.usd_cents,
+    expiresAt: iso(expiresAt)!,
+    watchUntil: iso(new Date(new Date(expiresAt).getTime() + lateWindowMs()))!,
+    quotes: quotes.map(quoteView),
+    ...(extra.unavailable ? { unavailable: extra.unavailable } : {}),
+    ...(awaiting
+      ? { x402: x402Requirements(jobUrl, findService(job.service_id)?.name ?? job.service_id, quotes) }
+      : {}),
+    payments: payments.map((p) => paymentView(p, base, receiptOf.get(p.id))),
+    links: {
+      submit: `${jobUrl}/payment`,
+      ...(first ? { receipt: `${base}/api/receipts/${first.id}` } : {}),
+    },
+  };
+}
+export type JobPaymentView = NonNullable<Awaited<ReturnType<typeof jobPayment>>>;
+
+// ---------------------------------------------------------------------------------------------------
+// Submission
+
+export interface SubmitPaymentInput {
+  asset: AssetId;
+  txRef: string;
+  payer?: string | undefined;
+  txKey?: string | undefined;
+}
+
+const txRefFormats: Record<ChainFamily, { re: RegExp; what: string; lower: boolean }> = {
+  evm: { re: /^0x[0-9a-fA-F]{64}$/, what: 'a 0x-prefixed 32-byte transaction hash', lower: true },
+  bitcoin: { re: /^[0-9a-fA-F]{64}$/, what: 'a 64-hex-character txid', lower: true },
+  monero: { re: /^[0-9a-fA-F]{64}$/, what: 'a 64-hex-character transaction id', lower: true },
+  solana: { re: /^[1-9A-HJ-NP-Za-km-z]{64,90}$/, what: 'a base58 transaction signature', lower: false },
+};
+
+/** The one spelling of a transaction reference the claim is keyed on. */
+export function normalizeTxRef(asset: Asset, txRef: string): string {
+  const f = txRefFormats[asset.family];
+  const t = txRef.trim();
+  if (!f.re.test(t)) throw validationFailed([{ path: 'body.txRef', message: `${asset.id}: ${f.what}` }]);
+  return f.lower ? t.toLowerCase() : t;
+}
+
+/**
+ * Records a payment for a job and returns it (created: false when this job already has a payment for
+ * the same transaction). Refused with 409 payment_already_claimed when the transaction is already
+ * credited, or being verified for another job.
+ */
+export async function submitPayment(
+  db: Db,
+  queues: Queues,
+  jobId: string,
+  input: SubmitPaymentInput,
+  now = new Date(),
+): Promise<{ payment: PaymentRow; created: boolean }> {
+  const asset = findAsset(input.asset);
+  if (!asset) throw validationFailed([{ path: 'body.asset', message: 'unknown asset' }]);
+  const txRef = normalizeTxRef(asset, input.txRef);
+  if (asset.family === 'monero') {
+    if (!input.txKey || !/^[0-9a-fA-F]{64}$/.test(input.txKey))
+      throw validationFailed([
+        { path: 'body.txKey', message: 'XMR payments need the 64-hex transaction key' },
+      ]);
+  } else if (input.txKey !== undefined) {
+    throw validationFailed([{ path: 'body.txKey', message: 'only XMR payments take a transaction key' }]);
+  }
+
+  const result = await db.transaction(async (trx) => {
+    const job = (await trx('jobs').where({ id: jobId }).forUpdate().first()) as JobRow | undefined;
+    if (!job) throw notFound(`Job ${jobId}`);
+    // The same transaction submitted again for the same job answers the payment already recorded.
+    const ours = (await trx('payments')
+      .where({ job_id: jobId, asset: asset.id, chain: asset.network, tx_ref: txRef })
+      .orderBy('created_at', 'desc')
+      .first()) as PaymentRow | undefined;
+    if (ours) return { payment: ours, created: false };
+    const quotes = await jobQuotes(trx, jobId);
+    if (quotes.length === 0) throw conflict('payment_not_required', 'This job does not take payment.');
+    if (!['awaiting_payment', 'expired'].includes(job.status)) {
+      throw conflict('job_not_awaiting_payment', `The job is ${job.status}; it takes no payment now.`);
+    }
+    const quote = quotes.find((q) => q.asset === asset.id);
+    if (!quote) {
+      throw unprocessable('asset_not_quoted', `This job has no quote in ${asset.id}.`, {
+        quoted: quotes.map((q) => q.asset),
+      });
+    }
+    if (now.getTime() > new Date(quote.expires_at).getTime() + lateWindowMs()) {
+      throw conflict(
+        'quote_expired',
+        `The ${asset.id} quote expired at ${iso(quote.expires_at)} and is no longer watched; create a new job.`,
+      );
+    }
+    // Submissions of one transaction are serialised, so two racing for different jobs cannot both pass.
+    await trx.raw('select pg_advisory_xact_lock(hashtextextended(?, 0))', [`${asset.network}|${txRef}`]);
+    const claim = await trx('payment_claims').where({ chain: asset.network, tx_ref: txRef }).first();
+    const same = (await trx('payments')
+      .where({ chain: asset.network, tx_ref: txRef })
+      .orderBy('created_at', 'desc')) as PaymentRow[];
+    if (claim) {
+      throw conflict('payment_already_claimed', 'This transaction has already paid for another job.');
+    }
+    if (same.some((p) => p.job_id !== jobId && openStatuses.includes(p.status))) {
+      throw conflict('payment_already_claimed', 'This transaction is being verified for another job.');
+    }
+    const [payment] = (await trx('payments')
+      .insert({
+        id: newId('pay'),
+        job_id: jobId,
+        quote_id: quote.id,
+        asset: asset.id,
+        chain: asset.network,
+        tx_ref: txRef,
+        payer: input.payer ?? null,
+        tx_key: input.txKey ?? null,
+        status: 'pending',
+        created_at: now,
+        updated_at: now,
+      })
+      .returning('*')) as PaymentRow[];
+    return { payment: payment!, created: true };
+  });
+  if (result.created) await enqueuePayment(queues, result.payment.id);
+  return result;
+}
+
+/** Enqueues a payment check; a Redis failure is logged, the sweeper enqueues it from Postgres later. */
+export async function enqueuePayment(queues: Queues, paymentId: string): Promise<void> {
+  try {
+    await queues.enqueue('payments', { paymentId });
+  } catch (err) {
+    logger.warn({ paymentId, err: (err as Error).message }, 'enqueue failed; the sweeper will retry');
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Verification (the `payments` processor)
+
+export type ProcessOutcome =
+  | { outcome: 'skipped' }
+  | {
+      outcome: 'settled';
+      status: PaymentStatus;
+      settlement?: Settlement;
+      jobQueued: boolean;
+      receiptId?: string;
+    }
+  | { outcome: 'recheck'; delayMs: number; reason: string };
+
+export interface ProcessOptions {
+  now?: () => Date;
+  settings?: PaymentSettings;
+}
+
+async function verifyWithAdapter(
+  asset: Asset,
+  req: {
+    txRef: string;
+    to: string;
+    minAmount: string;
+    reference: string;
+    txKey?: string;
+    skipOutputs: string[];
+  },
+): Promise<VerifyResult> {
+  const lookup = adapterFor(asset.family);
+  if (!lookup.configured) return { status: 'pending', detail: lookup.detail, reason: 'rpc_unreachable' };
+  return lookup.adapter.verifyTransfer({ asset, ...req });
+}
+
+/**
+ * One check of one payment: asks the chain, then settles it (confirmed, underpaid, rejected, expired)
+ * or asks to be run again later. Safe to run twice: only a row in pending/verifying is touched.
+ */
+export async function processPayment(
+  db: Db,
+  queues: Queues,
+  paymentId: string,
+  opts: ProcessOptions = {},
+): Promise<ProcessOutcome> {
+  const settings = opts.settings ?? env;
+  const now = opts.now ?? (() => new Date());
+  const [payment] = (await db('payments')
+    .whereIn('status', openStatuses)
+    .andWhere({ id: paymentId })
+    .update({ status: 'verifying', checks: db.raw('checks + 1'), updated_at: db.fn.now() })
+    .returning('*')) as PaymentRow[];
+  if (!payment) return { outcome: 'skipped' };
+  const quote = (await db('quotes').where({ id: payment.quote_id }).first()) as QuoteRow;
+  const asset = findAsset(payment.asset);
+  if (!asset) {
+    return settle(db, queues, payment, quote, {
+      status: 'rejected',
+      reason: 'unsupported_asset',
+      detail: `${payment.asset} is no longer configured.`,
+    });
+  }
+  const claimed = (await db('payment_claims')
+    .where({ chain: payment.chain, tx_ref: payment.tx_ref })
+    .pluck('output')) as string[];
+  const result = await verifyWithAdapter(asset, {
+    txRef: payment.tx_ref,
+    to: quote.pay_to,
+    minAmount: String(quote.amount),
+    reference: quote.id,
+    ...(payment.tx_key ? { txKey: payment.tx_key } : {}),
+    skipOutputs: claimed,
+  });
+  const found = {
+    ...(result.amount !== undefined ? { amount: result.amount } : {}),
+    ...(result.output !== undefined ? { output: result.output } : {}),
+    ...(result.confirmations !== undefined ? { confirmations: result.confirmations } : {}),
+    ...(result.payer ? { payer: result.payer } : {}),
+  };
+
+  if (result.status === 'confirmed') {
+    const settlement = classifyPayment(
+      { amount: String(quote.amount), expiresAt: quote.expires_at },
+      { amount: result.amount ?? '0', seenAt: payment.created_at },
+      { lateWindowMs: lateWindowMs(settings) },
+    );
+    if (settlement === 'expired' || settlement === 'underpaid') {
+      return settle(db, queues, payment, quote, {
+        status: settlement,
+        reason: settlement === 'expired' ? 'paid_after_window' : 'underpaid',
+        ...found,
+      });
+    }
+    return settle(db, queues, payment, quote, { status: 'confirmed', settlement, ...found });
+  }
+  if (result.status === 'mismatch') {
+    if (result.reason === 'underpaid') {
+      return settle(db, queues, payment, quote, {
+        status: 'underpaid',
+        reason: 'underpaid',
+        detail: `Received ${result.amount ?? '0'} base units; the quote asks for ${quote.amount}.`,
+        ...found,
+      });
+    }
+    return settle(db, queues, payment, quote, {
+      status: 'rejected',
+      reason: result.reason ?? 'mismatch',
+      detail: result.detail ?? null,
+      ...found,
+    });
+  }
+
+  // pending or not_found: ask again later, until the quote's watch window closes.
+  const reason = result.status === 'not_found' ? 'not_found' : (result.reason ?? 'pending');
+  const watchEnds = new Date(quote.expires_at).getTime() + lateWindowMs(settings);
+  const at = now().getTime();
+  if (at >= watchEnds) {
+    return settle(db, queues, payment, quote, {
+      status: 'expired',
+      reason,
+      detail: `The watch window ended at ${new Date(watchEnds).toISOString()} before the transfer was confirmed.`,
+      ...found,
+    });
+  }
+  const backoff = Math.min(
+    settings.PAYMENT_RECHECK_MS * 2 ** Math.min(20, Math.max(0, payment.checks - 1)),
+    settings.PAYMENT_RECHECK_MAX_MS,
+  );
+  const delayMs = Math.max(1, Math.min(backoff, watchEnds - at + 10));
+  const updated = await db('payments')
+    .where({ id: payment.id, status: 'verifying' })
+    .update({
+      status: 'pending',
+      reason,
+      detail: result.detail ?? null,
+      amount_received: found.amount ?? null,
+      confirmations: found.confirmations ?? null,
+      next_check_at: new Date(at + delayMs),
+      updated_at: db.fn.now(),
+    });
+  return updated ? { outcome: 'recheck', delayMs, reason } : { outcome: 'skipped' };
+}
+
+interface Verdict {
+  status: Exclude<PaymentStatus, 'pending' | 'verifying'>;
+  settlement?: Settlement;
+  reason?: string;
+  detail?: string | null;
+  amount?: string;
+  output?: string;
+  confirmations?: number;
+  payer?: string;
+}
+
+/**
+ * Writes the verdict in one transaction: the claim on the transfer (confirmed and underpaid take one,
+ * so a transfer is credited once), the payment, the receipt, and the job's move to queued.
+ */
+async function settle(
+  db: Db,
+  queues: Queues,
+  payment: PaymentRow,
+  quote: QuoteRow,
+  verdict: Verdict,
+): Promise<ProcessOutcome> {
+  const done = await db
+    .transaction(async (trx) => {
+      let v = verdict;
+      if (v.status === 'confirmed' || v.status === 'underpaid') {
+        // Every adapter names the paying output; 'tx' keeps the claim whole-transaction if one ever does not.
+        v = { ...v, output: v.output ?? 'tx' };
+        await trx.raw('select pg_advisory_xact_lock(hashtextextended(?, 0))', [
+          `${payment.chain}|${payment.tx_ref}`,
+        ]);
+        const inserted = await trx('payment_claims')
+          .insert({ chain: payment.chain, tx_ref: payment.tx_ref, output: v.output!, payment_id: payment.id })
+          .onConflict(['chain', 'tx_ref', 'output'])
+          .ignore()
+          .returning('payment_id');
+        if (inserted.length === 0) {
+          v = {
+            status: 'rejected',
+            reason: 'already_claimed',
+            detail: 'This transfer has already been credited to another payment.',
+            ...(v.amount !== undefined ? { amount: v.amount } : {}),
+            output: v.output,
+          };
+        }
+      }
+      const [row] = (await trx('payments')
+        .where({ id: payment.id, status: 'verifying' })
+        .update({
+          status: v.status,
+          settlement: v.settlement ?? null,
+          reason: v.reason ?? null,
+          detail: v.detail ?? null,
+          amount_received: v.amount ?? null,
+          output: v.output ?? null,
+          confirmations: v.confirmations ?? null,
+          payer: payment.payer ?? v.payer ?? null,
+          next_check_at: null,
+          settled_at: trx.fn.now(),
+          updated_at: trx.fn.now(),
+        })
+        .returning('*')) as PaymentRow[];
+      if (!row) throw new StaleSettlement();
+      if (v.status !== 'confirmed') return { row, jobQueued: false };
+
+      const receiptId = newId('rcpt');
+      const job = (await trx('jobs').where({ id: payment.job_id }).first()) as JobRow;
+      const receipt: Receipt = signReceipt(
+        {
+          type: 'proof-exchange.receipt/v1',
+          id: receiptId,
+          jobId: payment.job_id,
+          serviceId: job.service_id,
+          paymentId: payment.id,
+          asset: payment.asset,
+          network: payment.chain,
+          decimals: quote.decimals,
+          amount: String(v.amount),
+          quotedAmount: String(quote.amount),
+          usdCents: String(quote.usd_cents),
+          payTo: quote.pay_to,
+          payer: v.payer ?? payment.payer ?? null,
+          settlement: v.settlement!,
+          transaction: { txRef: payment.tx_ref, output: v.output!, confirmations: v.confirmations ?? null },
+          quote: {
+            reference: quote.id,
+            createdAt: iso(quote.created_at)!,
+            expiresAt: iso(quote.expires_at)!,
+          },
+          times: {
+            submittedAt: iso(payment.created_at)!,
+            confirmedAt: iso(row.settled_at)!,
+            issuedAt: iso(row.settled_at)!,
+          },
+        },
+        serviceSigningKey(),
+      );
+      await trx('receipts').insert({
+        id: receiptId,
+        payment_id: payment.id,
+        job_id: payment.job_id,
+        document: JSON.stringify(receipt),
+        issued_at: row.settled_at,
+      });
+      // A late payment inside the watch window revives a job the sweeper already expired.
+      const { rows } = await trx.raw(
+        `with u as (
+         update jobs set status = 'queued', queued_at = now(), finished_at = null, error = null, updated_at = now()
+         where id = ? and status in ('awaiting_payment', 'expired') returning id
+       ), e as (
+         insert into job_events (job_id, type, data) select id, 'queued', ?::jsonb from u
+       )
+       select id from u`,
+        [
+          payment.job_id,
+          JSON.stringify({
+            paymentId: payment.id,
+            receiptId,
+            settlement: v.settlement,
+            asset: payment.asset,
+          }),
+        ],
+      );
+      return { row, jobQueued: rows.length > 0, receiptId };
+    })
+    .catch((err: unknown) => {
+      if (err instanceof StaleSettlement) return undefined;
+      throw err;
+    });
+  if (!done) return { outcome: 'skipped' };
+  if (done.jobQueued) await enqueueJob(queues, payment.job_id);
+  return {
+    outcome: 'settled',
+    status: done.row.status,
+    ...(done.row.settlement ? { settlement: done.row.settlement } : {}),
+    jobQueued: done.jobQueued,
+    ...('receiptId' in done && done.receiptId ? { receiptId: done.receiptId } : {}),
+  };
+}
+
+/** Another delivery settled the row first: roll back and do nothing. */
+class StaleSettlement extends Error {}
+
+/** For the sweeper: a payment whose queue job ran out of attempts is ended with the reason. */
+export async function failPayment(db: Db, paymentId: string, reason: string): Promise<number> {
+  return db('payments')
+    .where({ id: paymentId })
+    .whereIn('status', openStatuses)
+    .update({
+      status: 'rejected',
+      reason: 'verification_failed',
+      detail: reason.slice(0, 500),
+      settled_at: db.fn.now(),
+      updated_at: db.fn.now(),
+    });
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Receipts and expiry
+
+export async function getReceipt(db: Db, receiptId: string): Promise<Receipt> {
+  const row = (await db('receipts').where({ id: receiptId }).first()) as { document: Receipt } | undefined;
+  if (!row) throw notFound(`Receipt ${receiptId}`);
+  return row.document;
+}
+
+/**
+ * Ends unpaid jobs whose quotes expired (the sweeper calls this each tick). A job with a payment still
+ * being verified waits: that payment may yet be confirmed as paid_late.
+ */
+export async function expireUnpaidJobs(
+  db: Db,
+  settings: Pick<PaymentSettings, 'QUOTE_TTL_SECONDS'> = env,
+): Promise<number> {
+  const { rows } = await db.raw(
+    `with u as (
+       update jobs set status = 'expired', finished_at = now(), updated_at = now(), error = ?::jsonb
+       where status = 'awaiting_payment'
+         and coalesce(expires_at, created_at + make_interval(secs => ?)) < now()
+         and not exists (select 1 from payments p where p.job_id = jobs.id and p.status in ('pending', 'verifying'))
+       returning id
+     ), e as (
+       insert into job_events (job_id, type, data) select id, 'expired', ?::jsonb from u
+     )
+     select id from u`,
+    [
+      JSON.stringify({ code: 'quote_expired', message: 'The quote expired before a payment was confirmed.' }),
+      settings.QUOTE_TTL_SECONDS,
+      JSON.stringify({ code: 'quote_expired' }),
+    ],
+  );
+  return rows.length;
+}

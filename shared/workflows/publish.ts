@@ -1,0 +1,66 @@
+// Builds a closed workflow's proof package and appends it to the transparency log, all in one
+// transaction under the log's lock: a crash leaves nothing behind, a retry finds the work done.
+import type { Db } from '../db/knex';
+import { leafHash } from '../translog/merkle';
+import { appendLeaf, findLeaf, inclusionProofAt, lockLog, saveTreeHead } from '../translog/pgLog';
+import { attachLogProof, packageLeafData } from './envelope';
+import type { WorkflowPackage } from './package';
+import { signServiceTreeHead, sealWorkflowPackage } from './seal';
+import { loadRecords, templateOrThrow } from './store';
+import type { PackageRow, WorkflowRow } from './store';
+
+/** A package that can never be built (no row, records that do not recompute): retrying will not help. */
+export class PackageRefused extends Error {}
+
+export type PublishOutcome = { status: 'logged' | 'already_logged'; leafIndex: number; treeSize: number };
+
+export async function publishWorkflowPackage(db: Db, proofId: string): Promise<PublishOutcome> {
+  return db.transaction(async (trx) => {
+    await lockLog(trx);
+    const row = (await trx('proof_packages').where('id', proofId).forUpdate().first()) as
+      PackageRow | undefined;
+    if (!row) throw new PackageRefused(`no package row for ${proofId}`);
+    if (row.status === 'logged' && row.package?.log) {
+      return {
+        status: 'already_logged',
+        leafIndex: Number(row.leaf_index),
+        treeSize: row.package.log.inclusion.treeSize,
+      };
+    }
+    if (await findLeaf(trx, proofId))
+      throw new PackageRefused(`the log holds a leaf for ${proofId} without its package`);
+    const wf = (await trx('workflows').where('id', row.workflow_id).first()) as WorkflowRow;
+    const template = templateOrThrow(wf.template);
+    const stages = await loadRecords(trx, wf.id);
+    let pkg: WorkflowPackage;
+    try {
+      pkg = sealWorkflowPackage({ template, proofId, stages, issuedAt: new Date() });
+    } catch (err) {
+      throw new PackageRefused((err as Error).message);
+    }
+    const { index, treeSize, root } = await appendLeaf(trx, proofId, leafHash(packageLeafData(pkg)));
+    const head = signServiceTreeHead({ treeSize, rootHash: root, timestamp: new Date() });
+    await saveTreeHead(trx, head);
+    const inclusion = await inclusionProofAt(trx, index, treeSize);
+    pkg = attachLogProof(pkg, { leafIndex: index, treeSize, path: inclusion.path, treeHead: head });
+    await trx('proof_packages')
+      .where({ id: proofId })
+      .whereIn('status', ['pending', 'failed'])
+      .update({
+        status: 'logged',
+        package: JSON.stringify(pkg),
+        leaf_index: index,
+        error: null,
+        updated_at: trx.fn.now(),
+      });
+    return { status: 'logged', leafIndex: index, treeSize };
+  });
+}
+
+/** Marks a package row failed with a reason (the sweeper's and the processor's last word). */
+export async function failPackage(db: Db, proofId: string, reason: string): Promise<boolean> {
+  const n = await db('proof_packages')
+    .where({ id: proofId, status: 'pending' })
+    .update({ status: 'failed', error: reason.slice(0, 500), updated_at: db.fn.now() });
+  return n > 0;
+}

@@ -1,0 +1,548 @@
+// Proof workflows in Postgres: prepare, record events under the workflow's row lock, read the public
+// state, and verify stored records against the same verifier the offline check uses.
+import type { Knex } from 'knex';
+import { canonicalJson } from '../canonical';
+import { sha256Hex } from '../crypto';
+import type { Db } from '../db/knex';
+import { AppError, notFound } from '../errors';
+import { newId } from '../ids';
+import { logger } from '../log';
+import type { Queues } from '../queues';
+import type { SignedTreeHead } from '../translog/treeHead';
+import { treeHead } from '../translog/pgLog';
+import { chainHead, flattenTrail, newEvidenceSalt } from './chain';
+import { applyEvent, currentStageIndex, genesisOf, initialStages } from './engine';
+import type { Transition, WorkflowContext } from './engine';
+import type { Reason } from './envelope';
+import { publicTimeline, verifyPackage, verifyRecords } from './package';
+import type { PublicStage, WorkflowPackage } from './package';
+import type { ChainedEntry, EvidenceKind, StageRecord, WorkflowEvent, WorkflowStatus } from './records';
+import { servicePublicKey } from './seal';
+import { findTemplate, stageRequirements, workflowTemplates } from './templates';
+import type { TemplateName, WorkflowTemplate } from './templates';
+
+type Conn = Db | Knex.Transaction;
+
+/** The proofs-queue kind that builds and logs a workflow package. */
+export const WORKFLOW_PACKAGE_KIND = 'workflow_package';
+
+export interface WorkflowRow {
+  id: string;
+  proof_id: string;
+  template: TemplateName;
+  template_version: number;
+  status: WorkflowStatus;
+  owner: string;
+  chain_head: string;
+  entry_count: number;
+  created_at: Date;
+  updated_at: Date;
+}
+
+interface StageRow {
+  workflow_id: string;
+  idx: number;
+  stage: string;
+  status: StageRecord['status'];
+  actor_commitment: string | null;
+  timestamp: string | null;
+  proof_hash: string | null;
+}
+
+interface EntryRow {
+  workflow_id: string;
+  seq: number;
+  stage: string;
+  action: ChainedEntry['action'];
+  actor_commitment: string;
+  evidence_commitment: string | null;
+  evidence_kind: EvidenceKind | null;
+  at: string;
+  prev_hash: string;
+  entry_hash: string;
+}
+
+export interface PackageRow {
+  id: string;
+  workflow_id: string;
+  status: 'pending' | 'logged' | 'failed';
+  package: WorkflowPackage | null;
+  leaf_index: string | null;
+  error: string | null;
+}
+
+/** The commitment the service acts under when it closes the Proof stage: derived from its public key id. */
+export function serviceActorCommitment(): string {
+  return sha256Hex(
+    canonicalJson({ type: 'proof-exchange/service-actor/v1', keyId: servicePublicKey().keyId }),
+  );
+}
+
+/** The hash a client names as evidence for a blind policy proof: over the proof and its public signals. */
+export function policyProofHash(input: { policyId: string; proof: unknown; publicSignals: unknown }): string {
+  return sha256Hex(
+    canonicalJson({
+      type: 'proof-exchange/policy-proof/v1',
+      policyId: input.policyId,
+      proof: input.proof,
+      publicSignals: input.publicSignals,
+    }),
+  );
+}
+
+/**
+ * Remembers a blind policy proof the caller has just verified, so a workflow event naming its hash
+ * counts as a verified blind policy proof. Call only after the proof verified.
+ */
+export async function recordVerifiedPolicyProof(
+  db: Conn,
+  input: { policyId: string; proof: unknown; publicSignals: unknown },
+): Promise<string> {
+  const proofHash = policyProofHash(input);
+  await db('verified_policy_proofs')
+    .insert({ proof_hash: proofHash, policy_id: input.policyId })
+    .onConflict('proof_hash')
+    .ignore();
+  return proofHash;
+}
+
+export function templateOrThrow(name: string): WorkflowTemplate {
+  const template = findTemplate(name);
+  if (!template) {
+    throw new AppError(422, 'unknown_template', `There is no template '${name}'.`, {
+      extra: { templates: workflowTemplates.map((t) => t.name) },
+    });
+  }
+  return template;
+}
+
+function entryOf(r: EntryRow): ChainedEntry {
+  return {
+    seq: r.seq,
+    stage: r.stage,
+    action: r.action,
+    actorCommitment: r.actor_commitment,
+    ...(r.evidence_commitment !== null ? { evidenceCommitment: r.evidence_commitment } : {}),
+    ...(r.evidence_kind !== null ? { evidenceKind: r.evidence_kind } : {}),
+    at: r.at,
+    prevHash: r.prev_hash,
+    entryHash: r.entry_hash,
+  };
+}
+
+/** The stage records of a workflow rebuilt from its rows, in template order, with the exact hashed strings. */
+export async function loadRecords(db: Conn, workflowId: string): Promise<StageRecord[]> {
+  const [stages, entries] = await Promise.all([
+    db('workflow_stages').where('workflow_id', workflowId).orderBy('idx') as Promise<StageRow[]>,
+    db('audit_entries').where('workflow_id', workflowId).orderBy('seq') as Promise<EntryRow[]>,
+  ]);
+  return stages.map((s) => ({
+    stage: s.stage,
+    status: s.status,
+    actorCommitment: s.actor_commitment,
+    timestamp: s.timestamp,
+    proofHash: s.proof_hash,
+    auditTrail: entries.filter((e) => e.stage === s.stage).map(entryOf),
+  }));
+}
+
+export interface PreparedWorkflow {
+  workflowId: string;
+  proofId: string;
+  template: TemplateName;
+  templateVersion: number;
+  status: WorkflowStatus;
+  stages: Array<StageRecord & { name: string; requiredApprovals: number; actions: string[] }>;
+}
+
+function describeStages(
+  template: WorkflowTemplate,
+  records: readonly StageRecord[],
+): PreparedWorkflow['stages'] {
+  return template.stages.map((spec, i) => ({
+    ...(records[i] as StageRecord),
+    name: spec.name,
+    requiredApprovals: spec.requiredApprovals,
+    actions: [...spec.actions],
+  }));
+}
+
+/** Starts a workflow from a template; `owner` is 'operator' or a license id. */
+export async function prepareWorkflow(
+  db: Db,
+  input: { template: string; owner: string },
+): Promise<PreparedWorkflow> {
+  const template = templateOrThrow(input.template);
+  const workflowId = newId('wf');
+  const proofId = newId('prf');
+  const records = initialStages(template);
+  await db.transaction(async (trx) => {
+    await trx('workflows').insert({
+      id: workflowId,
+      proof_id: proofId,
+      template: template.name,
+      template_version: template.version,
+      owner: input.owner,
+      chain_head: genesisOf({ template, proofId }),
+    });
+    await trx('workflow_stages').insert(
+      records.map((r, idx) => ({ workflow_id: workflowId, idx, stage: r.stage, status: r.status })),
+    );
+  });
+  return {
+    workflowId,
+    proofId,
+    template: template.name,
+    templateVersion: template.version,
+    status: 'active',
+    stages: describeStages(template, records),
+  };
+}
+
+async function saveTransition(
+  trx: Knex.Transaction,
+  workflowId: string,
+  t: Transition,
+  salt?: string,
+): Promise<void> {
+  const e = t.entry;
+  await trx('audit_entries').insert({
+    workflow_id: workflowId,
+    seq: e.seq,
+    stage: e.stage,
+    action: e.action,
+    actor_commitment: e.actorCommitment,
+    evidence_commitment: e.evidenceCommitment ?? null,
+    evidence_kind: e.evidenceKind ?? null,
+    at: e.at,
+    prev_hash: e.prevHash,
+    entry_hash: e.entryHash,
+    evidence_salt: salt ?? null,
+  });
+  await trx('workflow_stages').where({ workflow_id: workflowId, stage: t.stage.stage }).update({
+    status: t.stage.status,
+    actor_commitment: t.stage.actorCommitment,
+    timestamp: t.stage.timestamp,
+    proof_hash: t.stage.proofHash,
+  });
+}
+
+export interface RecordedEvent {
+  workflowId: string;
+  proofId: string;
+  workflowStatus: WorkflowStatus;
+  /** The event's stage record after the event. */
+  stage: StageRecord;
+  entry: ChainedEntry;
+  chainHead: string;
+  /** The stage open now (null once the workflow is closed). */
+  currentStage: string | null;
+}
+
+/**
+ * Records one event: locks the workflow row, rebuilds its records, lets the engine decide, and saves
+ * the entry and stage. When only the Proof stage is left, the service finalizes it in the same
+ * transaction; a closed workflow gets its package row and a `proofs` job after commit.
+ */
+export async function recordEvent(
+  db: Db,
+  queues: Queues,
+  event: WorkflowEvent,
+  principal: { owner: string; operator: boolean },
+): Promise<RecordedEvent> {
+  const result = await db.transaction(async (trx) => {
+    const wf = (await trx('workflows').where('id', event.workflowId).forUpdate().first()) as
+      WorkflowRow | undefined;
+    if (!wf || (!principal.operator && wf.owner !== principal.owner))
+      throw notFound(`Workflow ${event.workflowId}`);
+    const template = templateOrThrow(wf.template);
+    const ctx: WorkflowContext = { template, proofId: wf.proof_id };
+    let stages = await loadRecords(trx, wf.id);
+
+    let evidenceKind: EvidenceKind | undefined;
+    if (event.evidenceHash !== undefined) {
+      const verified = await trx('verified_policy_proofs')
+        .where('proof_hash', event.evidenceHash)
+        .first('proof_hash');
+      evidenceKind = verified ? 'blind_policy_proof' : 'document';
+    }
+    const salt = event.evidenceHash !== undefined ? newEvidenceSalt() : undefined;
+    const t = applyEvent(ctx, stages, event, {
+      now: new Date(),
+      ...(salt ? { evidenceSalt: salt } : {}),
+      ...(evidenceKind ? { evidenceKind } : {}),
+    });
+    await saveTransition(trx, wf.id, t, salt);
+    stages = t.stages;
+    let status = t.workflowStatus;
+    let last = t;
+
+    // Closing the Proof stage is the service's act, not a client's.
+    const open = template.stages[currentStageIndex(stages)];
+    if (status === 'active' && open?.phase === 'proof' && open.actions.includes('finalize')) {
+      last = applyEvent(
+        ctx,
+        stages,
+        { stage: open.key, action: 'finalize', actorCommitment: serviceActorCommitment() },
+        { now: new Date() },
+      );
+      await saveTransition(trx, wf.id, last);
+      stages = last.stages;
+      status = last.workflowStatus;
+    }
+    await trx('workflows')
+      .where('id', wf.id)
+      .update({
+        status,
+        chain_head: last.entry.entryHash,
+        entry_count: last.entry.seq + 1,
+        updated_at: trx.fn.now(),
+      });
+    if (status !== 'active') {
+      await trx('proof_packages').insert({ id: wf.proof_id, workflow_id: wf.id }).onConflict('id').ignore();
+    }
+    const current = template.stages[currentStageIndex(stages)];
+    return {
+      workflowId: wf.id,
+      proofId: wf.proof_id,
+      workflowStatus: status,
+      stage: t.stages.find((s) => s.stage === event.stage) as StageRecord,
+      entry: t.entry,
+      chainHead: chainHead(genesisOf(ctx), stages),
+      currentStage: status === 'active' && current ? current.key : null,
+    } satisfies RecordedEvent;
+  });
+  if (result.workflowStatus !== 'active') await enqueuePackage(queues, result.proofId);
+  return result;
+}
+
+/** Enqueues a package build; a Redis failure is logged, not thrown: the sweeper re-enqueues from Postgres. */
+export async function enqueuePackage(queues: Queues, proofId: string): Promise<boolean> {
+  try {
+    await queues.enqueue('proofs', { proofId, kind: WORKFLOW_PACKAGE_KIND });
+    return true;
+  } catch (err) {
+    logger.warn(
+      { proofId, err: (err as Error).message },
+      'enqueue failed; the sweeper will retry from Postgres',
+    );
+    return false;
+  }
+}
+
+export async function workflowByProofId(db: Conn, proofId: string): Promise<WorkflowRow | undefined> {
+  return (await db('workflows').where('proof_id', proofId).first()) as WorkflowRow | undefined;
+}
+
+export async function packageRow(db: Conn, proofId: string): Promise<PackageRow | undefined> {
+  return (await db('proof_packages').where('id', proofId).first()) as PackageRow | undefined;
+}
+
+export interface TemplateSummary {
+  key: string;
+  name: TemplateName;
+  version: number;
+  description: string;
+  stages: ReturnType<typeof stageRequirements>;
+  counts: { active: number; completed: number; rejected: number; total: number };
+}
+
+/** The six templates with their stages and how many workflows of each are in each state. */
+export async function templateSummaries(db: Conn): Promise<TemplateSummary[]> {
+  const rows = (await db('workflows')
+    .select('template', 'status')
+    .count('* as n')
+    .groupBy('template', 'status')) as Array<{
+    template: string;
+    status: WorkflowStatus;
+    n: string | number;
+  }>;
+  return workflowTemplates.map((t) => {
+    const counts = { active: 0, completed: 0, rejected: 0, total: 0 };
+    for (const r of rows.filter((r) => r.template === t.name)) {
+      counts[r.status] += Number(r.n);
+      counts.total += Number(r.n);
+    }
+    return {
+      key: t.key,
+      name: t.name,
+      version: t.version,
+      description: t.description,
+      stages: stageRequirements(t),
+      counts,
+    };
+  });
+}
+
+export interface PublicWorkflowState {
+  proofId: string;
+  template: TemplateName;
+  templateVersion: number;
+  status: WorkflowStatus;
+  stages: PublicStage[];
+  chain: { genesis: string; head: string; length: number };
+  package: { status: PackageRow['status']; leafIndex: number | null } | null;
+}
+
+/** What anyone may see of a workflow: never its private handle, salts or evidence. */
+export async function publicState(db: Conn, proofId: string): Promise<PublicWorkflowState | undefined> {
+  const wf = await workflowByProofId(db, proofId);
+  if (!wf) return undefined;
+  const template = templateOrThrow(wf.template);
+  const [records, pkg] = await Promise.all([loadRecords(db, wf.id), packageRow(db, proofId)]);
+  const genesis = genesisOf({ template, proofId });
+  return {
+    proofId,
+    template: template.name,
+    templateVersion: wf.template_version,
+    status: wf.status,
+    stages: publicTimeline(template, records),
+    chain: { genesis, head: chainHead(genesis, records), length: flattenTrail(records).length },
+    package: pkg
+      ? { status: pkg.status, leafIndex: pkg.leaf_index === null ? null : Number(pkg.leaf_index) }
+      : null,
+  };
+}
+
+export interface Verification {
+  proofId: string | null;
+  existed: boolean;
+  completed: boolean;
+  approvalsMet: boolean;
+  sequenceRespected: boolean;
+  notAltered: boolean;
+  signatureValid?: boolean;
+  inclusionValid?: boolean;
+  /** The first altered stage or entry of the stored records, when there is one. */
+  altered?: { stage: string; seq?: number; code: string; detail: string };
+  reasons: Reason[];
+  template?: string;
+  status?: WorkflowStatus;
+  chain?: { genesis: string; head: string; length: number };
+  stages?: PublicStage[];
+  /** The signed package with its log inclusion proof, once built. */
+  package?: WorkflowPackage;
+  packageStatus?: PackageRow['status'] | 'none';
+  /** The latest signed tree head of the log, to check the package's head against. */
+  latestTreeHead?: SignedTreeHead;
+}
+
+const facts = ['existed', 'completed', 'approvalsMet', 'sequenceRespected'] as const;
+
+/** Verifies a pasted package offline-style: exactly the offline verifier with this service's key. */
+export function verifyGivenPackage(pkg: unknown): Verification {
+  const key = servicePublicKey();
+  const v = verifyPackage(pkg, { publicKey: key.publicKey });
+  const parsed = pkg as Partial<WorkflowPackage> | null;
+  return {
+    proofId: typeof parsed?.proofId === 'string' && v.notAltered ? parsed.proofId : null,
+    ...v,
+  };
+}
+
+/**
+ * Verifies a workflow by proof id: recomputes the chain and stage hashes from the stored records
+ * (verifyRecords), and checks the stored package's signature and log inclusion and that it matches.
+ */
+export async function verifyStored(db: Conn, proofId: string): Promise<Verification> {
+  const wf = await workflowByProofId(db, proofId);
+  if (!wf) {
+    return {
+      proofId,
+      existed: false,
+      completed: false,
+      approvalsMet: false,
+      sequenceRespected: false,
+      notAltered: false,
+      reasons: [
+        { check: 'existed', code: 'unknown_proof', detail: 'No workflow has this proof id.' },
+        ...(['completed', 'approvalsMet', 'sequenceRespected', 'notAltered'] as const).map((check) => ({
+          check,
+          code: 'not_verifiable',
+          detail: 'No workflow has this proof id.',
+        })),
+      ],
+      packageStatus: 'none',
+    };
+  }
+  const template = templateOrThrow(wf.template);
+  const [records, pkgRow, latest] = await Promise.all([
+    loadRecords(db, wf.id),
+    packageRow(db, proofId),
+    treeHead(db),
+  ]);
+  const verdict = verifyRecords({ template, proofId, records });
+  const reasons: Reason[] = [...verdict.reasons];
+  let notAltered = verdict.notAltered;
+  const out: Verification = {
+    proofId,
+    existed: verdict.existed,
+    completed: verdict.completed,
+    approvalsMet: verdict.approvalsMet,
+    sequenceRespected: verdict.sequenceRespected,
+    notAltered,
+    ...(verdict.altered ? { altered: verdict.altered } : {}),
+    reasons,
+    template: template.name,
+    status: wf.status,
+    chain: {
+      genesis: genesisOf({ template, proofId }),
+      head: chainHead(genesisOf({ template, proofId }), records),
+      length: flattenTrail(records).length,
+    },
+    stages: publicTimeline(template, records),
+    packageStatus: pkgRow?.status ?? 'none',
+    ...(latest ? { latestTreeHead: latest } : {}),
+  };
+  if (pkgRow?.status === 'logged' && pkgRow.package) {
+    const key = servicePublicKey();
+    const pv = verifyPackage(pkgRow.package, { publicKey: key.publicKey });
+    out.package = pkgRow.package;
+    out.signatureValid = pv.signatureValid;
+    if (pv.inclusionValid !== undefined) out.inclusionValid = pv.inclusionValid;
+    if (!pv.notAltered) {
+      notAltered = false;
+      reasons.push(
+        ...pv.reasons.filter(
+          (r) => r.check === 'signatureValid' || r.check === 'inclusionValid' || r.check === 'notAltered',
+        ),
+      );
+    } else if (
+      verdict.notAltered &&
+      canonicalJson(pkgRow.package.auditTrail) !== canonicalJson(flattenTrail(records))
+    ) {
+      notAltered = false;
+      reasons.push({
+        check: 'notAltered',
+        code: 'package_mismatch',
+        detail: 'The stored records differ from the signed package.',
+      });
+    }
+  } else if (wf.status !== 'active') {
+    reasons.push({
+      check: 'signatureValid',
+      code: pkgRow?.status === 'failed' ? 'package_failed' : 'package_pending',
+      detail:
+        pkgRow?.status === 'failed'
+          ? 'The proof package could not be built from these records.'
+          : 'The proof package is being built and logged.',
+    });
+  }
+  out.notAltered = notAltered;
+  if (!notAltered) {
+    for (const f of facts) {
+      if (out[f] && !reasons.some((r) => r.check === f)) {
+        reasons.push({ check: f, code: 'not_verifiable', detail: 'The record failed its integrity checks.' });
+      }
+      out[f] = false;
+    }
+    if (!reasons.some((r) => r.check === 'notAltered')) {
+      reasons.push({
+        check: 'notAltered',
+        code: 'integrity_failed',
+        detail: 'The signature or log proof does not hold.',
+      });
+    }
+  }
+  return out;
+}

@@ -1,0 +1,56 @@
+// Helpers of the commercial tests: log capture, problem assertions and a checkouts worker in process.
+import { pino } from 'pino';
+import { expect } from 'vitest';
+
+/** Captures every log line the process logger writes (at trace level) until stop(). */
+export async function captureLogs(): Promise<{ lines: string[]; stop(): void }> {
+  const { logger } = await import('../../shared/log');
+  const stream = (logger as unknown as Record<symbol, { write(s: string): unknown }>)[
+    pino.symbols.streamSym
+  ]!;
+  const original = stream.write;
+  const previousLevel = logger.level;
+  const lines: string[] = [];
+  stream.write = (s: string) => {
+    lines.push(s);
+    return true;
+  };
+  logger.level = 'trace';
+  return {
+    lines,
+    stop() {
+      stream.write = original;
+      logger.level = previousLevel;
+    },
+  };
+}
+
+export function expectProblem(
+  res: { status: number; headers: Record<string, string>; body: Record<string, unknown> },
+  status: number,
+  code: string,
+) {
+  expect(res.status, JSON.stringify(res.body)).toBe(status);
+  expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
+  expect(res.body).toMatchObject({ status, code });
+}
+
+/** A real `checkouts` worker in this process, on this file's queue prefix. */
+export async function testCheckoutsWorker() {
+  const { createDb } = await import('../../shared/db/knex');
+  const { createRedis } = await import('../../shared/redis');
+  const { startWorker } = await import('../../workers/pool');
+  const { checkoutsProcessor } = await import('../../workers/processors/checkouts');
+  const db = createDb();
+  const redis = createRedis('worker');
+  const worker = startWorker('checkouts', checkoutsProcessor(db), redis);
+  return {
+    db,
+    worker,
+    close: async () => {
+      await worker.close();
+      redis.disconnect();
+      await db.destroy();
+    },
+  };
+}

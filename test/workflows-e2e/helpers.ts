@@ -1,0 +1,128 @@
+// Drives proof workflows over HTTP the way a client would (hashing everything private itself), with a
+// real prover consuming the `proofs` queue in this process.
+import type { Worker } from 'bullmq';
+import { expect } from 'vitest';
+import { sha256Hex } from '../../shared/crypto';
+import { createDb } from '../../shared/db/knex';
+import type { Db } from '../../shared/db/knex';
+import { Queues } from '../../shared/queues';
+import { createRedis } from '../../shared/redis';
+import { findTemplate } from '../../shared/workflows/templates';
+import type { WorkflowTemplate } from '../../shared/workflows/templates';
+import { startWorker } from '../../workers/pool';
+import { proofsProcessor } from '../../workers/prover/main';
+import type { TestApp } from '../helpers';
+import { eventually } from '../helpers';
+
+export const OPERATOR = 'Bearer op_test_token_0123456789';
+
+/** A client's commitment to an actor: a salted hash it keeps; the service never sees the name. */
+export const actor = (name: string): string => sha256Hex(`client-salt-7f3a:${name}`);
+/** A client's hash of a private document or note. */
+export const evidence = (text: string): string => sha256Hex(text);
+
+export interface TestProver {
+  db: Db;
+  worker: Worker;
+  close(): Promise<void>;
+}
+
+/** The real prover process's processor, consuming this file's `proofs` queue. */
+export function testProver(): TestProver {
+  const db = createDb();
+  const queueRedis = createRedis('api');
+  const queues = new Queues(queueRedis);
+  const redis = createRedis('worker');
+  const worker = startWorker('proofs', proofsProcessor(db, queues), redis, { concurrency: 4 });
+  return {
+    db,
+    worker,
+    close: async () => {
+      await worker.close();
+      await queues.close();
+      redis.disconnect();
+      queueRedis.disconnect();
+      await db.destroy();
+    },
+  };
+}
+
+type Request = TestApp['request'];
+
+export async function prepare(
+  request: Request,
+  template: string,
+): Promise<{ workflowId: string; proofId: string }> {
+  const res = await request
+    .post('/api/proof-workflows/prepare')
+    .set('Authorization', OPERATOR)
+    .send({ template });
+  expect(res.status, JSON.stringify(res.body)).toBe(201);
+  return { workflowId: res.body.workflowId as string, proofId: res.body.proofId as string };
+}
+
+export function event(
+  request: Request,
+  body: { workflowId: string; stage: string; action: string; actorCommitment: string; evidenceHash?: string },
+) {
+  return request.post('/api/proof-workflows/event').set('Authorization', OPERATOR).send(body);
+}
+
+export interface DriveOptions {
+  /** Private texts the client hashes as evidence, in order of use. */
+  secrets?: string[];
+  /** The evidence hash of a verified blind policy proof, for stages that need one. */
+  policyEvidence?: string;
+  /** Stop before this stage (exclusive). */
+  until?: string;
+}
+
+/** Runs every client stage of a template with the fewest events its rules allow; the service closes Proof. */
+export async function drive(
+  request: Request,
+  workflowId: string,
+  templateName: string,
+  options: DriveOptions = {},
+): Promise<Body[]> {
+  const template = findTemplate(templateName) as WorkflowTemplate;
+  const replies: Body[] = [];
+  let n = 0;
+  const send = async (stage: string, action: string, who: string, evidenceHash?: string) => {
+    const res = await event(request, {
+      workflowId,
+      stage,
+      action,
+      actorCommitment: actor(who),
+      ...(evidenceHash ? { evidenceHash } : {}),
+    });
+    expect(res.status, `${stage} ${action}: ${JSON.stringify(res.body)}`).toBe(200);
+    replies.push(res.body as Body);
+  };
+  for (const spec of template.stages) {
+    if (spec.key === options.until) break;
+    if (spec.phase === 'proof') continue;
+    if (spec.evidenceRequired) {
+      const hash = spec.requiresBlindPolicyProof
+        ? options.policyEvidence
+        : evidence(options.secrets?.[n++] ?? `${templateName} ${spec.key} document`);
+      await send(spec.key, 'attach_evidence', 'applicant', hash);
+    }
+    if (spec.actions.includes('submit')) await send(spec.key, 'submit', 'applicant');
+    else
+      for (let i = 0; i < spec.requiredApprovals; i++)
+        await send(spec.key, 'approve', `${spec.key}-reviewer-${i}`);
+  }
+  return replies;
+}
+
+/** A JSON reply body, read as loosely as a client reads it (supertest types it so). */
+export type Body = Awaited<ReturnType<Request['get']>>['body'];
+
+/** Polls the verify route until the workflow's package is logged; returns the verdict. */
+export async function waitForPackage(request: Request, proofId: string): Promise<Body> {
+  return eventually(async () => {
+    const res = await request.post('/api/proof-workflows/verify').send({ proofId });
+    expect(res.status).toBe(200);
+    return res.body.packageStatus === 'logged' ? (res.body as Body) : undefined;
+  }, 15_000);
+}

@@ -1,0 +1,46 @@
+// The `payments` queue: one check of one payment against its chain; a payment the chain has not
+// settled yet goes back to the delayed set with backoff, without spending an attempt.
+import { DelayedError, UnrecoverableError } from 'bullmq';
+import type { Processor } from 'bullmq';
+import type { Db } from '../../shared/db/knex';
+import { jobDuration, jobsProcessed } from '../../shared/metrics';
+import { failPayment, processPayment } from '../../shared/payments/payments';
+import type { ProcessOptions } from '../../shared/payments/payments';
+import { Queues, queueCatalog } from '../../shared/queues';
+import { createRedis } from '../../shared/redis';
+import { registerSweepTarget } from '../sweeper';
+
+registerSweepTarget({
+  queue: 'payments',
+  table: 'payments',
+  statuses: ['pending', 'verifying'],
+  payload: (row) => ({ paymentId: row.id }),
+  markFailed: (db, id, reason) => failPayment(db, id, reason),
+});
+
+/** `queues` enqueues the paid job; default: a connection of its own. */
+export function paymentsProcessor(db: Db, queues?: Queues, opts: ProcessOptions = {}): Processor {
+  let own: Queues | undefined;
+  const jobQueues = () => queues ?? (own ??= new Queues(createRedis('api')));
+  return async (job, token) => {
+    const parsed = queueCatalog.payments.payload.safeParse(job.data);
+    if (!parsed.success) throw new UnrecoverableError('malformed payments payload');
+    const end = jobDuration.startTimer({ queue: 'payments' });
+    let result;
+    try {
+      result = await processPayment(db, jobQueues(), parsed.data.paymentId, opts);
+    } catch (err) {
+      // The row stays pending/verifying; BullMQ retries with backoff and the sweeper has the rest.
+      end({ outcome: 'error' });
+      jobsProcessed.inc({ queue: 'payments', outcome: 'error' });
+      throw err;
+    }
+    end({ outcome: result.outcome });
+    jobsProcessed.inc({ queue: 'payments', outcome: result.outcome });
+    if (result.outcome === 'recheck') {
+      await job.moveToDelayed(Date.now() + result.delayMs, token);
+      throw new DelayedError();
+    }
+    return result;
+  };
+}
