@@ -2,11 +2,13 @@
 // Both compute the witness with the circuit's wasm; the backend only changes who does the proving.
 import { execFile } from 'node:child_process';
 import { accessSync, constants } from 'node:fs';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { promisify } from 'node:util';
+import { WitnessCalculatorBuilder } from 'circom_runtime';
+import { utils as ffUtils } from 'ffjavascript';
 import * as snarkjs from 'snarkjs';
 import { AppError } from '../errors';
 import { env } from '../env';
@@ -78,17 +80,45 @@ function witnessFailed(policyId: PolicyId, err: unknown): AppError {
     : new AppError(400, 'invalid_circuit_input', `The ${policyId} circuit input could not be evaluated.`);
 }
 
+interface WitnessCalculator {
+  calculateWTNSBin(input: unknown, sanityCheck: boolean): Promise<Uint8Array>;
+}
+
+// One compiled witness calculator per circuit, reused across proofs: compiling the circuit's wasm on
+// every call cost more than computing the witness itself. Calls on one calculator run one at a time.
+const { unstringifyBigInts } = ffUtils;
+const calculators = new WeakMap<Uint8Array, { ready: Promise<WitnessCalculator>; tail: Promise<unknown> }>();
+
+function calculatorFor(wasm: Uint8Array) {
+  let entry = calculators.get(wasm);
+  if (!entry) {
+    entry = { ready: WitnessCalculatorBuilder(wasm) as Promise<WitnessCalculator>, tail: Promise.resolve() };
+    calculators.set(wasm, entry);
+  }
+  return entry;
+}
+
 async function computeWitness(
   policyId: PolicyId,
   wasm: Uint8Array,
   circuitInput: CircuitInput,
   target: snarkjs.FileRef,
 ): Promise<void> {
+  const entry = calculatorFor(wasm);
+  const run = entry.tail.then(async () =>
+    (await entry.ready).calculateWTNSBin(unstringifyBigInts(circuitInput), true),
+  );
+  entry.tail = run.catch(() => undefined);
+  let bin: Uint8Array;
   try {
-    await snarkjs.wtns.calculate(circuitInput, { type: 'mem', data: wasm }, target);
+    bin = await run;
   } catch (err) {
+    calculators.delete(wasm); // a failed run may leave the instance in any state: compile afresh next time
     throw witnessFailed(policyId, err);
   }
+  if (typeof target === 'string') await writeFile(target, bin);
+  else if (target instanceof Uint8Array) throw new TypeError('witness target must be a path or a mem file');
+  else target.data = bin;
 }
 
 /** The public signals a proof of this input must carry: the result 1, then the input's public values. */

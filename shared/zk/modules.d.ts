@@ -85,3 +85,14 @@ declare module 'circomlibjs' {
   }
   export function buildPoseidon(): Promise<Poseidon>;
 }
+
+declare module 'circom_runtime' {
+  export function WitnessCalculatorBuilder(
+    code: Uint8Array,
+    options?: Record<string, unknown>,
+  ): Promise<unknown>;
+}
+
+declare module 'ffjavascript' {
+  export const utils: { unstringifyBigInts(value: unknown): unknown };
+}

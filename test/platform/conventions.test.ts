@@ -253,12 +253,20 @@ describe('operator routes and operational endpoints', () => {
 describe('stored idempotent responses', () => {
   it('keep neither the key nor the response readable in the database', async () => {
     const body = { service: 'attest.timestamp', input: { digest: await sha256Of('idem-sealed') } };
-    const first = await app.request.post('/api/jobs').set('Idempotency-Key', 'sealed-key-1').send(body).expect(202);
+    const first = await app.request
+      .post('/api/jobs')
+      .set('Idempotency-Key', 'sealed-key-1')
+      .send(body)
+      .expect(202);
     const rows = await app.deps.db('idempotency_keys').select('*');
     const dump = JSON.stringify(rows);
     expect(dump).not.toContain('sealed-key-1');
     expect(dump).not.toContain(first.body.job.id);
-    const replay = await app.request.post('/api/jobs').set('Idempotency-Key', 'sealed-key-1').send(body).expect(202);
+    const replay = await app.request
+      .post('/api/jobs')
+      .set('Idempotency-Key', 'sealed-key-1')
+      .send(body)
+      .expect(202);
     expect(replay.body).toEqual(first.body);
   });
 });
