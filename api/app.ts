@@ -11,6 +11,7 @@ import { logger } from '../shared/log';
 import { httpDuration, queueDepth, registry } from '../shared/metrics';
 import type { AppDeps } from './deps';
 import { pagesRouter } from './pages';
+import { coordinationPagesRouter } from './pages/governance';
 import { ADMIN_PATH, adminRouter } from './http/admin';
 import { idempotency } from './http/idempotency';
 import { origin } from './http/links';
@@ -156,6 +157,7 @@ export function createApp(deps: AppDeps, options: AppOptions = {}): express.Expr
   // form posts, since an HTML form without scripts cannot send JSON.
   app.use(rateLimit(deps));
   app.use(pagesRouter(deps));
+  app.use(coordinationPagesRouter(deps));
 
   // Everything below takes JSON input: size-limited, idempotency keys honoured.
   app.use((req: Request, _res: Response, next: NextFunction) => {

@@ -7,46 +7,17 @@ import { logger } from '../../shared/log';
 import { verifyGivenPackage, verifyStored } from '../../shared/workflows/store';
 import type { Verification } from '../../shared/workflows/store';
 import type { AppDeps } from '../deps';
+import { escapeHtml, sendPage, yesNo } from './layout';
+
+export { escapeHtml };
 
 const BASE = '/proof-workflows/verify';
 const PROOF_ID = idPattern('prf');
 /** A pasted package can be larger than an API body; still bounded. */
 const PASTE_LIMIT_BYTES = 1024 * 1024;
 
-const CSP =
-  "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
-
-export function escapeHtml(value: unknown): string {
-  return String(value ?? '').replace(
-    /[&<>"'`]/g,
-    (c) =>
-      ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;', '`': '&#96;' })[c] as string,
-  );
-}
-
-const STYLE = `
-body{font:15px/1.5 system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;color:#1b1f24}
-h1{font-size:1.5rem}h2{font-size:1.15rem;margin-top:2rem}
-code,.hash{font-family:ui-monospace,monospace;font-size:12px;word-break:break-all}
-table{border-collapse:collapse;width:100%}td,th{border:1px solid #d0d7de;padding:.35rem .5rem;text-align:left;vertical-align:top}
-.yes{color:#116329;font-weight:600}.no{color:#a40e26;font-weight:600}
-textarea{width:100%;min-height:10rem;font-family:ui-monospace,monospace}input[type=text]{width:28rem;max-width:100%}
-.error{background:#ffebe9;border:1px solid #ff8182;padding:.5rem}
-`;
-
-function layout(title: string, body: string): string {
-  return `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
-<title>${escapeHtml(title)}</title><style>${STYLE}</style></head>
-<body><main>${body}</main></body></html>`;
-}
-
 function send(res: Response, status: number, title: string, body: string): void {
-  res
-    .status(status)
-    .setHeader('Content-Security-Policy', CSP)
-    .type('text/html; charset=utf-8')
-    .send(layout(title, body));
+  sendPage(res, status, title, body, { scripts: true });
 }
 
 function formPage(error?: string): string {
@@ -76,13 +47,6 @@ document.getElementById('by-package').addEventListener('submit', function (e) {
 });
 </script>`;
 }
-
-const yesNo = (v: boolean | undefined): string =>
-  v === undefined
-    ? '<span>not applicable</span>'
-    : v
-      ? '<span class="yes">yes</span>'
-      : '<span class="no">no</span>';
 
 const factRows: Array<[keyof Verification, string]> = [
   ['existed', 'Existed'],

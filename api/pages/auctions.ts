@@ -1,0 +1,68 @@
+// The public page of a sealed auction: its stated rules, status and time remaining while open, and the
+// outcome, every bid and the package's verification once finalized. Mounted by ./governance.
+import { auctionPackage, publicAuction } from '../../shared/auctions/auctions';
+import { verifyAuctionPackage } from '../../shared/auctions/package';
+import { servicePublicKey } from '../../shared/workflows/seal';
+import type { AppDeps } from '../deps';
+import { escapeHtml, yesNo } from './layout';
+
+export const keys = () => ({ publicKey: servicePublicKey().publicKey });
+
+export function formatSeconds(s: number): string {
+  const d = Math.floor(s / 86400);
+  const h = Math.floor((s % 86400) / 3600);
+  const m = Math.floor((s % 3600) / 60);
+  return [d ? `${d} d` : '', h ? `${h} h` : '', m ? `${m} min` : '', `${s % 60} s`].filter(Boolean).join(' ');
+}
+
+export async function auctionPage(deps: AppDeps, id: string): Promise<[string, string]> {
+  const a = await publicAuction(deps.db, id);
+  const rules = Object.entries(a.rules)
+    .map(([k, v]) => `<tr><th scope="row">${escapeHtml(k)}</th><td>${escapeHtml(v)}</td></tr>`)
+    .join('');
+  const head = `<h1>Auction ${escapeHtml(id)}</h1><p>${escapeHtml(a.title)} — ${escapeHtml(a.visibility)}, ${escapeHtml(
+    a.pricing,
+  )}-price, in ${escapeHtml(a.asset)} base units.</p>`;
+  const rulesBlock = `<h2>Rules (stated before bidding)</h2><table id="rules"><tbody>${rules}</tbody></table>`;
+  if (a.status !== 'finalized') {
+    return [
+      `Auction ${id}`,
+      `${head}<p class="live" id="live">Status: <strong data-status="${escapeHtml(a.status)}">${escapeHtml(
+        a.status,
+      )}</strong>. Time remaining: <strong id="time-remaining">${escapeHtml(
+        formatSeconds(a.timeRemainingSeconds),
+      )}</strong>.</p><p>Nothing about bids is shown until the reveal window ends.</p>${rulesBlock}`,
+    ];
+  }
+  const pkg = await auctionPackage(deps.db, id);
+  const v = verifyAuctionPackage(pkg, keys());
+  const fate = new Map(pkg.outcome.bids.map((b) => [b.commitment, b]));
+  const bids = pkg.bids
+    .map(
+      (b) =>
+        `<tr><td class="hash">${escapeHtml(b.commitment)}</td><td class="hash">${escapeHtml(b.bidder)}</td><td>${escapeHtml(
+          b.reveal?.amount ?? '—',
+        )}</td><td>${escapeHtml(fate.get(b.commitment)?.status)}</td><td>${escapeHtml(fate.get(b.commitment)?.deposit)}</td></tr>`,
+    )
+    .join('');
+  const r = a.result!;
+  return [
+    `Auction ${id}`,
+    `${head}<p>Status: <strong data-status="finalized">finalized</strong>. Winner: <strong id="winner" class="hash">${escapeHtml(
+      r.winner ?? 'none',
+    )}</strong>; price: <strong id="price">${escapeHtml(r.price ?? '—')}</strong> (${escapeHtml(r.reason)}).</p>
+<h2>Verification of package ${escapeHtml(pkg.proofId)}</h2><table id="facts"><tbody>
+<tr><th scope="row">Signature valid</th><td>${yesNo(v.signatureValid)}</td></tr>
+<tr><th scope="row">In the transparency log</th><td>${yesNo(v.inclusionValid)}</td></tr>
+<tr><th scope="row">Every reveal opens its commitment</th><td>${yesNo(v.revealsValid)}</td></tr>
+<tr><th scope="row">Merkle roots recomputed</th><td>${yesNo(v.rootsValid)}</td></tr>
+<tr><th scope="row">Outcome follows the stated rules</th><td>${yesNo(v.outcomeValid)}</td></tr>
+</tbody></table>
+<p>Commitments root <span class="hash">${escapeHtml(pkg.commitmentsRoot)}</span>; reveals root <span class="hash">${escapeHtml(
+      pkg.revealsRoot,
+    )}</span>.</p>
+<h2>Bids</h2><table id="bids"><thead><tr><th>Commitment</th><th>Bidder</th><th>Amount</th><th>Status</th><th>Deposit</th></tr></thead><tbody>${bids}</tbody></table>
+${rulesBlock}
+<details><summary>Proof package (JSON, verifiable offline)</summary><pre class="hash">${escapeHtml(JSON.stringify(pkg, null, 2))}</pre></details>`,
+  ];
+}

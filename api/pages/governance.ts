@@ -1,0 +1,111 @@
+// Public pages of governance and auctions, in the style of the verification pages: server-rendered,
+// every value escaped, no external assets. A live vote shows status and time remaining only.
+import express from 'express';
+import type { Response } from 'express';
+import { AppError } from '../../shared/errors';
+import { idPattern } from '../../shared/ids';
+import { logger } from '../../shared/log';
+import { verifyGovernancePackage } from '../../shared/governance/package';
+import { proposalPackage, publicProposal } from '../../shared/governance/proposals';
+import type { AppDeps } from '../deps';
+import { auctionPage, formatSeconds, keys } from './auctions';
+import { escapeHtml, sendPage as sendAnyPage, yesNo } from './layout';
+
+/** Live states change by the second: these pages are never cached. */
+const sendPage = (res: Response, status: number, title: string, body: string) =>
+  sendAnyPage(res, status, title, body, { noStore: true });
+
+/** Renders a handler's page, mapping not-found to a 404 page and store outages to a 503 page. */
+export async function renderPage(res: Response, what: string, render: () => Promise<[string, string]>) {
+  try {
+    const [title, body] = await render();
+    sendPage(res, 200, title, body);
+  } catch (err) {
+    if (err instanceof AppError && err.status === 404)
+      return sendPage(res, 404, `${what} not found`, `<h1>${escapeHtml(what)} not found</h1>`);
+    logger.error({ err: (err as Error).message }, 'page failed');
+    sendPage(res, 503, 'Try again', '<h1>This page is unavailable</h1><p>Try again shortly.</p>');
+  }
+}
+
+async function proposalPage(deps: AppDeps, id: string): Promise<[string, string]> {
+  const state = await publicProposal(deps.db, id);
+  const heading = `<h1>Proposal ${escapeHtml(id)}</h1>`;
+  if (state.status === 'voting') {
+    return [
+      `Proposal ${id}`,
+      `${heading}<p class="live" id="live">Status: <strong data-status="voting">voting</strong>. Time remaining: <strong id="time-remaining">${escapeHtml(
+        formatSeconds(state.timeRemainingSeconds),
+      )}</strong> (closes ${escapeHtml(state.votingEndsAt)}).</p>
+<p>While the vote is open nothing else is shown: no counts, ratios, addresses or options. The tally and every ballot are published with a signed proof package when the vote closes.</p>`,
+    ];
+  }
+  if (!('title' in state))
+    return [
+      `Proposal ${id}`,
+      `${heading}<p>Status: <strong data-status="${state.status}">${escapeHtml(state.status)}</strong>.</p>`,
+    ];
+
+  const pkg = await proposalPackage(deps.db, id);
+  const v = verifyGovernancePackage(pkg, keys());
+  const rows = state.options
+    .map(
+      (o) =>
+        `<tr${o === state.winner ? ' class="yes"' : ''}><td>${escapeHtml(o)}</td><td data-option="${escapeHtml(o)}">${escapeHtml(
+          state.tally[o] ?? 0,
+        )}</td></tr>`,
+    )
+    .join('');
+  const ballots = pkg.ballots
+    .map(
+      (b) =>
+        `<tr><td class="hash">${escapeHtml(b.commitment)}</td><td>${escapeHtml(b.choice)}</td><td>${escapeHtml(b.castAt)}</td></tr>`,
+    )
+    .join('');
+  const timeline = pkg.chain.entries
+    .map(
+      (e) =>
+        `<tr><td>${escapeHtml(e.stage)}</td><td>${escapeHtml(e.action)}</td><td>${escapeHtml(e.at)}</td><td class="hash">${escapeHtml(
+          e.actorCommitment ?? '—',
+        )}</td><td class="hash">${escapeHtml(e.entryHash)}</td></tr>`,
+    )
+    .join('');
+  return [
+    `Proposal ${id}`,
+    `${heading}<p>${escapeHtml(state.title)}</p>
+<p>Status: <strong data-status="${escapeHtml(state.status)}">${escapeHtml(state.status)}</strong>. Outcome: <strong id="outcome">${escapeHtml(
+      state.outcome,
+    )}</strong>${state.winner ? ` — <strong>${escapeHtml(state.winner)}</strong>` : ''}.</p>
+<h2>Tally (${escapeHtml(state.ballotCount)} ballots)</h2><table id="tally"><thead><tr><th>Option</th><th>Ballots</th></tr></thead><tbody>${rows}</tbody></table>
+<h2>Verification of package ${escapeHtml(pkg.proofId)}</h2><table id="facts"><tbody>
+<tr><th scope="row">Signature valid</th><td>${yesNo(v.signatureValid)}</td></tr>
+<tr><th scope="row">In the transparency log</th><td>${yesNo(v.inclusionValid)}</td></tr>
+<tr><th scope="row">Every ballot opens to its commitment</th><td>${yesNo(v.ballotsValid)}</td></tr>
+<tr><th scope="row">Tally recomputed from the ballots</th><td>${yesNo(v.tallyValid)}</td></tr>
+<tr><th scope="row">Review approvals met before the vote</th><td>${yesNo(v.reviewMet)}</td></tr>
+<tr><th scope="row">Audit chain intact</th><td>${yesNo(v.chainValid)}</td></tr>
+</tbody></table>
+<p>Ballots root <span class="hash">${escapeHtml(pkg.ballotsRoot)}</span>; chain head <span class="hash">${escapeHtml(pkg.chain.head)}</span>.</p>
+<h2>Timeline</h2><table><thead><tr><th>Stage</th><th>Action</th><th>Time</th><th>Actor commitment</th><th>Entry hash</th></tr></thead><tbody>${timeline}</tbody></table>
+<h2>Ballots</h2><table id="ballots"><thead><tr><th>Commitment</th><th>Choice</th><th>Cast at</th></tr></thead><tbody>${ballots}</tbody></table>
+<details><summary>Proof package (JSON, verifiable offline)</summary><pre class="hash">${escapeHtml(JSON.stringify(pkg, null, 2))}</pre></details>`,
+  ];
+}
+
+/** The governance and auction pages, mounted beside the verification pages. */
+export function coordinationPagesRouter(deps: AppDeps): express.Router {
+  const router = express.Router();
+  const proposalId = idPattern('prop');
+  const auctionId = idPattern('auc');
+  router.get('/governance/proposals/:proposalId/', (req, res) => {
+    const id = String(req.params.proposalId);
+    if (!proposalId.test(id)) return sendPage(res, 404, 'Proposal not found', '<h1>Proposal not found</h1>');
+    return renderPage(res, 'Proposal', () => proposalPage(deps, id));
+  });
+  router.get('/auctions/:auctionId/', (req, res) => {
+    const id = String(req.params.auctionId);
+    if (!auctionId.test(id)) return sendPage(res, 404, 'Auction not found', '<h1>Auction not found</h1>');
+    return renderPage(res, 'Auction', () => auctionPage(deps, id));
+  });
+  return router;
+}

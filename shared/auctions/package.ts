@@ -1,0 +1,206 @@
+// The sealed auction proof package: every commitment and reveal under two Merkle roots, the outcome,
+// and the service's signature and log proof. Verification recomputes all of it from the bids alone.
+import { z } from 'zod';
+import { canonicalJson } from '../canonical';
+import type { Signer } from '../crypto';
+import { leafHash, rootHash, toHex, fromHex } from '../translog/merkle';
+import { checkEnvelope, envelopeShape, signPackage } from '../workflows/envelope';
+import type { Envelope, Reason } from '../workflows/envelope';
+import { HEX64, bidCommitment } from '../governance/commitments';
+import { decideAuction, statedRules } from './rules';
+import type { AuctionOutcome, AuctionTerms, BidRecord } from './rules';
+
+const hex64 = z.string().regex(HEX64);
+const amount = z.string().regex(/^(0|[1-9]\d{0,77})$/);
+
+const bidSchema = z
+  .object({
+    commitment: hex64,
+    bidder: z.string().max(100),
+    depositRef: z.string().max(200),
+    committedAt: z.iso.datetime(),
+    reveal: z.object({ amount, salt: hex64, revealedAt: z.iso.datetime() }).strict().nullable(),
+  })
+  .strict();
+
+const outcomeSchema = z
+  .object({
+    winner: z.string().nullable(),
+    winningCommitment: hex64.nullable(),
+    price: amount.nullable(),
+    reason: z.enum(['highest_bid', 'tie_earliest_commit', 'sole_bidder', 'no_valid_bids']),
+    bids: z.array(
+      z
+        .object({
+          commitment: hex64,
+          status: z.enum(['valid', 'unrevealed', 'late', 'below_reserve']),
+          deposit: z.enum(['applied_to_price', 'refunded', 'forfeited']),
+        })
+        .strict(),
+    ),
+    counts: z
+      .object({
+        bids: z.number().int(),
+        valid: z.number().int(),
+        unrevealed: z.number().int(),
+        late: z.number().int(),
+        belowReserve: z.number().int(),
+      })
+      .strict(),
+  })
+  .strict();
+
+export const auctionPackageSchema = z
+  .object({
+    ...envelopeShape,
+    kind: z.literal('auction'),
+    subject: z
+      .object({
+        auctionId: z.string().max(100),
+        title: z.string().max(300),
+        visibility: z.enum(['public', 'private-room']),
+        asset: z.string().max(40),
+        pricing: z.enum(['first', 'second']),
+        reserve: amount,
+        biddingEndsAt: z.iso.datetime(),
+        revealEndsAt: z.iso.datetime(),
+        unrevealedDeposit: z.enum(['refunded', 'forfeited']),
+        rules: z.record(z.string(), z.string()),
+      })
+      .strict(),
+    bids: z.array(bidSchema).max(100_000),
+    commitmentsRoot: hex64,
+    revealsRoot: hex64,
+    outcome: outcomeSchema,
+  })
+  .strict()
+  .meta({ id: 'AuctionPackage' });
+export type AuctionPackage = z.infer<typeof auctionPackageSchema> & Envelope;
+export type AuctionSubject = AuctionPackage['subject'];
+
+/** Bids in package order: by commit time, then commitment. */
+const ordered = (bids: readonly BidRecord[]) =>
+  [...bids].sort((a, b) =>
+    a.committedAt !== b.committedAt
+      ? a.committedAt < b.committedAt
+        ? -1
+        : 1
+      : a.commitment < b.commitment
+        ? -1
+        : 1,
+  );
+
+export const commitmentsRoot = (bids: readonly BidRecord[]): string =>
+  toHex(
+    rootHash(
+      bids.map((b) => leafHash(fromHex(b.commitment))),
+      bids.length,
+    ),
+  );
+
+export function revealsRoot(bids: readonly BidRecord[]): string {
+  const leaves = bids
+    .filter((b) => b.reveal)
+    .map((b) => leafHash(Buffer.from(canonicalJson({ commitment: b.commitment, ...b.reveal }), 'utf8')));
+  return toHex(rootHash(leaves, leaves.length));
+}
+
+export function buildAuctionPackage(
+  input: { proofId: string; issuedAt: Date; subject: AuctionSubject; bids: readonly BidRecord[] },
+  key: Signer,
+): AuctionPackage {
+  const bids = ordered(input.bids).map((b) => ({
+    commitment: b.commitment,
+    bidder: b.bidder,
+    depositRef: b.depositRef,
+    committedAt: b.committedAt,
+    reveal: b.reveal
+      ? { amount: b.reveal.amount, salt: b.reveal.salt, revealedAt: b.reveal.revealedAt }
+      : null,
+  }));
+  return signPackage<AuctionPackage>(
+    {
+      version: 1,
+      kind: 'auction',
+      proofId: input.proofId,
+      issuedAt: input.issuedAt.toISOString(),
+      subject: input.subject,
+      bids,
+      commitmentsRoot: commitmentsRoot(bids),
+      revealsRoot: revealsRoot(bids),
+      outcome: decideAuction(input.subject, bids),
+    },
+    key,
+  );
+}
+
+export interface AuctionVerdict {
+  valid: boolean;
+  signatureValid: boolean;
+  inclusionValid?: boolean;
+  revealsValid: boolean;
+  rootsValid: boolean;
+  outcomeValid: boolean;
+  recomputedOutcome?: AuctionOutcome;
+  reasons: Reason[];
+}
+
+/** Recomputes commitments from reveals, both roots, the stated rules and the outcome. Never throws. */
+export function verifyAuctionPackage(
+  input: unknown,
+  keys: { publicKey: string; logPublicKey?: string },
+): AuctionVerdict {
+  const parsed = auctionPackageSchema.safeParse(input);
+  if (!parsed.success)
+    return {
+      valid: false,
+      signatureValid: false,
+      revealsValid: false,
+      rootsValid: false,
+      outcomeValid: false,
+      reasons: [
+        {
+          check: 'format',
+          code: 'malformed_package',
+          detail: parsed.error.issues[0]?.message ?? 'malformed',
+        },
+      ],
+    };
+  const pkg = parsed.data as AuctionPackage;
+  const env = checkEnvelope(pkg, keys);
+  const reasons = [...env.reasons];
+  const altered = (code: string, detail: string) => reasons.push({ check: 'notAltered', code, detail });
+
+  let revealsValid = true;
+  for (const b of pkg.bids) {
+    if (b.reveal && bidCommitment(b.reveal.amount, b.reveal.salt, b.bidder) !== b.commitment) {
+      revealsValid = false;
+      altered('reveal_mismatch', `the reveal of ${b.commitment.slice(0, 12)}… does not open its commitment`);
+      break;
+    }
+  }
+  const sorted = ordered(pkg.bids);
+  const rootsValid =
+    sorted.every((b, i) => b === pkg.bids[i]) &&
+    new Set(pkg.bids.map((b) => b.commitment)).size === pkg.bids.length &&
+    commitmentsRoot(pkg.bids) === pkg.commitmentsRoot &&
+    revealsRoot(pkg.bids) === pkg.revealsRoot;
+  if (!rootsValid) altered('root_mismatch', 'The bids do not recompute to the published Merkle roots.');
+
+  const t: AuctionTerms = pkg.subject;
+  const recomputed = decideAuction(t, pkg.bids);
+  const outcomeValid =
+    canonicalJson(recomputed) === canonicalJson(pkg.outcome) &&
+    canonicalJson(statedRules(t)) === canonicalJson(pkg.subject.rules);
+  if (!outcomeValid) altered('outcome_mismatch', 'The outcome or stated rules do not follow from the bids.');
+  return {
+    valid: env.signatureValid && env.inclusionValid !== false && revealsValid && rootsValid && outcomeValid,
+    signatureValid: env.signatureValid,
+    ...(env.inclusionValid === undefined ? {} : { inclusionValid: env.inclusionValid }),
+    revealsValid,
+    rootsValid,
+    outcomeValid,
+    recomputedOutcome: recomputed,
+    reasons,
+  };
+}

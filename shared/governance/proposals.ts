@@ -1,0 +1,486 @@
+// Proposals: Proposal → Review → Vote → Execution → Proof. Ballots are sealed under the proposal's key
+// while the vote is open; the close opens them, tallies, and publishes the package on the log, all in
+// one transaction. Until then nothing here returns or logs anything but status and time remaining.
+import type { Knex } from 'knex';
+import { canonicalJson } from '../canonical';
+import { sha256Hex } from '../crypto';
+import { AppError, conflict, notFound, unprocessable } from '../errors';
+import { newId } from '../ids';
+import { serviceSigningKey } from '../keys';
+import { ballotCommitment, ballotMessage, reviewMessage } from './commitments';
+import { appendEntry, appendPackageToLog, loadEntries } from './ledger';
+import {
+  buildGovernancePackage,
+  governanceGenesis,
+  signReceipt,
+  tallyBallots,
+  tallyHash,
+  ballotsRoot,
+} from './package';
+import type { BallotReceipt, GovernancePackage, OpenedBallot, Tally } from './package';
+import { assertOwner, committeeOrThrow, memberCount, isMember, roomOrThrow, walletCommitment } from './rooms';
+import { ballotOpener, newWrappedProposalKey, sealBallot } from './sealing';
+
+export type ProposalStatus = 'review' | 'voting' | 'closed' | 'executed' | 'rejected';
+
+export interface ProposalRow {
+  id: string;
+  room_id: string;
+  title: string;
+  description_hash: string | null;
+  options: string[];
+  review_committee: string;
+  quorum: number;
+  status: ProposalStatus;
+  outcome: string | null;
+  voting_ends_at: Date | null;
+  voting_seconds: number | null;
+  voting_opened_at: string | null;
+  created_at_iso: string;
+  key_wrapped: Buffer;
+  chain_genesis: string;
+  chain_head: string;
+  entry_count: number;
+  tally_proof_id: string | null;
+  tally_package: GovernancePackage | null;
+  final_proof_id: string | null;
+  final_package: GovernancePackage | null;
+  owner: string;
+}
+
+export interface CreateProposalInput {
+  roomId: string;
+  title: string;
+  descriptionHash?: string | undefined;
+  options: string[];
+  reviewCommittee: string;
+  quorum?: number | undefined;
+  /** An absolute end of the vote (may be near, or already past, for tests and scheduled votes). */
+  votingEndsAt?: Date | undefined;
+  /** Or a duration counted from the moment review opens the vote. */
+  votingSeconds?: number | undefined;
+}
+
+const iso = (d: Date) => d.toISOString();
+
+async function lockProposal(trx: Knex.Transaction, id: string): Promise<ProposalRow> {
+  const row = (await trx('proposals').where('id', id).forUpdate().first()) as ProposalRow | undefined;
+  if (!row) throw notFound('The proposal');
+  return row;
+}
+
+export async function createProposal(db: Knex, input: CreateProposalInput, owner: string) {
+  if (new Set(input.options).size !== input.options.length)
+    throw unprocessable('duplicate_option', 'Every option must be different.');
+  if ((input.votingEndsAt === undefined) === (input.votingSeconds === undefined))
+    throw unprocessable('voting_window', 'Give exactly one of votingEndsAt or votingSeconds.');
+  return db.transaction(async (trx) => {
+    await roomOrThrow(trx, input.roomId, owner);
+    const committee = await committeeOrThrow(trx, input.roomId, input.reviewCommittee);
+    const id = newId('prop');
+    const genesis = governanceGenesis(id);
+    const createdAt = iso(new Date());
+    const row = {
+      id,
+      room_id: input.roomId,
+      title: input.title,
+      description_hash: input.descriptionHash ?? null,
+      options: JSON.stringify(input.options),
+      review_committee: committee.slug,
+      quorum: input.quorum ?? 0,
+      voting_ends_at: input.votingEndsAt ?? null,
+      voting_seconds: input.votingSeconds ?? null,
+      created_at_iso: createdAt,
+      key_wrapped: newWrappedProposalKey(id),
+      chain_genesis: genesis,
+      chain_head: genesis,
+      entry_count: 0,
+      owner,
+    };
+    await trx('proposals').insert(row);
+    await appendEntry(trx, 'proposals', id, row, {
+      stage: 'proposal',
+      action: 'created',
+      at: createdAt,
+      actorCommitment: null,
+      data: {
+        titleHash: sha256Hex(input.title),
+        descriptionHash: input.descriptionHash ?? null,
+        optionsHash: sha256Hex(canonicalJson(input.options)),
+        reviewCommittee: committee.slug,
+        reviewThreshold: committee.threshold,
+        quorum: row.quorum,
+      },
+    });
+    return {
+      proposalId: id,
+      status: 'review' as const,
+      reviewCommittee: committee.slug,
+      reviewThreshold: committee.threshold,
+    };
+  });
+}
+
+/** A committee member's signed review; the threshold of approvals opens the vote. */
+export async function reviewProposal(
+  db: Knex,
+  proposalId: string,
+  input: { walletPublicKey: string; decision: 'approve' | 'reject'; signature: string },
+) {
+  return db.transaction(async (trx) => {
+    const p = await lockProposal(trx, proposalId);
+    const room = await roomOrThrow(trx, p.room_id);
+    const commitment = walletCommitment(
+      room,
+      input.walletPublicKey,
+      reviewMessage(proposalId, input.decision),
+      input.signature,
+    );
+    if (p.status !== 'review') throw conflict('not_in_review', 'The proposal is no longer in review.');
+    const committee = await committeeOrThrow(trx, p.room_id, p.review_committee);
+    if (!committee.members.includes(commitment))
+      throw new AppError(403, 'not_a_reviewer', 'This wallet is not on the review committee.');
+    const at = iso(new Date());
+    const inserted = (await trx('proposal_reviews')
+      .insert({ proposal_id: proposalId, member_commitment: commitment, decision: input.decision, at })
+      .onConflict(['proposal_id', 'member_commitment'])
+      .ignore()
+      .returning('member_commitment')) as unknown[];
+    if (!inserted.length) throw conflict('already_reviewed', 'This reviewer has already decided.');
+    await appendEntry(trx, 'proposals', proposalId, p, {
+      stage: 'review',
+      action: input.decision === 'approve' ? 'review_approve' : 'review_reject',
+      at,
+      actorCommitment: commitment,
+      data: null,
+    });
+    const decisions = (await trx('proposal_reviews')
+      .where('proposal_id', proposalId)
+      .select('decision')) as Array<{
+      decision: string;
+    }>;
+    const approvals = decisions.filter((d) => d.decision === 'approve').length;
+    const rejections = decisions.length - approvals;
+    let status: ProposalStatus = 'review';
+    if (approvals >= committee.threshold) {
+      const openedAt = new Date();
+      const endsAt = p.voting_ends_at ?? new Date(openedAt.getTime() + (p.voting_seconds ?? 0) * 1000);
+      await appendEntry(trx, 'proposals', proposalId, p, {
+        stage: 'vote',
+        action: 'vote_opened',
+        at: iso(openedAt),
+        actorCommitment: null,
+        data: { votingEndsAt: iso(endsAt) },
+      });
+      await trx('proposals')
+        .where({ id: proposalId, status: 'review' })
+        .update({
+          status: 'voting',
+          voting_opened_at: iso(openedAt),
+          voting_ends_at: endsAt,
+          updated_at: trx.fn.now(),
+        });
+      status = 'voting';
+    } else if (rejections > committee.members.length - committee.threshold) {
+      await appendEntry(trx, 'proposals', proposalId, p, {
+        stage: 'review',
+        action: 'rejected',
+        at,
+        actorCommitment: null,
+        data: null,
+      });
+      await trx('proposals')
+        .where({ id: proposalId, status: 'review' })
+        .update({ status: 'rejected', outcome: 'rejected_in_review', updated_at: trx.fn.now() });
+      status = 'rejected';
+    }
+    return { proposalId, status, memberCommitment: commitment };
+  });
+}
+
+const secondsLeft = (endsAt: Date, now: Date) =>
+  Math.max(0, Math.ceil((endsAt.getTime() - now.getTime()) / 1000));
+
+/** Casts one sealed ballot; returns the signed receipt. The reply and every refusal say nothing of other ballots. */
+export async function castBallot(
+  db: Knex,
+  proposalId: string,
+  input: { walletPublicKey: string; choice: string; salt: string; signature: string },
+): Promise<BallotReceipt> {
+  return db.transaction(async (trx) => {
+    const p = await lockProposal(trx, proposalId);
+    const room = await roomOrThrow(trx, p.room_id);
+    const commitment = ballotCommitment(input.choice, input.salt, proposalId);
+    const member = walletCommitment(
+      room,
+      input.walletPublicKey,
+      ballotMessage(proposalId, commitment),
+      input.signature,
+    );
+    const now = new Date();
+    if (p.status !== 'voting' || !p.voting_ends_at || now >= p.voting_ends_at)
+      throw conflict('voting_not_open', 'This proposal is not open for voting.');
+    if (!(await isMember(trx, p.room_id, member)))
+      throw new AppError(403, 'not_a_member', 'This wallet is not a member of the proposal’s room.');
+    if (!p.options.includes(input.choice))
+      throw unprocessable('unknown_option', 'The choice is not one of the proposal’s options.');
+    const id = newId('bal');
+    const castAt = iso(now);
+    const inserted = (await trx('ballots')
+      .insert({
+        id,
+        proposal_id: proposalId,
+        member_commitment: member,
+        ballot_commitment: commitment,
+        sealed: sealBallot(proposalId, p.key_wrapped, id, { choice: input.choice, salt: input.salt }),
+        cast_at: castAt,
+      })
+      .onConflict()
+      .ignore()
+      .returning('id')) as unknown[];
+    if (!inserted.length)
+      throw conflict(
+        'already_voted',
+        'This member has already cast a ballot on this proposal; ballots are final.',
+      );
+    return signReceipt(
+      { receiptId: id, proposalId, ballotCommitment: commitment, castAt },
+      serviceSigningKey(),
+    );
+  });
+}
+
+function packageSubject(p: ProposalRow, members: number, threshold: number): GovernancePackage['subject'] {
+  return {
+    proposalId: p.id,
+    roomId: p.room_id,
+    title: p.title,
+    descriptionHash: p.description_hash,
+    options: p.options,
+    quorum: p.quorum,
+    memberCount: members,
+    reviewThreshold: threshold,
+    votingOpenedAt: p.voting_opened_at!,
+    votingEndsAt: iso(p.voting_ends_at!),
+  };
+}
+
+/**
+ * Closes a vote whose window has passed: opens the ballots, tallies, records the close in the chain and
+ * publishes the signed package on the log. Returns false when there was nothing to close.
+ */
+export async function closeProposal(db: Knex, proposalId: string, now = new Date()): Promise<boolean> {
+  return db.transaction(async (trx) => {
+    const p = await lockProposal(trx, proposalId);
+    if (p.status !== 'voting') return false;
+    if (now < p.voting_ends_at!) return false;
+    const open = ballotOpener(p.id, p.key_wrapped);
+    const rows = (await trx('ballots').where('proposal_id', p.id).orderBy('ballot_commitment')) as Array<{
+      id: string;
+      ballot_commitment: string;
+      sealed: Buffer;
+      cast_at: string;
+    }>;
+    const ballots: OpenedBallot[] = rows.map((r) => {
+      const b = open(r.id, r.sealed);
+      if (ballotCommitment(b.choice, b.salt, p.id) !== r.ballot_commitment)
+        throw new Error(`ballot ${r.id} does not open to its commitment`);
+      return { commitment: r.ballot_commitment, choice: b.choice, salt: b.salt, castAt: r.cast_at };
+    });
+    const tally: Tally = tallyBallots(
+      p.options,
+      ballots.map((b) => b.choice),
+      p.quorum,
+    );
+    await appendEntry(trx, 'proposals', p.id, p, {
+      stage: 'vote',
+      action: 'vote_closed',
+      at: iso(now > p.voting_ends_at! ? now : p.voting_ends_at!),
+      actorCommitment: null,
+      data: {
+        ballotCount: ballots.length,
+        ballotsRoot: ballotsRoot(ballots.map((b) => b.commitment)),
+        tallyHash: tallyHash(tally),
+        outcome: tally.outcome,
+      },
+    });
+    const committee = await committeeOrThrow(trx, p.room_id, p.review_committee);
+    const proofId = newId('prf');
+    const pkg = await appendPackageToLog(
+      trx,
+      buildGovernancePackage(
+        {
+          proofId,
+          phase: 'tallied',
+          issuedAt: new Date(),
+          subject: packageSubject(p, await memberCount(trx, p.room_id), committee.threshold),
+          ballots,
+          tally,
+          genesis: p.chain_genesis,
+          entries: await loadEntries(trx, p.id),
+        },
+        serviceSigningKey(),
+      ),
+    );
+    await trx('proposals')
+      .where({ id: p.id, status: 'voting' })
+      .update({
+        status: 'closed',
+        outcome: tally.outcome,
+        tally_proof_id: proofId,
+        tally_package: JSON.stringify(pkg),
+        updated_at: trx.fn.now(),
+      });
+    return true;
+  });
+}
+
+/** The admin close: refuses while the window is open (saying only when it ends). */
+export async function closeProposalNow(db: Knex, proposalId: string, owner: string) {
+  const p = (await db('proposals').where('id', proposalId).first()) as ProposalRow | undefined;
+  if (!p) throw notFound('The proposal');
+  assertOwner(owner, p, 'The proposal');
+  const now = new Date();
+  if (p.status === 'voting' && p.voting_ends_at && now < p.voting_ends_at)
+    throw conflict(
+      'voting_open',
+      `The vote is open for ${secondsLeft(p.voting_ends_at, now)} more seconds.`,
+      {
+        timeRemainingSeconds: secondsLeft(p.voting_ends_at, now),
+      },
+    );
+  if (p.status === 'review') throw conflict('not_in_vote', 'The proposal is still in review.');
+  await closeProposal(db, proposalId, now);
+  return publicProposal(db, proposalId);
+}
+
+/** Records what was executed (a hash of it) and publishes the final package. */
+export async function recordExecution(db: Knex, proposalId: string, evidenceHash: string, owner: string) {
+  await db.transaction(async (trx) => {
+    const p = await lockProposal(trx, proposalId);
+    assertOwner(owner, p, 'The proposal');
+    if (p.status !== 'closed')
+      throw conflict('not_closed', 'Only a closed proposal can record its execution.');
+    if (p.outcome !== 'passed' || !p.tally_package)
+      throw conflict(
+        'nothing_to_execute',
+        `The vote ended ${p.outcome ?? 'without an outcome'}; nothing is executed.`,
+      );
+    const at = iso(new Date());
+    await appendEntry(trx, 'proposals', p.id, p, {
+      stage: 'execution',
+      action: 'executed',
+      at,
+      actorCommitment: null,
+      data: { evidenceHash, winner: p.tally_package.tally.winner },
+    });
+    const tallied = p.tally_package;
+    const proofId = newId('prf');
+    const pkg = await appendPackageToLog(
+      trx,
+      buildGovernancePackage(
+        {
+          proofId,
+          phase: 'executed',
+          issuedAt: new Date(),
+          subject: tallied.subject,
+          ballots: tallied.ballots,
+          tally: tallied.tally,
+          genesis: p.chain_genesis,
+          entries: await loadEntries(trx, p.id),
+        },
+        serviceSigningKey(),
+      ),
+    );
+    await trx('proposals')
+      .where({ id: p.id, status: 'closed' })
+      .update({
+        status: 'executed',
+        final_proof_id: proofId,
+        final_package: JSON.stringify(pkg),
+        updated_at: trx.fn.now(),
+      });
+  });
+  return publicProposal(db, proposalId);
+}
+
+export type PublicProposal =
+  | { proposalId: string; status: 'review' | 'rejected' }
+  | { proposalId: string; status: 'voting'; votingEndsAt: string; timeRemainingSeconds: number }
+  | {
+      proposalId: string;
+      status: 'closed' | 'executed';
+      title: string;
+      options: string[];
+      votingEndsAt: string;
+      outcome: string;
+      winner: string | null;
+      tally: Record<string, number>;
+      ballotCount: number;
+      tallyProofId: string;
+      finalProofId: string | null;
+      executed: boolean;
+    };
+
+/**
+ * What anyone may see. During the vote: status and time remaining, nothing else (not the title, not a
+ * count). A vote whose window has passed is closed here first, so the outcome never waits on a job.
+ */
+export async function publicProposal(db: Knex, proposalId: string): Promise<PublicProposal> {
+  let p = (await db('proposals').where('id', proposalId).first()) as ProposalRow | undefined;
+  if (!p) throw notFound('The proposal');
+  const now = new Date();
+  if (p.status === 'voting' && p.voting_ends_at && now >= p.voting_ends_at) {
+    await closeProposal(db, proposalId, now);
+    p = (await db('proposals').where('id', proposalId).first()) as ProposalRow;
+  }
+  if (p.status === 'review' || p.status === 'rejected') return { proposalId: p.id, status: p.status };
+  if (p.status === 'voting')
+    return {
+      proposalId: p.id,
+      status: 'voting',
+      votingEndsAt: iso(p.voting_ends_at!),
+      timeRemainingSeconds: secondsLeft(p.voting_ends_at!, now),
+    };
+  const pkg = p.tally_package!;
+  return {
+    proposalId: p.id,
+    status: p.status,
+    title: p.title,
+    options: p.options,
+    votingEndsAt: iso(p.voting_ends_at!),
+    outcome: pkg.tally.outcome,
+    winner: pkg.tally.winner,
+    tally: pkg.tally.counts,
+    ballotCount: pkg.tally.total,
+    tallyProofId: p.tally_proof_id!,
+    finalProofId: p.final_proof_id,
+    executed: p.status === 'executed',
+  };
+}
+
+/** The published package (the final one once executed), or a 409 while there is none yet. */
+export async function proposalPackage(
+  db: Knex,
+  proposalId: string,
+  phase?: 'tallied' | 'executed',
+): Promise<GovernancePackage> {
+  await publicProposal(db, proposalId);
+  const p = (await db('proposals').where('id', proposalId).first()) as ProposalRow;
+  const pkg =
+    phase === 'tallied'
+      ? p.tally_package
+      : phase === 'executed'
+        ? p.final_package
+        : (p.final_package ?? p.tally_package);
+  if (!pkg) throw conflict('not_published', 'No package is published for this proposal yet.');
+  return pkg;
+}
+
+/** The admin's view: status and, after the close, the outcome; never a live count. */
+export async function adminProposal(db: Knex, proposalId: string, owner: string) {
+  const p = (await db('proposals').where('id', proposalId).first()) as ProposalRow | undefined;
+  if (!p) throw notFound('The proposal');
+  assertOwner(owner, p, 'The proposal');
+  return publicProposal(db, proposalId);
+}
