@@ -14,7 +14,9 @@ import { findAsset } from '../payments/assets';
 import type { Asset, AssetId } from '../payments/assets';
 import { assetAvailability, normalizeTxRef } from '../payments/payments';
 import type { PaymentSettings } from '../payments/payments';
-import { QuoteError, classifyPayment, createQuote, formatUnits } from '../payments/quote';
+import { QuoteError, createQuote, formatUnits } from '../payments/quote';
+import { judgeTransfer, lateWindowMs as watchWindowMs } from '../payments/verdict';
+import type { Verdict } from '../payments/verdict';
 import type { RateSource } from '../payments/quote';
 import type { Queues } from '../queues';
 import { signLicense, verifyLicense } from './license-token';
@@ -86,8 +88,7 @@ export interface LicenseRow {
 }
 
 const iso = (d: Date | string | null | undefined) => (d ? new Date(d).toISOString() : null);
-const lateWindowMs = (s: Pick<PaymentSettings, 'QUOTE_LATE_WINDOW_SECONDS'> = env) =>
-  s.QUOTE_LATE_WINDOW_SECONDS * 1000;
+const lateWindowMs = () => watchWindowMs(env);
 
 // Legal-form words dropped from the end of a name, so "Acme, Inc." and "ACME" are one organization.
 const legalSuffixes = new Set([
@@ -537,17 +538,6 @@ export interface CheckoutProcessOptions {
   settings?: PaymentSettings;
 }
 
-interface Verdict {
-  status: 'confirmed' | 'rejected' | 'underpaid' | 'expired';
-  settlement?: CheckoutSettlement;
-  reason?: string;
-  detail?: string | null;
-  amount?: string;
-  output?: string;
-  confirmations?: number;
-  payer?: string;
-}
-
 async function verifyWithAdapter(
   asset: Asset,
   checkout: CheckoutRow,
@@ -596,76 +586,29 @@ export async function processCheckout(
     .where({ chain: checkout.network, tx_ref: checkout.tx_ref })
     .pluck('output')) as string[];
   const result = await verifyWithAdapter(asset, checkout, claimed);
-  const found = {
-    ...(result.amount !== undefined ? { amount: result.amount } : {}),
-    ...(result.output !== undefined ? { output: result.output } : {}),
-    ...(result.confirmations !== undefined ? { confirmations: result.confirmations } : {}),
-    ...(result.payer ? { payer: result.payer } : {}),
-  };
-
-  if (result.status === 'confirmed') {
-    const settlement = classifyPayment(
-      { amount: String(checkout.amount), expiresAt: checkout.expires_at! },
-      { amount: result.amount ?? '0', seenAt: checkout.submitted_at! },
-      { lateWindowMs: lateWindowMs(settings) },
-    );
-    if (settlement === 'expired' || settlement === 'underpaid') {
-      return settle(db, checkout, {
-        status: settlement,
-        reason: settlement === 'expired' ? 'paid_after_window' : 'underpaid',
-        ...(settlement === 'underpaid'
-          ? {
-              detail: `Received ${result.amount ?? '0'} base units; the checkout asks for ${checkout.amount}.`,
-            }
-          : {}),
-        ...found,
-      });
-    }
-    return settle(db, checkout, { status: 'confirmed', settlement, ...found });
-  }
-  if (result.status === 'mismatch') {
-    if (result.reason === 'underpaid') {
-      return settle(db, checkout, {
-        status: 'underpaid',
-        reason: 'underpaid',
-        detail: `Received ${result.amount ?? '0'} base units; the checkout asks for ${checkout.amount}.`,
-        ...found,
-      });
-    }
-    return settle(db, checkout, {
-      status: 'rejected',
-      reason: result.reason ?? 'mismatch',
-      detail: result.detail ?? null,
-      ...found,
-    });
-  }
-
-  // pending or not_found: ask again later, until the watch window closes.
-  const reason = result.status === 'not_found' ? 'not_found' : (result.reason ?? 'pending');
-  const watchEnds = new Date(checkout.expires_at!).getTime() + lateWindowMs(settings);
-  const at = now().getTime();
-  if (at >= watchEnds) {
-    return settle(db, checkout, {
-      status: 'expired',
-      reason,
-      detail: `The watch window ended at ${new Date(watchEnds).toISOString()} before the transfer was confirmed.`,
-      ...found,
-    });
-  }
-  const backoff = Math.min(
-    settings.PAYMENT_RECHECK_MS * 2 ** Math.min(20, Math.max(0, checkout.checks - 1)),
-    settings.PAYMENT_RECHECK_MAX_MS,
+  const judged = judgeTransfer(
+    result,
+    {
+      amount: String(checkout.amount),
+      expiresAt: new Date(checkout.expires_at!),
+      seenAt: new Date(checkout.submitted_at!),
+      checks: checkout.checks,
+      what: 'the checkout',
+    },
+    settings,
+    now(),
   );
-  const delayMs = Math.max(1, Math.min(backoff, watchEnds - at + 10));
+  if (judged.kind === 'settle') return settle(db, checkout, judged.verdict);
+  const { delayMs, reason, detail, found } = judged;
   const updated = await db('checkouts')
     .where({ id: checkout.id, status: 'verifying' })
     .update({
       status: 'pending',
       reason,
-      detail: result.detail ?? null,
+      detail,
       amount_received: found.amount ?? null,
       confirmations: found.confirmations ?? null,
-      next_check_at: new Date(at + delayMs),
+      next_check_at: new Date(now().getTime() + delayMs),
       updated_at: db.fn.now(),
     });
   return updated ? { outcome: 'recheck', delayMs, reason } : { outcome: 'skipped' };

@@ -15,7 +15,9 @@ import { logger } from '../log';
 import type { Queues } from '../queues';
 import { AssetConfigError, assetStatus, findAsset } from './assets';
 import type { Asset, AssetId, ChainFamily } from './assets';
-import { QuoteError, classifyPayment, createQuote, formatUnits, rateSourceFromEnv } from './quote';
+import { QuoteError, createQuote, formatUnits, rateSourceFromEnv } from './quote';
+import { judgeTransfer, lateWindowMs } from './verdict';
+import type { Verdict } from './verdict';
 import type { Quote, RateSource } from './quote';
 import { signReceipt } from './receipts';
 import type { Receipt } from './receipts';
@@ -76,7 +78,6 @@ export type PaymentSettings = Pick<
   'QUOTE_LATE_WINDOW_SECONDS' | 'QUOTE_TTL_SECONDS' | 'PAYMENT_RECHECK_MS' | 'PAYMENT_RECHECK_MAX_MS'
 >;
 
-const lateWindowMs = (s: PaymentSettings = env) => s.QUOTE_LATE_WINDOW_SECONDS * 1000;
 const iso = (d: Date | string | null) => (d ? new Date(d).toISOString() : null);
 
 // ---------------------------------------------------------------------------------------------------
@@ -299,7 +300,7 @@ export async function jobPayment(
     required: awaiting,
     usdCents: quotes[0]!.usd_cents,
     expiresAt: iso(expiresAt)!,
-    watchUntil: iso(new Date(new Date(expiresAt).getTime() + lateWindowMs()))!,
+    watchUntil: iso(new Date(new Date(expiresAt).getTime() + lateWindowMs(env)))!,
     quotes: quotes.map(quoteView),
     ...(extra.unavailable ? { unavailable: extra.unavailable } : {}),
     ...(awaiting
@@ -383,7 +384,7 @@ export async function submitPayment(
         quoted: quotes.map((q) => q.asset),
       });
     }
-    if (now.getTime() > new Date(quote.expires_at).getTime() + lateWindowMs()) {
+    if (now.getTime() > new Date(quote.expires_at).getTime() + lateWindowMs(env)) {
       throw conflict(
         'quote_expired',
         `The ${asset.id} quote expired at ${iso(quote.expires_at)} and is no longer watched; create a new job.`,
@@ -504,85 +505,32 @@ export async function processPayment(
     ...(payment.tx_key ? { txKey: payment.tx_key } : {}),
     skipOutputs: claimed,
   });
-  const found = {
-    ...(result.amount !== undefined ? { amount: result.amount } : {}),
-    ...(result.output !== undefined ? { output: result.output } : {}),
-    ...(result.confirmations !== undefined ? { confirmations: result.confirmations } : {}),
-    ...(result.payer ? { payer: result.payer } : {}),
-  };
-
-  if (result.status === 'confirmed') {
-    const settlement = classifyPayment(
-      { amount: String(quote.amount), expiresAt: quote.expires_at },
-      { amount: result.amount ?? '0', seenAt: payment.created_at },
-      { lateWindowMs: lateWindowMs(settings) },
-    );
-    if (settlement === 'expired' || settlement === 'underpaid') {
-      return settle(db, queues, payment, quote, {
-        status: settlement,
-        reason: settlement === 'expired' ? 'paid_after_window' : 'underpaid',
-        ...found,
-      });
-    }
-    return settle(db, queues, payment, quote, { status: 'confirmed', settlement, ...found });
-  }
-  if (result.status === 'mismatch') {
-    if (result.reason === 'underpaid') {
-      return settle(db, queues, payment, quote, {
-        status: 'underpaid',
-        reason: 'underpaid',
-        detail: `Received ${result.amount ?? '0'} base units; the quote asks for ${quote.amount}.`,
-        ...found,
-      });
-    }
-    return settle(db, queues, payment, quote, {
-      status: 'rejected',
-      reason: result.reason ?? 'mismatch',
-      detail: result.detail ?? null,
-      ...found,
-    });
-  }
-
-  // pending or not_found: ask again later, until the quote's watch window closes.
-  const reason = result.status === 'not_found' ? 'not_found' : (result.reason ?? 'pending');
-  const watchEnds = new Date(quote.expires_at).getTime() + lateWindowMs(settings);
-  const at = now().getTime();
-  if (at >= watchEnds) {
-    return settle(db, queues, payment, quote, {
-      status: 'expired',
-      reason,
-      detail: `The watch window ended at ${new Date(watchEnds).toISOString()} before the transfer was confirmed.`,
-      ...found,
-    });
-  }
-  const backoff = Math.min(
-    settings.PAYMENT_RECHECK_MS * 2 ** Math.min(20, Math.max(0, payment.checks - 1)),
-    settings.PAYMENT_RECHECK_MAX_MS,
+  const judged = judgeTransfer(
+    result,
+    {
+      amount: String(quote.amount),
+      expiresAt: new Date(quote.expires_at),
+      seenAt: new Date(payment.created_at),
+      checks: payment.checks,
+      what: 'the quote',
+    },
+    settings,
+    now(),
   );
-  const delayMs = Math.max(1, Math.min(backoff, watchEnds - at + 10));
+  if (judged.kind === 'settle') return settle(db, queues, payment, quote, judged.verdict);
+  const { delayMs, reason, detail, found } = judged;
   const updated = await db('payments')
     .where({ id: payment.id, status: 'verifying' })
     .update({
       status: 'pending',
       reason,
-      detail: result.detail ?? null,
+      detail,
       amount_received: found.amount ?? null,
       confirmations: found.confirmations ?? null,
-      next_check_at: new Date(at + delayMs),
+      next_check_at: new Date(now().getTime() + delayMs),
       updated_at: db.fn.now(),
     });
   return updated ? { outcome: 'recheck', delayMs, reason } : { outcome: 'skipped' };
-}
-
-interface Verdict {
-  status: Exclude<PaymentStatus, 'pending' | 'verifying'>;
-  settlement?: Settlement;
-  reason?: string;
-  detail?: string | null;
-  amount?: string;
-  output?: string;
-  confirmations?: number;
-  payer?: string;
 }
 
 /**
