@@ -5,9 +5,10 @@
 // can be replayed to the client who holds the key, but a database dump reveals nothing.
 import type { RequestHandler } from 'express';
 import { canonicalJson } from '../../shared/canonical';
-import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
+import { hkdfSync } from 'node:crypto';
 import { hmacSha256Hex, sha256Hex } from '../../shared/crypto';
 import { AppError } from '../../shared/errors';
+import { open, seal } from '../../shared/sealing';
 import type { AppDeps } from '../deps';
 
 const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
@@ -59,7 +60,7 @@ export function idempotency(deps: AppDeps): RequestHandler {
         );
       }
       if (row && row.response_status !== null) {
-        const stored = JSON.parse(open(row.response_body, clientKey, scope)) as StoredResponse;
+        const stored = openResponse(row.response_body, clientKey, scope);
         for (const [k, v] of Object.entries(stored.headers)) res.setHeader(k, v);
         res.setHeader('Idempotency-Replayed', 'true');
         res.status(row.response_status).send(stored.body);
@@ -100,8 +101,8 @@ export function idempotency(deps: AppDeps): RequestHandler {
               .update({
                 response_status: status,
                 response_body: JSON.stringify(
-                  seal(
-                    JSON.stringify({ headers: pickHeaders(res.getHeaders()), body: bodyText(captured) }),
+                  sealResponse(
+                    { headers: pickHeaders(res.getHeaders()), body: bodyText(captured) },
                     clientKey,
                     scope,
                   ),
@@ -119,13 +120,6 @@ interface StoredResponse {
   body: string;
 }
 
-interface Sealed {
-  v: 1;
-  iv: string;
-  tag: string;
-  data: string;
-}
-
 function bodyText(captured: unknown): string {
   if (captured === undefined || captured === null) return '';
   if (typeof captured === 'string') return captured;
@@ -133,32 +127,18 @@ function bodyText(captured: unknown): string {
   return JSON.stringify(captured);
 }
 
+/** Only the holder of the Idempotency-Key can open what was stored under it. */
 function responseKey(clientKey: string, scope: string): Buffer {
   return Buffer.from(hkdfSync('sha256', clientKey, scope, 'proof-exchange idempotent response', 32));
 }
 
-function seal(text: string, clientKey: string, scope: string): Sealed {
-  const iv = randomBytes(12);
-  const cipher = createCipheriv('aes-256-gcm', responseKey(clientKey, scope), iv);
-  const data = Buffer.concat([cipher.update(text, 'utf8'), cipher.final()]);
-  return {
-    v: 1,
-    iv: iv.toString('base64'),
-    tag: cipher.getAuthTag().toString('base64'),
-    data: data.toString('base64'),
-  };
-}
+const sealResponse = (r: StoredResponse, clientKey: string, scope: string): string =>
+  seal(responseKey(clientKey, scope), scope, JSON.stringify(r)).toString('base64');
 
-function open(stored: unknown, clientKey: string, scope: string): string {
-  const s = stored as Sealed;
-  const decipher = createDecipheriv(
-    'aes-256-gcm',
-    responseKey(clientKey, scope),
-    Buffer.from(s.iv, 'base64'),
-  );
-  decipher.setAuthTag(Buffer.from(s.tag, 'base64'));
-  return Buffer.concat([decipher.update(Buffer.from(s.data, 'base64')), decipher.final()]).toString('utf8');
-}
+const openResponse = (stored: unknown, clientKey: string, scope: string): StoredResponse =>
+  JSON.parse(
+    open(responseKey(clientKey, scope), scope, Buffer.from(String(stored), 'base64')).toString('utf8'),
+  ) as StoredResponse;
 
 function pickHeaders(headers: Record<string, unknown>): Record<string, string> {
   const keep = ['content-type', 'location'];

@@ -1,15 +1,14 @@
 // Blind policy proofs as rows: create (checked, sealed, enqueued), prove a stored row once, read, and
 // the sealing of the private circuit input that travels from the web process to the prover.
-import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { UnrecoverableError } from 'bullmq';
 import type { Db } from '../db/knex';
 import { env } from '../env';
 import { AppError, notFound } from '../errors';
 import { newId } from '../ids';
-import { serviceSigningKey } from '../keys';
 import { logger } from '../log';
 import type { Queues } from '../queues';
+import { open, purposeKey, seal } from '../sealing';
 import type { ProverBackend } from './backends';
 import { expectedPublicSignals } from './backends';
 import { getPolicy, preparePolicyInput } from './policies';
@@ -51,45 +50,15 @@ export interface ProofRow {
 
 // --- Sealing: AES-256-GCM, the row id as associated data, so a sealed input opens only for its row.
 
-const SEAL_VERSION = 1;
-let sealKey: Buffer | undefined;
-
-function decodeKey(text: string): Buffer {
-  const t = text.trim();
-  const key = /^[0-9a-fA-F]{64}$/.test(t) ? Buffer.from(t, 'hex') : Buffer.from(t, 'base64');
-  if (key.length !== 32) throw new Error('PROOF_INPUT_KEY: expected 32 bytes, hex or base64');
-  return key;
-}
-
-/**
- * PROOF_INPUT_KEY, else derived from the service signing key: ed25519 signatures are deterministic,
- * so the signature over a fixed label is a secret every process holding the key computes alike.
- */
-function inputKey(): Buffer {
-  if (!sealKey) {
-    const ikm = env.PROOF_INPUT_KEY
-      ? decodeKey(env.PROOF_INPUT_KEY)
-      : Buffer.from(serviceSigningKey().sign('proof-exchange/proof-input-key/v1'), 'base64url');
-    sealKey = Buffer.from(hkdfSync('sha256', ikm, 'proof-exchange', 'proof-input/aes-256-gcm/v1', 32));
-  }
-  return sealKey;
-}
+const inputKey = (): Buffer =>
+  purposeKey('proof-input-key', { name: 'PROOF_INPUT_KEY', value: env.PROOF_INPUT_KEY });
 
 export function sealInput(proofId: string, circuitInput: CircuitInput): Buffer {
-  const iv = randomBytes(12);
-  const cipher = createCipheriv('aes-256-gcm', inputKey(), iv);
-  cipher.setAAD(Buffer.from(proofId));
-  const body = Buffer.concat([cipher.update(JSON.stringify(circuitInput), 'utf8'), cipher.final()]);
-  return Buffer.concat([Buffer.from([SEAL_VERSION]), iv, cipher.getAuthTag(), body]);
+  return seal(inputKey(), proofId, JSON.stringify(circuitInput));
 }
 
 export function openInput(proofId: string, sealed: Buffer): CircuitInput {
-  if (sealed.length < 29 || sealed[0] !== SEAL_VERSION) throw new Error('unknown sealed input format');
-  const decipher = createDecipheriv('aes-256-gcm', inputKey(), sealed.subarray(1, 13));
-  decipher.setAAD(Buffer.from(proofId));
-  decipher.setAuthTag(sealed.subarray(13, 29));
-  const text = Buffer.concat([decipher.update(sealed.subarray(29)), decipher.final()]).toString('utf8');
-  return JSON.parse(text) as CircuitInput;
+  return JSON.parse(open(inputKey(), proofId, sealed).toString('utf8')) as CircuitInput;
 }
 
 // --- Creation
