@@ -4,7 +4,7 @@ import { Queue, QueueEvents } from 'bullmq';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { createHash } from 'node:crypto';
-import { benchStack, percentile, pool } from './stack';
+import { benchStack, httpClient, percentile, pool } from './stack';
 
 const N = Number(process.env.BENCH_JOBS ?? 5000);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 64);
@@ -39,14 +39,11 @@ async function endToEnd(stack: Awaited<ReturnType<typeof benchStack>>) {
       service: 'attest.timestamp',
       input: { digest: createHash('sha256').update(`bench ${i}`).digest('hex') },
     });
+  const call = httpClient(base, CONCURRENCY);
   const create = async (i: number) => {
-    const res = await fetch(`${base}/api/jobs`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: body(i),
-    });
+    const res = await call('POST', '/api/jobs', body(i));
     if (res.status !== 202) throw new Error(`createJob answered ${res.status}`);
-    ids.push(((await res.json()) as { job: { id: string } }).job.id);
+    ids.push((JSON.parse(res.body) as { job: { id: string } }).job.id);
   };
   const ids: string[] = [];
   await pool(
@@ -66,9 +63,8 @@ async function endToEnd(stack: Awaited<ReturnType<typeof benchStack>>) {
 
   const sample = ids.slice(-2000);
   const statusLat = await pool(sample, CONCURRENCY, async (id) => {
-    const res = await fetch(`${base}/api/jobs/${id}`);
+    const res = await call('GET', `/api/jobs/${id}`);
     if (res.status !== 200) throw new Error(`jobStatus answered ${res.status}`);
-    await res.arrayBuffer();
   });
   await db.end();
   return {

@@ -1,5 +1,6 @@
 // Benchmark stack: a fresh database on the resolved Postgres, the resolved Redis, and child processes.
 import { spawn } from 'node:child_process';
+import http from 'node:http';
 import type { ChildProcess } from 'node:child_process';
 import pg from 'pg';
 import { createDb } from '../shared/db/knex';
@@ -90,4 +91,36 @@ export async function pool<T>(
     }),
   );
   return latencies.sort((a, b) => a - b);
+}
+
+/**
+ * A lean keep-alive HTTP client for the benchmarks: the client shares the machine with the service,
+ * so it should spend as little CPU per request as it can (fetch costs several times more).
+ */
+export function httpClient(base: string, sockets: number) {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: sockets });
+  const url = new URL(base);
+  return (method: 'GET' | 'POST', path: string, body?: string): Promise<{ status: number; body: string }> =>
+    new Promise((resolve, reject) => {
+      const req = http.request(
+        {
+          agent,
+          host: url.hostname,
+          port: url.port,
+          method,
+          path,
+          headers: body
+            ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }
+            : {},
+        },
+        (res) => {
+          let text = '';
+          res.setEncoding('utf8');
+          res.on('data', (c: string) => (text += c));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
+        },
+      );
+      req.on('error', reject);
+      req.end(body);
+    });
 }
