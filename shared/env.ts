@@ -180,6 +180,8 @@ export const envSchema = z.object({
   BALLOT_KEY: z.string().optional(),
   /** Advanced payroll/payout module; off by default (the service never moves funds itself). */
   PRIVATE_PAYOUT_ENABLED: bool.default(false),
+  /** Verify every native proof before storing it; a failed check falls back to snarkjs and is logged. */
+  NATIVE_PROOF_CHECK: bool.default(true),
   PAYMENTS_PROVIDER_SLUG: slug.default('private-payments'),
 });
 

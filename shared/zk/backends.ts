@@ -12,6 +12,7 @@ import { utils as ffUtils } from 'ffjavascript';
 import * as snarkjs from 'snarkjs';
 import { AppError } from '../errors';
 import { env } from '../env';
+import { logger } from '../log';
 import { artifactPaths, circuitManifest } from './artifacts';
 import { getPolicy } from './policies';
 import type { CircuitInput, PolicyId } from './policies';
@@ -29,6 +30,8 @@ export interface ProveOutput {
   proof: Groth16Proof;
   publicSignals: string[];
   timings: ProveTimings;
+  /** The backend that made this proof, when it is not the one asked (a fallback). */
+  provedBy?: string;
 }
 
 export type ProveStage = 'witness' | 'proving' | 'done';
@@ -219,7 +222,15 @@ export interface NativeProverLike {
  * Witness from the circuit wasm, proof from the native prover with the zkey loaded once per
  * circuit. Its output is checked like rapidsnark's: the right signals and a proof that verifies.
  */
-export function nativeBackend(native: NativeProverLike): ProverBackend {
+export interface NativeBackendOptions {
+  /** Verify every native proof before it is returned (NATIVE_PROOF_CHECK). */
+  check?: boolean;
+  /** Proves instead when a native proof fails its check or the native prover fails. */
+  fallback?: ProverBackend;
+}
+
+export function nativeBackend(native: NativeProverLike, options: NativeBackendOptions = {}): ProverBackend {
+  const check = options.check ?? env.NATIVE_PROOF_CHECK;
   const provers = new Map<string, Promise<NativeCircuitProver>>();
   const proverFor = (circuit: string, zkey: Uint8Array) => {
     let prover = provers.get(circuit);
@@ -230,33 +241,61 @@ export function nativeBackend(native: NativeProverLike): ProverBackend {
     }
     return prover;
   };
+  const proveNative = async (
+    policyId: PolicyId,
+    circuitInput: CircuitInput,
+    onProgress?: ProveProgress,
+  ): Promise<ProveOutput> => {
+    const policy = getPolicy(policyId);
+    const circuit = await loadCircuit(policy.circuit);
+    const prover = await proverFor(policy.circuit, circuit.zkey);
+    onProgress?.({ stage: 'witness', percent: 0 });
+    const witnessStart = performance.now();
+    const wtns: snarkjs.MemFile = { type: 'mem' };
+    await computeWitness(policyId, circuit.wasm, circuitInput, wtns);
+    const witnessMs = elapsed(witnessStart);
+    onProgress?.({ stage: 'proving', percent: 20 });
+    const provingStart = performance.now();
+    const result = await prover.prove(wtns.data!);
+    const provingMs = elapsed(provingStart);
+    const proof = groth16ProofSchema.parse(result.proof);
+    const publicSignals = publicSignalsSchema.parse(result.publicSignals);
+    if (publicSignals.join() !== expectedPublicSignals(policyId, circuitInput).join()) {
+      throw new NativeProofRejected('returned public signals that do not match the input');
+    }
+    if (check) {
+      const verdict = await verifyPolicyProof(policyId, proof, publicSignals);
+      if (!verdict.valid)
+        throw new NativeProofRejected(`returned a proof that does not verify (${verdict.reason})`);
+    }
+    onProgress?.({ stage: 'done', percent: 100 });
+    return { proof, publicSignals, timings: { witnessMs, provingMs } };
+  };
   return {
     name: 'native',
     async prove(policyId, circuitInput, onProgress) {
-      const policy = getPolicy(policyId);
-      const circuit = await loadCircuit(policy.circuit);
-      const prover = await proverFor(policy.circuit, circuit.zkey);
-      onProgress?.({ stage: 'witness', percent: 0 });
-      const witnessStart = performance.now();
-      const wtns: snarkjs.MemFile = { type: 'mem' };
-      await computeWitness(policyId, circuit.wasm, circuitInput, wtns);
-      const witnessMs = elapsed(witnessStart);
-      onProgress?.({ stage: 'proving', percent: 20 });
-      const provingStart = performance.now();
-      const result = await prover.prove(wtns.data!);
-      const provingMs = elapsed(provingStart);
-      const proof = groth16ProofSchema.parse(result.proof);
-      const publicSignals = publicSignalsSchema.parse(result.publicSignals);
-      if (publicSignals.join() !== expectedPublicSignals(policyId, circuitInput).join()) {
-        throw new Error('The native prover returned public signals that do not match the input');
+      try {
+        return await proveNative(policyId, circuitInput, onProgress);
+      } catch (err) {
+        // Input errors (4xx) are the caller's; anything else is the native prover's, and the fallback
+        // proves instead while the failure is logged for the operator.
+        if (!options.fallback || (err instanceof AppError && err.status < 500)) throw err;
+        logger.warn(
+          { policyId, err: (err as Error).message },
+          'native prover failed; proving this one with the fallback backend',
+        );
+        const out = await options.fallback.prove(policyId, circuitInput, onProgress);
+        return { ...out, provedBy: out.provedBy ?? options.fallback.name };
       }
-      const check = await verifyPolicyProof(policyId, proof, publicSignals);
-      if (!check.valid)
-        throw new Error(`The native prover returned a proof that does not verify (${check.reason})`);
-      onProgress?.({ stage: 'done', percent: 100 });
-      return { proof, publicSignals, timings: { witnessMs, provingMs } };
     },
   };
+}
+
+/** A native proof that failed its own checks. */
+export class NativeProofRejected extends Error {
+  constructor(what: string) {
+    super(`The native prover ${what}.`);
+  }
 }
 
 function isExecutable(path: string): boolean {

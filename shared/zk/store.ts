@@ -427,7 +427,8 @@ export async function proveStoredProof(
   if (output.publicSignals.join() !== expectedPublicSignals(policy.id, circuitInput).join()) {
     throw new Error(`The ${backend.name} prover returned public signals that do not match the input.`);
   }
-  if (!selfVerifying.has(backend.name)) {
+  const provedBy = output.provedBy ?? backend.name;
+  if (!selfVerifying.has(provedBy)) {
     report(90, 'verifying');
     const check = await verifyPolicyProof(policy.id, output.proof, output.publicSignals);
     if (!check.valid) throw new Error(`The ${backend.name} prover returned a proof that does not verify.`);
@@ -436,7 +437,7 @@ export async function proveStoredProof(
   const done = await completeProof(db, id, {
     proof: output.proof,
     publicSignals: output.publicSignals,
-    backend: backend.name,
+    backend: provedBy,
     witnessMs: output.timings.witnessMs,
     provingMs: output.timings.provingMs,
     totalMs: elapsed(started),

@@ -3,10 +3,12 @@
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import * as snarkjs from 'snarkjs';
+import { logger } from '../../shared/log';
 import {
   nativeBackend,
+  preparePolicyInput,
   provePolicy,
   rapidsnarkBackend,
   selectProverBackend,
@@ -227,5 +229,47 @@ describe('native backend adapter', () => {
     const stale = proofs.range;
     const wrong = nativeBackend({ load: async () => ({ prove: async () => copy(stale) }) });
     await expect(provePolicy(wrong, 'range', { value: 3, low: 1, high: 4 })).rejects.toThrow(/do not match/);
+  });
+
+  it('falls back to snarkjs, and logs it, when a native proof fails its check', async () => {
+    // A native prover whose proofs carry the right signals but do not verify (pi_a of another proof).
+    const other = proofs.threshold;
+    const broken = {
+      async load(zkey: Uint8Array) {
+        return {
+          prove: async (witness: Uint8Array) => {
+            const out = await snarkjs.groth16.prove(
+              { type: 'mem', data: zkey },
+              { type: 'mem', data: witness },
+            );
+            return { ...out, proof: { ...out.proof, pi_a: other.proof.pi_a } };
+          },
+        };
+      },
+    };
+    const warn = vi.spyOn(logger, 'warn');
+    try {
+      const checked = nativeBackend(broken, { check: true, fallback: snarkjsBackend() });
+      const out = await checked.prove(
+        'range',
+        (await preparePolicyInput('range', { value: 3, low: 1, high: 4 })).circuitInput,
+      );
+      expect(out.provedBy).toBe('snarkjs');
+      expect(await verifyPolicyProof('range', out.proof, out.publicSignals)).toEqual({ valid: true });
+      expect(warn).toHaveBeenCalledWith(
+        expect.objectContaining({ policyId: 'range', err: expect.stringMatching(/does not verify/) }),
+        expect.stringMatching(/fallback/),
+      );
+      // With the check switched off the native proof is returned as it is (trusted).
+      const trusted = nativeBackend(broken, { check: false, fallback: snarkjsBackend() });
+      const raw = await trusted.prove(
+        'range',
+        (await preparePolicyInput('range', { value: 3, low: 1, high: 4 })).circuitInput,
+      );
+      expect(raw.provedBy).toBeUndefined();
+      expect((await verifyPolicyProof('range', raw.proof, raw.publicSignals)).valid).toBe(false);
+    } finally {
+      warn.mockRestore();
+    }
   });
 });

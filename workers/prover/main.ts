@@ -19,6 +19,7 @@ import {
   policies,
   policyIds,
   selectProverBackend,
+  snarkjsBackend,
   terminateCurves,
   warmCircuit,
 } from '../../shared/zk/index';
@@ -77,7 +78,9 @@ async function loadNative(): Promise<NativeProverLike | null> {
 export async function prepareProving(): Promise<ProverBackend> {
   const native =
     env.PROVER_BACKEND === 'snarkjs' || env.PROVER_BACKEND === 'rapidsnark' ? null : await loadNative();
-  const backend = selectProverBackend({ native: native ? nativeBackend(native) : undefined });
+  const backend = selectProverBackend({
+    native: native ? nativeBackend(native, { fallback: snarkjsBackend() }) : undefined,
+  });
   useProverBackend(backend);
   await Promise.all(policyIds.flatMap((id) => [warmCircuit(id), loadVerificationKey(policies[id].circuit)]));
   return backend;
