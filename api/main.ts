@@ -3,7 +3,7 @@ import type { Server } from 'node:http';
 import { createDb } from '../shared/db/knex';
 import { env } from '../shared/env';
 import { syncServiceCatalog } from '../shared/jobs/catalog';
-import { JobNotifier } from '../shared/jobs/notify';
+import { JobNotifier, closeJobEvents } from '../shared/jobs/notify';
 import { logger } from '../shared/log';
 import { Queues } from '../shared/queues';
 import { createRedis, waitReady } from '../shared/redis';
@@ -18,7 +18,7 @@ export function depsFromEnv(): AppDeps {
     db,
     redis,
     queues: new Queues(redis),
-    notifier: new JobNotifier(env.DATABASE_URL!),
+    notifier: new JobNotifier(),
     urls: { base: env.BASE_URL, api: env.API_URL, site: env.SITE_URL },
     operatorToken: env.OPERATOR_TOKEN,
     rateLimit: {
@@ -32,6 +32,7 @@ export function depsFromEnv(): AppDeps {
 
 export async function closeDeps(deps: AppDeps): Promise<void> {
   await deps.notifier.close();
+  await closeJobEvents();
   await deps.queues.close();
   deps.redis.disconnect();
   await deps.db.destroy();

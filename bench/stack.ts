@@ -28,7 +28,6 @@ export async function benchStack(): Promise<BenchStack> {
   const databaseUrl = url.toString();
   const db = createDb(databaseUrl, { poolMax: 2 });
   await release(db);
-  if (process.env.BENCH_NO_NOTIFY) await db.raw('drop trigger job_events_notify on job_events');
   await db.destroy();
   const prefix = `pxb_${Date.now().toString(36)}`;
   const children: ChildProcess[] = [];

@@ -4,6 +4,7 @@ import type { Processor, Worker } from 'bullmq';
 import { createDb } from '../shared/db/knex';
 import type { Db } from '../shared/db/knex';
 import { env } from '../shared/env';
+import { closeJobEvents } from '../shared/jobs/notify';
 import { logger } from '../shared/log';
 import { registry } from '../shared/metrics';
 import { Queues } from '../shared/queues';
@@ -46,6 +47,7 @@ export async function startWorkerProcess(): Promise<WorkerProcess> {
     await queues.close();
     workerRedis.disconnect();
     queueRedis.disconnect();
+    await closeJobEvents();
   });
 
   const workers = (Object.keys(processors) as WorkerQueue[]).map((q) =>

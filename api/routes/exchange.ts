@@ -266,17 +266,22 @@ export function exchangeRoutes(table = new RouteTable('exchange')): RouteTable {
         const abort = new AbortController();
         res.on('close', () => abort.abort());
         let cursor = lastId;
+        let lastWrite = Date.now();
         const base = origin(req, deps);
         while (!abort.signal.aborted) {
           for (const e of await jobEvents(deps.db, row.id, cursor)) {
             cursor = Number(e.id);
+            lastWrite = Date.now();
             res.write(
               `id: ${e.id}\nevent: ${e.type}\ndata: ${JSON.stringify({ jobId: row.id, type: e.type, at: e.at, ...e.data, links: { job: `${base}/api/jobs/${row.id}` } })}\n\n`,
             );
           }
           if (terminalStatuses.has(row.status)) break;
-          if ((await deps.notifier.next(row.id, 15_000, abort.signal)) === 'timeout')
+          await deps.notifier.next(row.id, 15_000, abort.signal);
+          if (Date.now() - lastWrite > 15_000) {
             res.write(': keep-alive\n\n');
+            lastWrite = Date.now();
+          }
           row = await getJob(deps.db, params.jobId);
         }
         res.end();

@@ -5,6 +5,7 @@ import type { Db } from '../db/knex';
 import { AppError, notFound, validationFailed } from '../errors';
 import { newId } from '../ids';
 import { logger } from '../log';
+import { jobChanged } from './notify';
 import type { Queues } from '../queues';
 import { findService } from './catalog';
 import type { RunContext, ServiceDefinition } from './catalog';
@@ -121,6 +122,7 @@ export async function createJob(
         return r;
       })
     : await insert(db);
+  jobChanged(id);
   if (free) await enqueueJob(queues, id);
   return row;
 }
@@ -179,7 +181,9 @@ async function transition(
      select * from u`,
     [...bindings, jobId, [...from], event, JSON.stringify(eventData)] as Knex.RawBinding[],
   );
-  return rows[0] as JobRow | undefined;
+  const row = rows[0] as JobRow | undefined;
+  if (row) jobChanged(jobId);
+  return row;
 }
 
 /** Claims a job for running. Undefined when it already ended (a duplicate delivery): nothing to do. */

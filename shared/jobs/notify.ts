@@ -1,61 +1,52 @@
-// Job change notifications: one LISTEN connection per process wakes long-polls and event streams.
-import pg from 'pg';
+// Job change hints: after a job's row changes, its id is published on Redis, and long polls and event
+// streams in any web process wake up and re-read Postgres. Postgres stays the truth: a lost hint only
+// delays a waiter until its next re-read (at most HINT_REREAD_MS), it never loses a state.
+import type { Redis } from 'ioredis';
+import { env } from '../env';
 import { logger } from '../log';
+import { createRedis, redisUrl } from '../redis';
+
+/** A waiter re-reads Postgres at least this often, hint or no hint. */
+export const HINT_REREAD_MS = 2000;
+
+export const jobEventsChannel = (prefix = env.QUEUE_PREFIX) => `${prefix}:job-events`;
+
+let publisher: Redis | undefined;
+
+/** Publishes that a job changed; fire and forget (the change is already committed). */
+export function jobChanged(jobId: string): void {
+  publisher ??= createRedis('api');
+  publisher.publish(jobEventsChannel(), jobId).catch((err: Error) => {
+    logger.debug({ jobId, err: err.message }, 'job hint not published; waiters re-read on their own');
+  });
+}
+
+export async function closeJobEvents(): Promise<void> {
+  publisher?.disconnect();
+  publisher = undefined;
+}
 
 type Waiter = () => void;
 
 export class JobNotifier {
-  private client: pg.Client | undefined;
+  private subscriber: Redis | undefined;
   private readonly waiters = new Map<string, Set<Waiter>>();
-  private connecting: Promise<void> | undefined;
-  private closed = false;
-  private retryTimer: NodeJS.Timeout | undefined;
 
-  constructor(private readonly url: string) {}
+  constructor(
+    private readonly url = redisUrl(),
+    private readonly channel = jobEventsChannel(),
+  ) {}
 
-  private connect(): Promise<void> {
-    if (this.client || this.closed) return Promise.resolve();
-    this.connecting ??= (async () => {
-      const client = new pg.Client({ connectionString: this.url, connectionTimeoutMillis: 3000 });
-      client.on('notification', (msg) => {
-        if (msg.payload) this.wake(msg.payload);
-      });
-      client.on('error', () => this.drop(client));
-      client.on('end', () => this.drop(client));
-      try {
-        await client.connect();
-        await client.query('listen job_events');
-        this.client = client;
-      } catch (err) {
-        logger.debug(
-          { err: (err as Error).message },
-          'job notifier could not connect; waits fall back to timeouts',
-        );
-        await client.end().catch(() => undefined);
-        this.scheduleReconnect();
-      } finally {
-        this.connecting = undefined;
-      }
-    })();
-    return this.connecting;
-  }
-
-  private drop(client: pg.Client) {
-    if (this.client !== client) return;
-    this.client = undefined;
-    client.end().catch(() => undefined);
-    // Anything could have changed while we were deaf: wake every waiter to re-read.
-    for (const id of [...this.waiters.keys()]) this.wake(id);
-    this.scheduleReconnect();
-  }
-
-  private scheduleReconnect() {
-    if (this.closed || this.retryTimer || this.waiters.size === 0) return;
-    this.retryTimer = setTimeout(() => {
-      this.retryTimer = undefined;
-      void this.connect();
-    }, 1000);
-    this.retryTimer.unref();
+  private subscribe(): void {
+    if (this.subscriber) return;
+    const sub = createRedis('worker', this.url);
+    sub.on('message', (_channel: string, jobId: string) => this.wake(jobId));
+    // After a reconnect anything could have changed: wake every waiter to re-read.
+    sub.on('ready', () => {
+      for (const id of [...this.waiters.keys()]) this.wake(id);
+    });
+    sub.subscribe(this.channel).catch(() => undefined);
+    this.subscriber = sub;
   }
 
   private wake(jobId: string) {
@@ -65,9 +56,12 @@ export class JobNotifier {
     for (const w of set) w();
   }
 
-  /** Resolves on the next change to the job, or after timeoutMs, or when the signal aborts. */
+  /**
+   * Resolves on the next hint for the job ('changed'), or with 'timeout' after timeoutMs, after
+   * HINT_REREAD_MS at the latest, or when the signal aborts. Callers re-read the row either way.
+   */
   async next(jobId: string, timeoutMs: number, signal?: AbortSignal): Promise<'changed' | 'timeout'> {
-    await this.connect();
+    this.subscribe();
     return new Promise((resolve) => {
       let set = this.waiters.get(jobId);
       if (!set) this.waiters.set(jobId, (set = new Set()));
@@ -80,17 +74,15 @@ export class JobNotifier {
       };
       const waiter = () => done('changed');
       const onAbort = () => done('timeout');
-      const timer = setTimeout(() => done('timeout'), timeoutMs);
+      const timer = setTimeout(() => done('timeout'), Math.max(0, Math.min(timeoutMs, HINT_REREAD_MS)));
       signal?.addEventListener('abort', onAbort, { once: true });
       set.add(waiter);
     });
   }
 
   async close(): Promise<void> {
-    this.closed = true;
-    clearTimeout(this.retryTimer);
     for (const id of [...this.waiters.keys()]) this.wake(id);
-    await this.client?.end().catch(() => undefined);
-    this.client = undefined;
+    this.subscriber?.disconnect();
+    this.subscriber = undefined;
   }
 }

@@ -16,6 +16,7 @@ import type { Queues } from '../queues';
 import { AssetConfigError, assetStatus, findAsset } from './assets';
 import type { Asset, AssetId, ChainFamily } from './assets';
 import { QuoteError, createQuote, formatUnits, rateSourceFromEnv } from './quote';
+import { jobChanged } from '../jobs/notify';
 import { judgeTransfer, lateWindowMs } from './verdict';
 import type { Verdict } from './verdict';
 import type { Quote, RateSource } from './quote';
@@ -652,7 +653,10 @@ async function settle(
       throw err;
     });
   if (!done) return { outcome: 'skipped' };
-  if (done.jobQueued) await enqueueJob(queues, payment.job_id);
+  if (done.jobQueued) {
+    jobChanged(payment.job_id);
+    await enqueueJob(queues, payment.job_id);
+  }
   return {
     outcome: 'settled',
     status: done.row.status,
@@ -713,5 +717,6 @@ export async function expireUnpaidJobs(
       JSON.stringify({ code: 'quote_expired' }),
     ],
   );
+  for (const { id } of rows as Array<{ id: string }>) jobChanged(id);
   return rows.length;
 }

@@ -6,6 +6,7 @@ import { cpus } from 'node:os';
 import { createDb } from '../../shared/db/knex';
 import type { Db } from '../../shared/db/knex';
 import { isUnavailableError } from '../../shared/errors';
+import { closeJobEvents } from '../../shared/jobs/notify';
 import { logger } from '../../shared/log';
 import { jobDuration, jobsProcessed } from '../../shared/metrics';
 import { Queues, queueCatalog } from '../../shared/queues';
@@ -99,6 +100,7 @@ export async function startProverProcess(concurrency = env.PROVER_CONCURRENCY ??
     await queues.close();
     workerRedis.disconnect();
     queueRedis.disconnect();
+    await closeJobEvents();
     await db.destroy();
   });
   const worker = startWorker('proofs', proofsProcessor(db, queues), workerRedis, { concurrency });
