@@ -182,6 +182,8 @@ export const envSchema = z.object({
   PRIVATE_PAYOUT_ENABLED: bool.default(false),
   /** Verify every native proof before storing it; a failed check falls back to snarkjs and is logged. */
   NATIVE_PROOF_CHECK: bool.default(true),
+  /** A private-payments login challenge can be redeemed once, within this many seconds of issue. */
+  LOGIN_CHALLENGE_TTL_SECONDS: positiveInt.default(300),
   PAYMENTS_PROVIDER_SLUG: slug.default('private-payments'),
 });
 

@@ -8,7 +8,7 @@ import { assetStatus } from '../../shared/payments/assets';
 import type { AppDeps } from '../deps';
 import { origin } from '../http/links';
 import type { RouteTable } from '../http/route';
-import { AGENT_EXCHANGE_VERSION, serviceViews, signingKeyView } from './exchange';
+import { AGENT_EXCHANGE_VERSION, serviceSchema, serviceViews, signingKeyView } from './exchange';
 
 const NAME = 'proof-exchange';
 const DESCRIPTION =
@@ -155,7 +155,7 @@ const discoverySchema = z
     documentation: z.string(),
     a2aAgentCard: z.string(),
     endpoints: z.array(endpointSchema),
-    services: z.array(z.record(z.string(), z.unknown())),
+    services: z.array(serviceSchema),
     payments: z.object({
       protocols: z.array(z.string()),
       assets: z.array(

@@ -44,7 +44,7 @@ export function signingKeyView() {
   };
 }
 
-const serviceSchema = z
+export const serviceSchema = z
   .object({
     id: z.string(),
     name: z.string(),

@@ -1,11 +1,13 @@
 // Table B status routes (/api/v1): the local AI runtime proof, the privacy matrix and claims, provider
 // integrations, the chain stream statistics, and the private-payments provider (health, on-chain
-// proof, login challenge, proxied balances). Also the chain adapters' readiness check.
+// proof, login challenge and its redemption, proxied balances). Also the chain adapters' readiness check.
 import { z } from 'zod';
 import { privacyClaims, privacyExecutionMatrix, executionPlaces } from '../../shared/commercial/privacy';
+import { issueLoginChallenge, redeemLoginChallenge } from '../../shared/commercial/login-challenges';
 import {
   ProviderUnreachable,
   chainReadiness,
+  challengeTitle,
   localAiRuntimeProof,
   loginChallenge,
   probePaymentsProvider,
@@ -16,7 +18,7 @@ import {
 import { streamStats } from '../../shared/commercial/stream';
 import { env } from '../../shared/env';
 import { AppError, unauthorized } from '../../shared/errors';
-import { walletPublicKeySchema } from '../../shared/exchange/wallet';
+import { walletPublicKeySchema, walletSignatureSchema } from '../../shared/exchange/wallet';
 import { serviceSigningKey } from '../../shared/keys';
 import { bearerToken } from '../http/auth';
 import { origin } from '../http/links';
@@ -262,7 +264,7 @@ export function statusV1Routes(table: RouteTable): RouteTable {
       operationId: 'paymentsProviderChallenge',
       summary: 'The login challenge for a wallet (spec Authentication 3, field for field)',
       description:
-        'Sign `challenge.challenge` with the wallet and post it to the provider’s login (see `next.login`); then query balances with the token.',
+        'Sign `challenge.challenge` with the wallet and post it to the provider’s login (see `next.login`); then query balances with the token. The service records each challenge: the provider redeems it once (`…/challenge/redeem`) within LOGIN_CHALLENGE_TTL_SECONDS.',
       tags,
       query: z.strictObject({ wallet: walletPublicKeySchema }),
       responses: {
@@ -285,12 +287,51 @@ export function statusV1Routes(table: RouteTable): RouteTable {
             'No private-payments provider is configured (PAYMENTS_PROVIDER_URL).',
           );
         }
+        const ttlSeconds = env.LOGIN_CHALLENGE_TTL_SECONDS;
+        const { challenge } = await issueLoginChallenge(deps.db, query.wallet, {
+          title: challengeTitle(),
+          ttlSeconds,
+        });
         return {
           status: 200,
           headers: { 'Cache-Control': 'no-store' },
-          body: loginChallenge(query.wallet, origin(req, deps, 'api')),
+          body: loginChallenge({ challenge, wallet: query.wallet, ttlSeconds }, origin(req, deps, 'api')),
         };
       },
+    })
+    .add({
+      method: 'post',
+      path: `${pp}/challenge/redeem`,
+      operationId: 'paymentsProviderRedeemChallenge',
+      summary: 'For the provider: redeem a wallet-signed login challenge once, before it expires',
+      description:
+        'The provider calls this while handling a login, after its own checks. 200 means the service issued this exact text to this wallet, the signature verifies, and it had not been redeemed nor expired; it is now spent. Anything else is a refusal: log the wallet in only on 200.',
+      tags,
+      body: z.strictObject({
+        wallet: walletPublicKeySchema,
+        challenge: z.string().min(1).max(1000).describe('The challenge text, exactly as issued'),
+        signature: walletSignatureSchema,
+      }),
+      responses: {
+        200: {
+          description: 'Redeemed: the login may proceed',
+          schema: z.object({
+            ok: z.literal(true),
+            wallet: z.string(),
+            issuedAt: z.string(),
+            expiresAt: z.string(),
+            redeemedAt: z.string(),
+          }),
+        },
+        401: { description: 'challenge_signature_invalid' },
+        404: { description: 'challenge_unknown: not issued to this wallet, or altered' },
+        409: { description: 'challenge_used or challenge_expired' },
+      },
+      handler: async ({ body, deps }) => ({
+        status: 200,
+        headers: { 'Cache-Control': 'no-store' },
+        body: { ok: true, ...(await redeemLoginChallenge(deps.db, body)) },
+      }),
     })
     .add({
       method: 'get',
@@ -327,8 +368,13 @@ export function statusV1Routes(table: RouteTable): RouteTable {
         const path = `/v1/spl/balances/${params.wallet}${query.mint ? `?mint=${query.mint}` : ''}`;
         const answer = await providerGet(path, { bearer: token }).catch(providerProblem);
         if (answer.status === 401 || answer.status === 403) {
-          throw unauthorized('The provider refused the access token; log in again.', {
-            'WWW-Authenticate': 'Bearer',
+          // The provider's reason (token_expired, token_invalid, …) tells the caller whether to log in again.
+          const reason = (answer.body as { error?: unknown } | null)?.error;
+          throw new AppError(401, 'unauthorized', 'The provider refused the access token; log in again.', {
+            headers: { 'WWW-Authenticate': 'Bearer' },
+            ...(typeof reason === 'string' && /^[a-z_]{1,64}$/.test(reason)
+              ? { extra: { providerReason: reason } }
+              : {}),
           });
         }
         if (answer.status === 404)

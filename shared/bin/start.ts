@@ -6,6 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { startStandInProvider } from '../commercial/standin-provider';
 import { createDb } from '../db/knex';
 import { resolvePostgres } from '../devstack/postgres';
 import { RedisUnavailableError, resolveRedis } from '../devstack/redis';
@@ -38,6 +39,7 @@ export const processTypes: Record<string, string> = {
 async function main() {
   let pgStop = async () => undefined as unknown;
   let redisStop = async () => undefined as unknown;
+  let standInStop = async () => undefined as unknown;
   try {
     const pgInfo = await resolvePostgres(say);
     pgStop = pgInfo.stop;
@@ -54,12 +56,29 @@ async function main() {
       await db.destroy();
     }
 
+    // Without a provider the hand-off can still be tried end to end, against a stand-in that says it is
+    // one (demo balances, [MOCK] in the challenge title). Never in production.
+    let standInUrl: string | undefined;
+    if (!env.PAYMENTS_PROVIDER_URL && env.NODE_ENV !== 'production') {
+      const standIn = await startStandInProvider({
+        redeemUrl: `http://127.0.0.1:${env.PORT}/api/v1/${env.PAYMENTS_PROVIDER_SLUG}/challenge/redeem`,
+        challengeTtlSeconds: env.LOGIN_CHALLENGE_TTL_SECONDS,
+        timeoutMs: env.PROVIDER_TIMEOUT_MS,
+      });
+      standInStop = standIn.close;
+      standInUrl = standIn.url;
+      say(
+        `payments provider: stand-in at ${standIn.url} (demo balances; set PAYMENTS_PROVIDER_URL for a real one)`,
+      );
+    }
+
     const token = operatorToken();
     const childEnv = childProcessEnv({
       DATABASE_URL: pgInfo.url,
       REDIS_URL: redisInfo.url,
       OPERATOR_TOKEN: token,
       WORKER_METRICS_PORT: String(env.WORKER_METRICS_PORT ?? env.PORT + 1),
+      ...(standInUrl ? { PAYMENTS_PROVIDER_URL: standInUrl, PAYMENTS_PROVIDER_MOCK: 'true' } : {}),
     });
     const children = new Map<string, ChildProcess>();
     let stopping = false;
@@ -113,6 +132,7 @@ async function main() {
             }),
         ),
       );
+      await standInStop();
       await redisStop();
       await pgStop();
       process.exit(0);
@@ -120,6 +140,7 @@ async function main() {
     process.on('SIGINT', stopAll);
     process.on('SIGTERM', stopAll);
   } catch (err) {
+    await standInStop();
     await redisStop();
     await pgStop();
     if (err instanceof RedisUnavailableError) {

@@ -193,7 +193,17 @@ export const privacyClaims: readonly PrivacyClaim[] = [
       'The proxy forwards the Authorization header only; the logger redacts authorization headers.',
     test: {
       file: 'test/commercial/handoff.test.ts',
-      name: 'logs in through the stand-in provider and reads balances through the proxy',
+      name: 'logs a real wallet in at the stand-in and reads demo balances through the proxy',
+    },
+  },
+  {
+    id: 'handoff-challenge-single-use',
+    claim: 'A private-payments login challenge logs in once, before it expires, and only as issued.',
+    enforcement:
+      'The service records the hash of each issued text; the provider redeems it through one conditional update.',
+    test: {
+      file: 'test/commercial/handoff.test.ts',
+      name: 'refuses a replayed challenge: it logs in once',
     },
   },
   {

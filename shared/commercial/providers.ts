@@ -294,28 +294,29 @@ export const providerSource = (settings: HandOffSettings = env) =>
   settings.PAYMENTS_PROVIDER_LABEL ??
   (settings.PAYMENTS_PROVIDER_URL ? new URL(settings.PAYMENTS_PROVIDER_URL).host : 'unconfigured');
 
-/** The challenge response of the spec's Authentication 3, field for field. */
+export const challengeTitle = (settings: HandOffSettings = env) =>
+  settings.PAYMENTS_PROVIDER_MOCK ? `${CHALLENGE_TITLE} ${MOCK_MARKER}` : CHALLENGE_TITLE;
+
+/** The challenge response of the spec's Authentication 3, field for field, around an issued challenge. */
 export function loginChallenge(
-  wallet: string,
+  issued: { challenge: string; wallet: string; ttlSeconds: number },
   apiOrigin: string,
   settings: HandOffSettings = env,
-  now = new Date(),
 ) {
   const paymentsUrl = settings.PAYMENTS_PROVIDER_URL!.replace(/\/$/, '');
-  const title = settings.PAYMENTS_PROVIDER_MOCK ? `${CHALLENGE_TITLE} ${MOCK_MARKER}` : CHALLENGE_TITLE;
-  const challenge = `${title}\nTimestamp: ${now.toISOString()}\nUser: ${wallet}`;
   return {
     ok: true,
     source: providerSource(settings),
-    challenge: { challenge },
+    challenge: { challenge: issued.challenge },
     next: {
       login:
         `POST ${paymentsUrl}/v1/spl/login with the wallet-signed challenge: JSON { "wallet": "<wallet>", ` +
         `"challenge": "<the challenge text above, unchanged>", "signature": "<base58 ed25519 signature of the ` +
-        `challenge's UTF-8 bytes by the wallet>" }; the answer carries the access token.`,
+        `challenge's UTF-8 bytes by the wallet>" }; the answer carries the access token. The challenge ` +
+        `logs in once, within ${issued.ttlSeconds} s.`,
       privateBalance:
-        `GET ${apiOrigin}/api/v1/${settings.PAYMENTS_PROVIDER_SLUG}/balances/${wallet}?mint=<mint> with the ` +
-        `header Authorization: Bearer <ACCESS_TOKEN> from the login answer.`,
+        `GET ${apiOrigin}/api/v1/${settings.PAYMENTS_PROVIDER_SLUG}/balances/${issued.wallet}?mint=<mint> ` +
+        `with the header Authorization: Bearer <ACCESS_TOKEN> from the login answer.`,
     },
   };
 }

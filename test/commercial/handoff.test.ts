@@ -1,17 +1,21 @@
-// The private-payments hand-off against a real HTTP stand-in provider on loopback: our challenge in
-// the spec's shape, signed by a wallet (ed25519, base58 address), login at the stand-in, balances
-// through our proxy with the Bearer token; and the provider's health and on-chain proof, proxied.
-import { generateKeyPairSync, randomBytes, sign, verify, createPublicKey } from 'node:crypto';
+// The private-payments hand-off end to end against the stand-in provider on loopback: our challenge in
+// the spec's shape, signed by a real ed25519 wallet, logged in at the stand-in (which redeems it once
+// at the service), balances through our proxy with the Bearer token; replayed, expired and altered
+// challenges and expired or altered tokens refused; the provider's health and on-chain proof proxied.
+import { generateKeyPairSync, sign } from 'node:crypto';
 import type { KeyObject } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import bs58 from 'bs58';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startStandInProvider } from '../../shared/commercial/standin-provider';
 import type { TestApp } from '../helpers';
 import { captureLogs, expectProblem } from './helpers';
 
 const SPKI_ED25519 = Buffer.from('302a300506032b6570032100', 'hex');
 const MINT = 'EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v';
+const TOKEN_TTL_SECONDS = 60;
+const pp = '/api/v1/private-payments';
 
 function wallet() {
   const { publicKey, privateKey } = generateKeyPairSync('ed25519');
@@ -20,107 +24,75 @@ function wallet() {
 }
 const signText = (text: string, key: KeyObject) => bs58.encode(sign(null, Buffer.from(text), key));
 
-/** The stand-in provider: checks the wallet's signature over the challenge, issues tokens, serves balances. */
-function startProvider() {
-  const tokens = new Map<string, string>();
-  const seenAuthorization: string[] = [];
-  const server = http.createServer((req, res) => {
-    const send = (status: number, body: unknown) => {
-      res.writeHead(status, { 'content-type': 'application/json' });
-      res.end(JSON.stringify(body));
-    };
-    const url = new URL(req.url ?? '/', 'http://stand-in');
-    if (req.method === 'GET' && url.pathname === '/health')
-      return send(200, { ok: true, runtime: 'stand-in' });
-    if (req.method === 'GET' && url.pathname === '/v1/onchain-proof') {
-      return send(200, {
-        program: 'PrivPay1111111111111111111111111111111111111',
-        slot: 314159,
-        verified: true,
-      });
-    }
-    if (req.method === 'POST' && url.pathname === '/v1/spl/login') {
-      let raw = '';
-      req.on('data', (c: Buffer) => (raw += c.toString()));
-      req.on('end', () => {
-        try {
-          const { wallet: address, challenge, signature } = JSON.parse(raw) as Record<string, string>;
-          const [title, stamp, user] = challenge!.split('\n');
-          const at = Date.parse(stamp!.replace(/^Timestamp: /, ''));
-          if (!title || user !== `User: ${address}` || Math.abs(Date.now() - at) > 5 * 60_000)
-            return send(400, { ok: false, error: 'bad challenge' });
-          const key = createPublicKey({
-            key: Buffer.concat([SPKI_ED25519, bs58.decode(address!)]),
-            format: 'der',
-            type: 'spki',
-          });
-          if (!verify(null, Buffer.from(challenge!), key, Buffer.from(bs58.decode(signature!))))
-            return send(401, { ok: false, error: 'bad signature' });
-          const token = randomBytes(24).toString('base64url');
-          tokens.set(token, address!);
-          return send(200, { ok: true, accessToken: token, expiresIn: 3600 });
-        } catch {
-          return send(400, { ok: false, error: 'malformed' });
-        }
-      });
-      return undefined;
-    }
-    const m = /^\/v1\/spl\/balances\/([1-9A-HJ-NP-Za-km-z]+)$/.exec(url.pathname);
-    if (req.method === 'GET' && m) {
-      seenAuthorization.push(req.headers.authorization ?? '');
-      const token = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1];
-      if (!token || tokens.get(token) !== m[1]) return send(401, { ok: false, error: 'unauthorized' });
-      return send(200, {
-        ok: true,
-        wallet: m[1],
-        mint: url.searchParams.get('mint'),
-        balance: '1234500',
-        decimals: 6,
-      });
-    }
-    return send(404, { ok: false });
-  });
-  return new Promise<{ url: string; seenAuthorization: string[]; close(): Promise<void> }>((resolve) => {
-    server.listen(0, '127.0.0.1', () => {
-      resolve({
-        url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-        seenAuthorization,
-        close: () => new Promise((r) => server.close(() => r())),
-      });
-    });
-  });
-}
+// The service on a real loopback port, because the stand-in redeems challenges there over HTTP.
+let serve: http.RequestListener | undefined;
+const api = http.createServer((req, res) => serve!(req, res));
+await new Promise<void>((resolve) => api.listen(0, '127.0.0.1', resolve));
+const apiUrl = `http://127.0.0.1:${(api.address() as AddressInfo).port}`;
 
-const provider = await startProvider();
+let skewMs = 0;
+const provider = await startStandInProvider({
+  redeemUrl: `${apiUrl}${pp}/challenge/redeem`,
+  challengeTtlSeconds: 300,
+  tokenTtlSeconds: TOKEN_TTL_SECONDS,
+  clock: () => Date.now() + skewMs,
+});
 Object.assign(process.env, {
   PAYMENTS_PROVIDER_URL: provider.url,
   PAYMENTS_PROVIDER_MOCK: 'true',
   PROVIDER_TIMEOUT_MS: '1000',
+  LOGIN_CHALLENGE_TTL_SECONDS: '300',
 });
 const { testApp } = await import('../helpers');
+const { createApp } = await import('../../api/app');
+const { challengeTitle } = await import('../../shared/commercial/providers');
+const { issueLoginChallenge } = await import('../../shared/commercial/login-challenges');
 
 let app: TestApp;
 let logs: Awaited<ReturnType<typeof captureLogs>>;
 beforeAll(async () => {
   logs = await captureLogs();
   app = testApp();
+  serve = createApp(app.deps) as unknown as http.RequestListener;
 });
 afterAll(async () => {
   logs?.stop();
-  await app?.close();
   await provider.close().catch(() => undefined);
+  await new Promise((r) => api.close(r));
+  await app?.close();
 });
 
-const pp = '/api/v1/private-payments';
+async function challengeFor(address: string): Promise<string> {
+  return (await app.request.get(`${pp}/challenge?wallet=${address}`).expect(200)).body.challenge.challenge;
+}
+
+async function login(body: { wallet: string; challenge: string; signature: string }) {
+  const res = await fetch(`${provider.url}/v1/spl/login`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+}
+
+/** A wallet logged in through the whole hand-off: its access token. */
+async function loggedIn(w: ReturnType<typeof wallet>): Promise<string> {
+  const challenge = await challengeFor(w.address);
+  const res = await login({ wallet: w.address, challenge, signature: signText(challenge, w.privateKey) });
+  expect(res.status, JSON.stringify(res.body)).toBe(200);
+  return res.body.accessToken as string;
+}
+
+const balances = (address: string, token: string) =>
+  app.request.get(`${pp}/balances/${address}?mint=${MINT}`).set('Authorization', `Bearer ${token}`);
 
 describe('private-payments hand-off', () => {
-  it('returns the challenge in the spec shape, field for field', async () => {
+  it('returns the challenge in the spec shape, field for field, recorded as issued', async () => {
     const { address } = wallet();
     const before = Date.now();
     const res = await app.request.get(`${pp}/challenge?wallet=${address}`).expect(200);
     expect(Object.keys(res.body).sort()).toEqual(['challenge', 'next', 'ok', 'source']);
     expect(res.body.ok).toBe(true);
-    expect(typeof res.body.source).toBe('string');
     expect(res.body.source).toBe(new URL(provider.url).host);
     expect(Object.keys(res.body.challenge)).toEqual(['challenge']);
     const lines = (res.body.challenge.challenge as string).split('\n');
@@ -133,61 +105,177 @@ describe('private-payments hand-off', () => {
     expect(Object.keys(res.body.next).sort()).toEqual(['login', 'privateBalance']);
     expect(res.body.next.login).toContain(`POST ${provider.url}/v1/spl/login`);
     expect(res.body.next.login).toMatch(/signed challenge/);
+    expect(res.body.next.login).toContain('once, within 300 s');
     expect(res.body.next.privateBalance).toContain(`/api/v1/private-payments/balances/${address}?mint=`);
     expect(res.body.next.privateBalance).toContain('Authorization: Bearer <ACCESS_TOKEN>');
+
+    const rows = await app.deps.db('login_challenges').where({ wallet: address });
+    expect(rows).toHaveLength(1);
+    expect(rows[0].expires_at.getTime() - rows[0].issued_at.getTime()).toBe(300_000);
+    expect(rows[0].redeemed_at).toBeNull();
   });
 
-  it('logs in through the stand-in provider and reads balances through the proxy', async () => {
+  it('issues a distinct text for every challenge, even within one millisecond', async () => {
+    const { address } = wallet();
+    const now = new Date();
+    const opts = { title: challengeTitle(), ttlSeconds: 300, now };
+    const a = await issueLoginChallenge(app.deps.db, address, opts);
+    const b = await issueLoginChallenge(app.deps.db, address, opts);
+    expect(a.challenge).not.toBe(b.challenge);
+    expect(b.issuedAt.getTime()).toBe(a.issuedAt.getTime() + 1);
+  });
+
+  it('logs a real wallet in at the stand-in and reads demo balances through the proxy', async () => {
     const w = wallet();
-    const { challenge } = (await app.request.get(`${pp}/challenge?wallet=${w.address}`).expect(200)).body
-      .challenge;
-    const login = await fetch(`${provider.url}/v1/spl/login`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ wallet: w.address, challenge, signature: signText(challenge, w.privateKey) }),
-    });
-    expect(login.status).toBe(200);
-    const { accessToken } = (await login.json()) as { accessToken: string };
+    const challenge = await challengeFor(w.address);
+    const res = await login({ wallet: w.address, challenge, signature: signText(challenge, w.privateKey) });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ ok: true, tokenType: 'Bearer', expiresIn: TOKEN_TTL_SECONDS });
+    expect(Date.parse(res.body.expiresAt as string)).toBeGreaterThan(Date.now());
+    const accessToken = res.body.accessToken as string;
 
-    const balance = await app.request
-      .get(`${pp}/balances/${w.address}?mint=${MINT}`)
-      .set('Authorization', `Bearer ${accessToken}`)
-      .expect(200);
-    expect(balance.body).toEqual({
-      ok: true,
-      wallet: w.address,
-      mint: MINT,
-      balance: '1234500',
-      decimals: 6,
-    });
-    expect(provider.seenAuthorization.at(-1)).toBe(`Bearer ${accessToken}`);
+    const served = provider.served.balances;
+    const balance = await balances(w.address, accessToken).expect(200);
+    expect(balance.body).toMatchObject({ ok: true, demo: true, wallet: w.address, mint: MINT, decimals: 6 });
+    expect(balance.body.balance).toMatch(/^\d+$/);
+    expect(balance.body.note).toMatch(/demo/i);
+    expect(provider.served.balances).toBe(served + 1);
+    // Deterministic: the same wallet and mint show the same figure.
+    expect((await balances(w.address, accessToken).expect(200)).body).toEqual(balance.body);
 
-    // Someone else's signature does not log in; another wallet's token reads nothing.
+    // The spent challenge is marked redeemed at the service.
+    const row = await app.deps.db('login_challenges').where({ wallet: w.address }).first();
+    expect(row.redeemed_at).toBeInstanceOf(Date);
+
+    // Someone else's signature does not log in; a token reads only its own wallet.
     const other = wallet();
-    const forged = await fetch(`${provider.url}/v1/spl/login`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({
-        wallet: w.address,
-        challenge,
-        signature: signText(challenge, other.privateKey),
-      }),
+    const forged = await login({
+      wallet: w.address,
+      challenge,
+      signature: signText(challenge, other.privateKey),
     });
-    expect(forged.status).toBe(401);
-    expectProblem(
-      await app.request
-        .get(`${pp}/balances/${other.address}?mint=${MINT}`)
-        .set('Authorization', `Bearer ${accessToken}`),
-      401,
-      'unauthorized',
-    );
+    expect(forged).toMatchObject({ status: 401, body: { error: 'signature_invalid' } });
+    const crossed = await balances(other.address, accessToken);
+    expectProblem(crossed, 401, 'unauthorized');
+    expect(crossed.body.providerReason).toBe('token_wallet_mismatch');
     expect(logs.lines.length).toBeGreaterThan(0);
     expect(logs.lines.join('')).not.toContain(accessToken);
   });
 
-  it('refuses a balance query without a Bearer token, and a malformed wallet or mint', async () => {
+  it('refuses a replayed challenge: it logs in once', async () => {
+    const w = wallet();
+    const challenge = await challengeFor(w.address);
+    const signed = { wallet: w.address, challenge, signature: signText(challenge, w.privateKey) };
+    expect((await login(signed)).status).toBe(200);
+    expect(await login(signed)).toMatchObject({ status: 401, body: { error: 'challenge_used' } });
+    expectProblem(await app.request.post(`${pp}/challenge/redeem`).send(signed), 409, 'challenge_used');
+  });
+
+  it('refuses an expired challenge, at the stand-in and at the service', async () => {
+    const w = wallet();
+    const title = challengeTitle();
+    const old = await issueLoginChallenge(app.deps.db, w.address, {
+      title,
+      ttlSeconds: 300,
+      now: new Date(Date.now() - 6 * 60_000),
+    });
+    const signed = {
+      wallet: w.address,
+      challenge: old.challenge,
+      signature: signText(old.challenge, w.privateKey),
+    };
+    // The stand-in refuses it by its Timestamp before asking the service.
+    expect(await login(signed)).toMatchObject({ status: 401, body: { error: 'challenge_expired' } });
+    // A provider whose clock runs behind lets it through; the service's record still refuses it.
+    skewMs = -2 * 60_000;
+    try {
+      expect(await login(signed)).toMatchObject({ status: 401, body: { error: 'challenge_expired' } });
+    } finally {
+      skewMs = 0;
+    }
+    expectProblem(await app.request.post(`${pp}/challenge/redeem`).send(signed), 409, 'challenge_expired');
+    const row = await app.deps.db('login_challenges').where({ wallet: w.address }).first();
+    expect(row.redeemed_at).toBeNull();
+  });
+
+  it('refuses an altered or never-issued challenge, and the original still logs in', async () => {
+    const w = wallet();
+    const challenge = await challengeFor(w.address);
+    const [title, stamp, user] = challenge.split('\n') as [string, string, string];
+    const later = new Date(Date.parse(stamp.slice('Timestamp: '.length)) + 1).toISOString();
+    const alterations = [
+      `${title}\nTimestamp: ${later}\n${user}`,
+      `${title.replace(' [MOCK]', '')}\n${stamp}\n${user}`,
+      `${challengeTitle()}\nTimestamp: ${new Date().toISOString()}\n${user}`, // never issued
+    ];
+    for (const text of alterations) {
+      const res = await login({
+        wallet: w.address,
+        challenge: text,
+        signature: signText(text, w.privateKey),
+      });
+      expect(res, text).toMatchObject({ status: 401, body: { error: 'challenge_unknown' } });
+    }
+    // The text changed after signing: the signature no longer verifies.
+    const signature = signText(challenge, w.privateKey);
+    expect(await login({ wallet: w.address, challenge: alterations[0]!, signature })).toMatchObject({
+      status: 401,
+      body: { error: 'signature_invalid' },
+    });
+    const extraLine = `${challenge}\nNonce: 1`;
+    expect(
+      await login({ wallet: w.address, challenge: extraLine, signature: signText(extraLine, w.privateKey) }),
+    ).toMatchObject({ status: 400, body: { error: 'challenge_malformed' } });
+    // Another wallet cannot redeem it, even signing it with its own key.
+    const other = wallet();
+    expectProblem(
+      await app.request
+        .post(`${pp}/challenge/redeem`)
+        .send({ wallet: other.address, challenge, signature: signText(challenge, other.privateKey) }),
+      404,
+      'challenge_unknown',
+    );
+    expectProblem(
+      await app.request
+        .post(`${pp}/challenge/redeem`)
+        .send({ wallet: w.address, challenge: alterations[0], signature }),
+      401,
+      'challenge_signature_invalid',
+    );
+    expect((await login({ wallet: w.address, challenge, signature })).status).toBe(200);
+  });
+
+  it('refuses an altered token and an expired token with 401 problem+json', async () => {
+    const w = wallet();
+    const token = await loggedIn(w);
+    await balances(w.address, token).expect(200);
+
+    const [payload, mac] = token.split('.') as [string, string];
+    const claims = JSON.parse(Buffer.from(payload, 'base64url').toString()) as { exp: number };
+    const extended = Buffer.from(JSON.stringify({ ...claims, exp: claims.exp + 86_400_000 })).toString(
+      'base64url',
+    );
+    for (const altered of [`${extended}.${mac}`, `${payload}.${mac.slice(0, -2)}AA`, `${payload}`]) {
+      const res = await balances(w.address, altered);
+      expectProblem(res, 401, 'unauthorized');
+      expect(res.headers['www-authenticate']).toBe('Bearer');
+      expect(res.body.providerReason).toBe('token_invalid');
+    }
+
+    skewMs = (TOKEN_TTL_SECONDS + 1) * 1000;
+    try {
+      const res = await balances(w.address, token);
+      expectProblem(res, 401, 'unauthorized');
+      expect(res.body.providerReason).toBe('token_expired');
+    } finally {
+      skewMs = 0;
+    }
+    await balances(w.address, token).expect(200);
+  });
+
+  it('refuses a balance query without a Bearer token, and a malformed wallet, mint or redemption', async () => {
     const { address } = wallet();
-    const calls = provider.seenAuthorization.length;
+    const calls = provider.served.balances;
     const missing = await app.request.get(`${pp}/balances/${address}?mint=${MINT}`);
     expectProblem(missing, 401, 'unauthorized');
     expect(missing.headers['www-authenticate']).toBe('Bearer');
@@ -206,7 +294,7 @@ describe('private-payments hand-off', () => {
       400,
       'validation_failed',
     );
-    expect(provider.seenAuthorization.length).toBe(calls);
+    expect(provider.served.balances).toBe(calls);
     expectProblem(
       await app.request.get(`${pp}/challenge?wallet=0x${'a'.repeat(40)}`),
       400,
@@ -218,19 +306,28 @@ describe('private-payments hand-off', () => {
       400,
       'validation_failed',
     );
+    const challenge = await challengeFor(address);
+    for (const body of [
+      { wallet: address, challenge, signature: 'not-base58-0OIl' },
+      { wallet: 'nope', challenge, signature: bs58.encode(Buffer.alloc(64, 1)) },
+      { wallet: address, challenge, signature: bs58.encode(Buffer.alloc(64, 1)), extra: true },
+      { wallet: address, signature: bs58.encode(Buffer.alloc(64, 1)) },
+    ]) {
+      expectProblem(await app.request.post(`${pp}/challenge/redeem`).send(body), 400, 'validation_failed');
+    }
   });
 
-  it('proxies the provider’s health and on-chain proof, and says when it is unreachable', async () => {
+  it('proxies the stand-in’s health and on-chain proof, and says when it is unreachable', async () => {
     const health = await app.request.get(`${pp}/health`).expect(200);
     expect(health.body).toMatchObject({
       configured: true,
       reachable: true,
       healthy: true,
-      provider: { ok: true },
+      provider: { ok: true, mock: true },
     });
     expect(typeof health.body.latencyMs).toBe('number');
     const proof = await app.request.get(`${pp}/onchain-proof`).expect(200);
-    expect(proof.body).toMatchObject({ configured: true, proof: { slot: 314159, verified: true } });
+    expect(proof.body).toMatchObject({ configured: true, proof: { mock: true, verified: false } });
 
     await provider.close();
     const down = await app.request.get(`${pp}/health`).expect(503);
