@@ -47,8 +47,15 @@ export function createApp(deps: AppDeps, options: AppOptions = {}): express.Expr
         res.setHeader('X-Request-Id', id);
         return id;
       },
+      // A sealed action (ballot, bid, reveal) that succeeds leaves no line: the lines would count them.
       customLogLevel: (_req, res, err) =>
-        err || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'info' : 'debug',
+        err || res.statusCode >= 500
+          ? 'error'
+          : res.statusCode >= 400
+            ? 'info'
+            : (res as { locals?: { sealed?: boolean } }).locals?.sealed
+              ? 'silent'
+              : 'debug',
       serializers: {
         req: (req: { id: string; method: string; url: string }) => ({
           id: req.id,
@@ -61,12 +68,14 @@ export function createApp(deps: AppDeps, options: AppOptions = {}): express.Expr
   );
   app.use((req, res, next) => {
     const end = httpDuration.startTimer({ method: req.method });
-    res.on('finish', () =>
+    res.on('finish', () => {
+      // Sealed actions are not metered: a per-route count would be a running tally of ballots or bids.
+      if (res.locals.sealed) return;
       end({
         route: req.route?.path ?? (res.statusCode === 404 ? 'unmatched' : req.baseUrl),
         status: res.statusCode,
-      }),
-    );
+      });
+    });
     next();
   });
   app.use(helmet({ contentSecurityPolicy: false, crossOriginEmbedderPolicy: false }));

@@ -13,7 +13,7 @@ import {
   revealBid,
 } from '../../shared/auctions/auctions';
 import type { RouteTable } from '../http/route';
-import { hex64, ownerOf, roomIdSchema, signingKey } from './governance';
+import { hex64, ownerOf, roomIdSchema, sealedAction, signingKey } from './governance';
 
 const tags = ['Sealed auctions'];
 const auctionIdSchema = z.string().regex(idPattern('auc'), 'an auction id (auc_…)');
@@ -121,10 +121,10 @@ export function auctionRoutes(table: RouteTable): RouteTable {
           }),
         },
       },
-      handler: async ({ params, body, deps }) => ({
-        status: 201,
-        body: await placeBid(deps.db, params.auctionId, body),
-      }),
+      handler: async ({ params, body, res, deps }) => {
+        sealedAction(res);
+        return { status: 201, body: await placeBid(deps.db, params.auctionId, body) };
+      },
     })
     .add({
       method: 'post',
@@ -145,10 +145,10 @@ export function auctionRoutes(table: RouteTable): RouteTable {
           }),
         },
       },
-      handler: async ({ params, body, deps }) => ({
-        status: 200,
-        body: await revealBid(deps.db, params.auctionId, body),
-      }),
+      handler: async ({ params, body, res, deps }) => {
+        sealedAction(res);
+        return { status: 200, body: await revealBid(deps.db, params.auctionId, body) };
+      },
     })
     .add({
       method: 'post',

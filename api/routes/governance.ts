@@ -34,6 +34,7 @@ import {
   intelligenceProviders,
   privatePayoutStatus,
 } from '../../shared/governance/providers';
+import type { Response } from 'express';
 import type { Principal } from '../http/auth';
 import type { RouteTable } from '../http/route';
 
@@ -46,6 +47,14 @@ const membersSchema = z.array(walletPublicKeySchema).max(1000);
 
 /** Who administers: the operator, or the license that created the room. */
 export const ownerOf = (auth: Principal): string => (auth.kind === 'license' ? auth.licenseId : 'operator');
+
+/**
+ * Marks a ballot, bid or reveal: the app neither meters it nor logs its success, since per-request counts
+ * during a live vote or auction would be a running tally (see api/app.ts).
+ */
+export const sealedAction = (res: Response): void => {
+  res.locals.sealed = true;
+};
 
 export const signingKey = () => {
   const k = servicePublicKey();
@@ -379,10 +388,10 @@ export function governanceRoutes(table: RouteTable): RouteTable {
         signature: walletSignatureSchema,
       }),
       responses: { 201: { description: 'The ballot receipt', schema: receiptSchema } },
-      handler: async ({ params, body, deps }) => ({
-        status: 201,
-        body: await castBallot(deps.db, params.proposalId, body),
-      }),
+      handler: async ({ params, body, res, deps }) => {
+        sealedAction(res);
+        return { status: 201, body: await castBallot(deps.db, params.proposalId, body) };
+      },
     })
     .add({
       method: 'post',

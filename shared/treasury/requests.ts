@@ -168,7 +168,11 @@ export async function createTreasuryRequest(
     const committee = await committeeOrThrow(trx, input.roomId, input.committee);
     // The limit row lock serializes requests against one allowance.
     await trx('spending_limits').where({ room_id: input.roomId, asset: input.asset }).forUpdate().first();
-    const left = await allowance(trx, input.roomId, input.asset);
+    // Checked and recorded at one instant, taken after the lock: stamped with its transaction's start
+    // instead, a request that waited across a period boundary would count in a period it was never checked
+    // against.
+    const now = new Date();
+    const left = await allowance(trx, input.roomId, input.asset, now);
     if (left && BigInt(input.amount) > BigInt(left.remaining))
       throw new AppError(
         422,
@@ -178,7 +182,7 @@ export async function createTreasuryRequest(
       );
     const id = newId('treq');
     const genesis = treasuryGenesis(id);
-    const createdAt = new Date().toISOString();
+    const createdAt = now.toISOString();
     const row = {
       id,
       room_id: input.roomId,
@@ -191,6 +195,7 @@ export async function createTreasuryRequest(
       threshold: committee.threshold,
       committee_size: committee.members.length,
       created_at_iso: createdAt,
+      created_at: now,
       chain_genesis: genesis,
       chain_head: genesis,
       entry_count: 0,
