@@ -184,6 +184,8 @@ export const envSchema = z.object({
   NATIVE_PROOF_CHECK: bool.default(true),
   /** A private-payments login challenge can be redeemed once, within this many seconds of issue. */
   LOGIN_CHALLENGE_TTL_SECONDS: positiveInt.default(300),
+  /** How often the worker turns new job events of webhook-subscribed jobs into signed deliveries. */
+  JOB_WEBHOOK_POLL_MS: positiveInt.default(250),
   PAYMENTS_PROVIDER_SLUG: slug.default('private-payments'),
 });
 

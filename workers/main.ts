@@ -7,6 +7,7 @@ import { env } from '../shared/env';
 import { closeJobEvents } from '../shared/jobs/notify';
 import { logger } from '../shared/log';
 import { registry } from '../shared/metrics';
+import { startWebhookRelay } from '../shared/payments/webhooks';
 import { Queues } from '../shared/queues';
 import type { QueueName } from '../shared/queues';
 import { createRedis } from '../shared/redis';
@@ -62,6 +63,9 @@ export async function startWorkerProcess(): Promise<WorkerProcess> {
 
   const follower = startChainFollower(db);
   if (follower) shutdown.register('chain-follower', () => follower.stop());
+
+  const webhookRelay = startWebhookRelay(db, queues);
+  shutdown.register('webhook-relay', () => webhookRelay.stop());
 
   if (env.WORKER_METRICS_PORT !== undefined) {
     const server = http

@@ -11,7 +11,11 @@ import { checkDb, checkRedis, queueDepths } from './health';
 import { jobSchema, jobView } from './jobs-view';
 import {
   assetPricingSchema,
+  checkJobWebhook,
   jobPaymentSchema,
+  jobWebhookRequestSchema,
+  jobWebhookSchema,
+  subscribeJobWebhook,
   jobStatusBody,
   newJobPayment,
   paymentRequiredHeader,
@@ -70,6 +74,7 @@ const createJobBody = z
   .strictObject({
     service: z.string().min(1).max(100).describe('A service id from GET /api/services'),
     input: z.record(z.string(), z.unknown()).describe("The service's input, matching its inputSchema"),
+    webhook: jobWebhookRequestSchema.optional(),
   })
   .meta({ id: 'CreateJobRequest' });
 
@@ -175,22 +180,29 @@ export function exchangeRoutes(table = new RouteTable('exchange')): RouteTable {
       responses: {
         202: {
           description: 'Accepted; poll the job or follow its events',
-          schema: z.object({ job: jobSchema, payment: jobPaymentSchema.optional() }),
+          schema: z.object({
+            job: jobSchema,
+            payment: jobPaymentSchema.optional(),
+            webhook: jobWebhookSchema.optional(),
+          }),
         },
       },
       handler: async ({ body, query, auth, req, deps }) => {
         const agentId = auth.kind === 'agent' ? auth.agentId : null;
         const referral = await referralForJob(deps.db, query.ref ?? req.header('x-referral-code'), agentId);
         const prepared = await quoteForNewJob(body.service, auth.kind === 'license');
+        await checkJobWebhook(body.webhook);
+        let webhook: z.infer<typeof jobWebhookSchema> | undefined;
         const row = await createJob(
           deps.db,
           deps.queues,
           { service: body.service, input: body.input, agentId, licensed: auth.kind === 'license' },
-          referral || prepared
+          referral || prepared || body.webhook
             ? async (trx, created) => {
                 if (referral) await attributeJob(trx, created.id, referral.id);
                 if (prepared && created.status === 'awaiting_payment')
                   await attachQuotes(trx, created, prepared);
+                if (body.webhook) webhook = await subscribeJobWebhook(trx, created, body.webhook, req, deps);
               }
             : undefined,
         );
@@ -199,7 +211,7 @@ export function exchangeRoutes(table = new RouteTable('exchange')): RouteTable {
         return {
           status: 202,
           headers: { Location: job.links.self!, ...paymentRequiredHeader(payment) },
-          body: { job, ...(payment ? { payment } : {}) },
+          body: { job, ...(payment ? { payment } : {}), ...(webhook ? { webhook } : {}) },
         };
       },
     })

@@ -1,6 +1,7 @@
 // Table A payment routes (submitPayment, getReceipt), and the payment parts of createJob, jobStatus and
 // pricing, which exchange.ts adds to its replies through the helpers below.
 import type { Request } from 'express';
+import type { Knex } from 'knex';
 import { z } from 'zod';
 import { env } from '../../shared/env';
 import type { JobRow } from '../../shared/jobs/jobs';
@@ -18,6 +19,7 @@ import {
 } from '../../shared/payments/payments';
 import type { JobPaymentView, PreparedQuotes } from '../../shared/payments/payments';
 import { RECEIPT_TYPE } from '../../shared/payments/receipts';
+import { checkWebhookTarget, registerJobWebhook, webhookEventNames } from '../../shared/payments/webhooks';
 import type { AppDeps } from '../deps';
 import { origin } from '../http/links';
 import type { RouteTable } from '../http/route';
@@ -159,6 +161,44 @@ export async function jobStatusBody(row: JobRow, req: Request, deps: AppDeps) {
     row.price_usd_cents > 0 ? await jobPayment(deps.db, row, origin(req, deps, 'base')) : undefined;
   if (payment?.links.receipt) job.links.receipt = payment.links.receipt;
   return { job, ...(payment ? { payment } : {}) };
+}
+
+export const jobWebhookRequestSchema = z
+  .strictObject({
+    url: z
+      .url({ protocol: /^https?$/ })
+      .max(2000)
+      .describe('Receives a signed POST for each state change of the job and of its payments'),
+  })
+  .meta({ id: 'JobWebhookRequest' });
+
+export const jobWebhookSchema = z
+  .object({
+    url: z.string(),
+    secret: z
+      .string()
+      .describe(
+        'HMAC-SHA256 key of the X-Delivery-Signature header of every delivery; shown once, never again',
+      ),
+    events: z.array(z.string()).describe('The event names deliveries carry'),
+  })
+  .meta({ id: 'JobWebhook' });
+
+/** For createJob, before anything is written: the target must be one deliveries may POST to. */
+export async function checkJobWebhook(webhook: { url: string } | undefined): Promise<void> {
+  if (webhook) await checkWebhookTarget(webhook.url);
+}
+
+/** For createJob, in its transaction: subscribes the job; the reply shows the secret once. */
+export async function subscribeJobWebhook(
+  trx: Knex.Transaction,
+  row: JobRow,
+  webhook: { url: string },
+  req: Request,
+  deps: AppDeps,
+): Promise<z.infer<typeof jobWebhookSchema>> {
+  const jobUrl = `${origin(req, deps, 'base')}/api/jobs/${row.id}`;
+  return { ...(await registerJobWebhook(trx, row, { url: webhook.url, jobUrl })), events: webhookEventNames };
 }
 
 /** The x402 PAYMENT-REQUIRED header value (base64 JSON) for an unpaid job. */

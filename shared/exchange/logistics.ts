@@ -17,6 +17,7 @@ import type { Queues } from '../queues';
 import { findAgent } from './agents';
 
 export const DELIVERY_TYPE = 'proof-exchange.delivery/v1';
+export const EVENT_DELIVERY_TYPE = 'proof-exchange.event/v1';
 export const deliveryMethods = ['webhook', 'polling', 'agent_handoff'] as const;
 export type DeliveryMethod = (typeof deliveryMethods)[number];
 export const deliveryStatuses = ['queued', 'delivering', 'delivered', 'failed'] as const;
@@ -49,6 +50,8 @@ export interface LogisticsRow {
   updated_at: Date;
   wait_until: Date;
   delivered_at: Date | null;
+  /** A job or payment state change to deliver now (job webhooks); null for a result delivery. */
+  event?: Record<string, unknown> | null;
 }
 
 export function logisticsView(row: LogisticsRow) {
@@ -268,6 +271,11 @@ export function deliveryBody(row: LogisticsRow, job: JobRow): string {
   });
 }
 
+/** The body of a state-change delivery: the event as recorded when it happened. */
+export function eventDeliveryBody(row: Pick<LogisticsRow, 'id' | 'event'>): string {
+  return JSON.stringify({ type: EVENT_DELIVERY_TYPE, deliveryId: row.id, ...row.event });
+}
+
 /** The signature headers of one delivery attempt. */
 export function signDelivery(
   row: Pick<LogisticsRow, 'id' | 'webhook_secret'>,
@@ -318,7 +326,7 @@ export async function processDelivery(db: Db, id: string, attempt: number): Prom
   const row = (await db('logistics_requests').where({ id }).first()) as LogisticsRow | undefined;
   if (!row || row.status === 'delivered' || row.status === 'failed') return { outcome: 'skipped' };
   const job = await getJob(db, row.job_id);
-  if (!terminalStatuses.has(job.status)) {
+  if (!terminalStatuses.has(job.status) && !row.event) {
     if (Date.now() >= new Date(row.wait_until).getTime()) {
       const reason = `The job had not ended by ${new Date(row.wait_until).toISOString()}.`;
       await failDelivery(db, id, reason);
@@ -342,7 +350,7 @@ export async function processDelivery(db: Db, id: string, attempt: number): Prom
     await failDelivery(db, id, `The target is refused: ${problem}.`);
     return { outcome: 'failed', reason: problem };
   }
-  const body = deliveryBody(row, job);
+  const body = row.event ? eventDeliveryBody(row) : deliveryBody(row, job);
   let status: number;
   try {
     const res = await fetch(row.target_url!, {

@@ -22,6 +22,7 @@ import type { Verdict } from './verdict';
 import type { Quote, RateSource } from './quote';
 import { signReceipt } from './receipts';
 import type { Receipt } from './receipts';
+import { emitWebhookEvent, enqueueWebhooks } from './webhooks';
 
 export const paymentStatuses = [
   'pending',
@@ -373,7 +374,7 @@ export async function submitPayment(
       .where({ job_id: jobId, asset: asset.id, chain: asset.network, tx_ref: txRef })
       .orderBy('created_at', 'desc')
       .first()) as PaymentRow | undefined;
-    if (ours) return { payment: ours, created: false };
+    if (ours) return { payment: ours, created: false, webhooks: [] as string[] };
     const quotes = await jobQuotes(trx, jobId);
     if (quotes.length === 0) throw conflict('payment_not_required', 'This job does not take payment.');
     if (!['awaiting_payment', 'expired'].includes(job.status)) {
@@ -418,10 +419,21 @@ export async function submitPayment(
         updated_at: now,
       })
       .returning('*')) as PaymentRow[];
-    return { payment: payment!, created: true };
+    const webhooks = await paymentWebhook(trx, payment!);
+    return { payment: payment!, created: true, webhooks };
   });
+  await enqueueWebhooks(queues, result.webhooks);
   if (result.created) await enqueuePayment(queues, result.payment.id);
-  return result;
+  return { payment: result.payment, created: result.created };
+}
+
+/** The job's webhook (if it has one) hears of the payment's new state, in the same transaction. */
+function paymentWebhook(trx: Knex.Transaction, payment: PaymentRow, receiptId?: string): Promise<string[]> {
+  return emitWebhookEvent(trx, payment.job_id, ({ base }) => ({
+    event: `payment.${payment.status}`,
+    occurredAt: iso(payment.settled_at ?? payment.updated_at)!,
+    payment: paymentView(payment, base, receiptId),
+  }));
 }
 
 /** Enqueues a payment check; a Redis failure is logged, the sweeper enqueues it from Postgres later. */
@@ -586,7 +598,8 @@ async function settle(
         })
         .returning('*')) as PaymentRow[];
       if (!row) throw new StaleSettlement();
-      if (v.status !== 'confirmed') return { row, jobQueued: false };
+      if (v.status !== 'confirmed')
+        return { row, jobQueued: false, webhooks: await paymentWebhook(trx, row) };
 
       const receiptId = newId('rcpt');
       const job = (await trx('jobs').where({ id: payment.job_id }).first()) as JobRow;
@@ -646,13 +659,19 @@ async function settle(
           }),
         ],
       );
-      return { row, jobQueued: rows.length > 0, receiptId };
+      return {
+        row,
+        jobQueued: rows.length > 0,
+        receiptId,
+        webhooks: await paymentWebhook(trx, row, receiptId),
+      };
     })
     .catch((err: unknown) => {
       if (err instanceof StaleSettlement) return undefined;
       throw err;
     });
   if (!done) return { outcome: 'skipped' };
+  await enqueueWebhooks(queues, done.webhooks);
   if (done.jobQueued) {
     jobChanged(payment.job_id);
     await enqueueJob(queues, payment.job_id);
@@ -670,17 +689,29 @@ async function settle(
 class StaleSettlement extends Error {}
 
 /** For the sweeper: a payment whose queue job ran out of attempts is ended with the reason. */
-export async function failPayment(db: Db, paymentId: string, reason: string): Promise<number> {
-  return db('payments')
-    .where({ id: paymentId })
-    .whereIn('status', openStatuses)
-    .update({
-      status: 'rejected',
-      reason: 'verification_failed',
-      detail: reason.slice(0, 500),
-      settled_at: db.fn.now(),
-      updated_at: db.fn.now(),
-    });
+export async function failPayment(
+  db: Db,
+  paymentId: string,
+  reason: string,
+  queues?: Queues,
+): Promise<number> {
+  const rows = await db.transaction(async (trx) => {
+    const failed = (await trx('payments')
+      .where({ id: paymentId })
+      .whereIn('status', openStatuses)
+      .update({
+        status: 'rejected',
+        reason: 'verification_failed',
+        detail: reason.slice(0, 500),
+        settled_at: trx.fn.now(),
+        updated_at: trx.fn.now(),
+      })
+      .returning('*')) as PaymentRow[];
+    return { failed, webhooks: failed[0] ? await paymentWebhook(trx, failed[0]) : [] };
+  });
+  // Without a queue handle (the sweeper's call) the deliveries are enqueued by the sweeper's next round.
+  if (queues) await enqueueWebhooks(queues, rows.webhooks);
+  return rows.failed.length;
 }
 
 // ---------------------------------------------------------------------------------------------------

@@ -1,0 +1,290 @@
+// bench:payments — payments verified per second through the `payments` queue (worker process, Postgres,
+// receipts) against a local EVM node, beside that node's raw JSON-RPC round-trip rate in the same run.
+// One file, three roles: the driver (default), the node (ganache) and a payments-only worker.
+import { readFileSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
+import { cpus } from 'node:os';
+import type { Asset } from '../shared/payments/assets';
+
+const N = Number(process.env.BENCH_PAYMENTS ?? 1000);
+const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);
+const RPC_CALLS = Number(process.env.BENCH_RPC_CALLS ?? 3 * N);
+const PORT = Number(process.env.BENCH_PORT ?? 3997);
+const CHAIN_ID = 1337;
+/** 50 cents (attest.batch) at 2000 USD per ETH. */
+const PRICE_WEI = 250_000_000_000_000n;
+const fmt = (n: number) => n.toFixed(1);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** The node, alone in its process as a real one would be: ganache, instamine, deterministic wallet. */
+async function chainRole() {
+  const { default: ganache } = await import('ganache');
+  // ganache's bundled typings resolve the options type to `undefined` under this tsconfig.
+  const startServer = ganache.server as (options: object) => ReturnType<typeof ganache.server>;
+  const server = startServer({
+    logging: { quiet: true },
+    chain: { chainId: CHAIN_ID },
+    wallet: { deterministic: true, totalAccounts: CONCURRENCY + 1, defaultBalance: 10_000 },
+  });
+  await server.listen(Number(process.env.BENCH_RPC_PORT), '127.0.0.1');
+  process.on('SIGTERM', () => void server.close().finally(() => process.exit(0)));
+}
+
+/** The `payments` consumer exactly as workers/main.ts builds it, without the other queues' work. */
+async function workerRole() {
+  const { createDb } = await import('../shared/db/knex');
+  const { createRedis } = await import('../shared/redis');
+  const { startWorker } = await import('../workers/pool');
+  const { paymentsProcessor } = await import('../workers/processors/payments');
+  const db = createDb();
+  const redis = createRedis('worker');
+  const profile = process.env.BENCH_PROFILE ? await startProfile() : undefined;
+  const worker = startWorker('payments', paymentsProcessor(db), redis);
+  process.on('SIGTERM', async () => {
+    await profile?.(process.env.BENCH_PROFILE!);
+    await worker.close();
+    redis.disconnect();
+    await db.destroy();
+    process.exit(0);
+  });
+}
+
+/** BENCH_PROFILE=file: the worker's CPU profile (open in Chrome DevTools) for the whole run. */
+async function startProfile() {
+  const { Session } = await import('node:inspector/promises');
+  const session = new Session();
+  session.connect();
+  await session.post('Profiler.enable');
+  await session.post('Profiler.start');
+  return async (file: string) => {
+    const { profile } = await session.post('Profiler.stop');
+    writeFileSync(file, JSON.stringify(profile));
+  };
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer().listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as net.AddressInfo;
+      s.close(() => resolve(port));
+    });
+    s.on('error', reject);
+  });
+}
+
+/** CPU time (user + system) a process has used so far, in ms; Linux only, else NaN. */
+function cpuMs(pid: number | undefined): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // utime, stime in USER_HZ ticks
+  } catch {
+    return NaN;
+  }
+}
+
+async function until(what: string, ok: () => Promise<boolean>, timeoutMs = 30_000) {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await ok().catch(() => false))) {
+    if (Date.now() > deadline) throw new Error(`${what} did not happen in time`);
+    await sleep(50);
+  }
+}
+
+async function driver() {
+  const { Queue } = await import('bullmq');
+  const { Redis } = await import('ioredis');
+  const { default: pg } = await import('pg');
+  const { createHash } = await import('node:crypto');
+  const { benchStack, httpClient, percentile, pool } = await import('./stack');
+  const { createEvmAdapter } = await import('../shared/chains/evm');
+
+  const stack = await benchStack();
+  try {
+    const rpcPort = await freePort();
+    const rpcUrl = `http://127.0.0.1:${rpcPort}`;
+    const node = stack.spawn('bench/payments.ts', {
+      BENCH_PAYMENTS_ROLE: 'chain',
+      BENCH_RPC_PORT: String(rpcPort),
+    });
+    const rpcCall = httpClient(rpcUrl, CONCURRENCY);
+    let rpcId = 0;
+    async function rpc<T>(method: string, params: unknown[] = []): Promise<T> {
+      const res = await rpcCall('POST', '/', JSON.stringify({ jsonrpc: '2.0', id: ++rpcId, method, params }));
+      const doc = JSON.parse(res.body) as { result: T; error?: { message: string } };
+      if (doc.error) throw new Error(`${method}: ${doc.error.message}`);
+      return doc.result;
+    }
+    await until('the EVM node', async () => Boolean(await rpc<string>('eth_chainId')));
+    const accounts = await rpc<string[]>('eth_accounts');
+    const treasury = accounts[0]!;
+    const payers = accounts.slice(1);
+
+    const paymentEnv = {
+      EVM_RPC_URL: rpcUrl,
+      EVM_CONFIRMATIONS: '1',
+      TREASURY_EVM: treasury,
+      ASSETS_JSON: JSON.stringify({
+        ETH: { network: `eip155:${CHAIN_ID}` },
+        'USDC-ETH': { disabled: true },
+        'WBTC-ETH': { disabled: true },
+      }),
+      RATES_USD: 'ETH=2000',
+    };
+    const base = `http://127.0.0.1:${PORT}`;
+    stack.spawn('api/main.ts', {
+      ...paymentEnv,
+      PORT: String(PORT),
+      HOST: '127.0.0.1',
+      RATE_LIMIT_ENABLED: 'false',
+    });
+    const worker = stack.spawn('bench/payments.ts', {
+      ...paymentEnv,
+      BENCH_PAYMENTS_ROLE: 'worker',
+      WORKER_CONCURRENCY: String(CONCURRENCY),
+    });
+    const connection = new Redis(stack.redisUrl, { maxRetriesPerRequest: null });
+    const queue = new Queue('payments', { connection, prefix: stack.prefix });
+    // Held until every payment is submitted, so the timed part is verification alone.
+    await queue.pause();
+    const call = httpClient(base, CONCURRENCY);
+    await until('web', async () => (await call('GET', '/api/health')).status === 200);
+    await until('the payments worker', async () => (await queue.getWorkersCount()) > 0);
+    const db = new pg.Client({ connectionString: stack.databaseUrl });
+    // Dropping the database at the end cuts this connection; a failure before then must stay visible.
+    db.on('error', () => undefined);
+    await db.connect();
+
+    console.log(
+      `bench:payments — ${N} ETH payments, ${CONCURRENCY} in flight, EVM_CONFIRMATIONS=1, on ${cpus().length} cores`,
+    );
+
+    // 1. N real transfers, mined. One lane per payer: the node numbers each sender's transactions in turn.
+    let t = performance.now();
+    const hashes: string[] = [];
+    let claimed = 0;
+    await pool(payers, payers.length, async (from) => {
+      while (claimed++ < N) {
+        const value = `0x${PRICE_WEI.toString(16)}`;
+        hashes.push(await rpc<string>('eth_sendTransaction', [{ from, to: treasury, value, gas: '0x5208' }]));
+      }
+    });
+    const transfersPerSecond = N / ((performance.now() - t) / 1000);
+
+    // 2. N priced jobs, and a payment submitted for each (held in the paused queue).
+    t = performance.now();
+    await pool([...Array(N).keys()], CONCURRENCY, async (i) => {
+      const digest = createHash('sha256').update(`bench payment ${i}`).digest('hex');
+      const job = await call(
+        'POST',
+        '/api/jobs',
+        JSON.stringify({ service: 'attest.batch', input: { digests: [digest] } }),
+      );
+      if (job.status !== 202) throw new Error(`createJob answered ${job.status}: ${job.body}`);
+      const jobId = (JSON.parse(job.body) as { job: { id: string } }).job.id;
+      const paid = await call(
+        'POST',
+        `/api/jobs/${jobId}/payment`,
+        JSON.stringify({ asset: 'ETH', txRef: hashes[i] }),
+      );
+      if (paid.status !== 202) throw new Error(`submitPayment answered ${paid.status}: ${paid.body}`);
+    });
+    const submitPerSecond = N / ((performance.now() - t) / 1000);
+
+    // 3. The node's raw round trip: eth_getTransactionReceipt, same concurrency, same keep-alive client.
+    await pool(
+      hashes.slice(0, Math.min(N, 200)),
+      CONCURRENCY,
+      async (h) => void (await rpc('eth_getTransactionReceipt', [h])),
+    );
+    t = performance.now();
+    const rpcLat = await pool([...Array(RPC_CALLS).keys()], CONCURRENCY, async (i) => {
+      const receipt = await rpc<{ status: string } | null>('eth_getTransactionReceipt', [hashes[i % N]]);
+      if (!receipt) throw new Error('receipt missing');
+    });
+    const rpcPerSecond = RPC_CALLS / ((performance.now() - t) / 1000);
+
+    // 4. The adapter alone (the worker's chain calls, no queue or database), in this process.
+    const asset: Asset = {
+      id: 'ETH',
+      symbol: 'ETH',
+      name: 'Ether',
+      family: 'evm',
+      network: `eip155:${CHAIN_ID}`,
+      decimals: 18,
+      stable: false,
+    };
+    const adapter = createEvmAdapter({ rpcUrl, confirmations: 1, timeoutMs: 10_000, retries: 0 });
+    const verify = async (h: string) => {
+      const r = await adapter.verifyTransfer({ asset, txRef: h, to: treasury, minAmount: PRICE_WEI });
+      if (r.status !== 'confirmed') throw new Error(`adapter: ${r.status} ${r.reason ?? ''}`);
+    };
+    await pool(hashes.slice(0, Math.min(N, 200)), CONCURRENCY, verify);
+    t = performance.now();
+    await pool(hashes, CONCURRENCY, verify);
+    const adapterPerSecond = N / ((performance.now() - t) / 1000);
+
+    // 5. Through the queue: release the held payments, time until every one is confirmed.
+    const counts = async () => {
+      const { rows } = await db.query<{ status: string; n: string }>(
+        'select status, count(*) n from payments group by status',
+      );
+      return Object.fromEntries(rows.map((r) => [r.status, Number(r.n)])) as Record<string, number>;
+    };
+    const cpuBefore = { worker: cpuMs(worker.pid), node: cpuMs(node.pid) };
+    t = performance.now();
+    await queue.resume();
+    for (;;) {
+      const c = await counts();
+      if ((c.confirmed ?? 0) >= N) break;
+      const settledOtherwise = Object.entries(c).filter(
+        ([s]) => !['pending', 'verifying', 'confirmed'].includes(s),
+      );
+      if (settledOtherwise.length) throw new Error(`payments not confirmed: ${JSON.stringify(c)}`);
+      await sleep(10);
+    }
+    const elapsed = (performance.now() - t) / 1000;
+    const workerCpu = (cpuMs(worker.pid) - cpuBefore.worker) / N;
+    const nodeCpu = (cpuMs(node.pid) - cpuBefore.node) / N;
+    const paymentsPerSecond = N / elapsed;
+    const { rows } = await db.query<{ checks: string; receipts: string; queued: string }>(
+      `select (select sum(checks) from payments) checks, (select count(*) from receipts) receipts,
+              (select count(*) from jobs where status = 'queued') queued`,
+    );
+    const stats = rows[0]!;
+    await db.end();
+    await queue.close();
+    connection.disconnect();
+
+    const callsPerCheck = 3; // eth_getTransactionByHash, eth_getTransactionReceipt, eth_blockNumber
+    console.log(`transfers sent and mined (ganache):        ${fmt(transfersPerSecond)} tx/s`);
+    console.log(`createJob + submitPayment over HTTP:       ${fmt(submitPerSecond)} payments/s`);
+    console.log(
+      `raw RPC eth_getTransactionReceipt:         ${fmt(rpcPerSecond)} calls/s  (p50/p99 ${fmt(percentile(rpcLat, 50))} / ${fmt(percentile(rpcLat, 99))} ms)`,
+    );
+    console.log(
+      `EVM adapter verifyTransfer alone:          ${fmt(adapterPerSecond)} verifications/s  (${callsPerCheck} RPC calls each)`,
+    );
+    console.log(
+      `payments verified through the queue:       ${fmt(paymentsPerSecond)} payments/s  (${N} in ${elapsed.toFixed(2)} s; ${stats.checks} checks, ${stats.receipts} receipts, ${stats.queued} jobs queued)`,
+    );
+    console.log(
+      `CPU per payment, worker / node:            ${workerCpu.toFixed(2)} / ${nodeCpu.toFixed(2)} ms`,
+    );
+    console.log(
+      `ratio payments/s / raw RPC calls/s:        ${((paymentsPerSecond / rpcPerSecond) * 100).toFixed(1)} %  (the RPC bound at ${callsPerCheck} calls per check is ${((1 / callsPerCheck) * 100).toFixed(1)} %)`,
+    );
+    console.log(
+      `ratio through the queue / adapter alone:   ${((paymentsPerSecond / adapterPerSecond) * 100).toFixed(1)} %`,
+    );
+  } finally {
+    await stack.close();
+  }
+}
+
+const role = process.env.BENCH_PAYMENTS_ROLE;
+if (role === 'chain') await chainRole();
+else if (role === 'worker') await workerRole();
+else {
+  await driver();
+  process.exit(0);
+}
