@@ -1,6 +1,10 @@
 // bench:prover — blind policy proofs per second and per-proof latency through the queue (POST prove over
 // HTTP → web → Postgres + BullMQ → prover process → Postgres; web and prover as child processes, as
-// deployed) against snarkjs.groth16.fullProve called directly in this process, for each policy.
+// deployed) against snarkjs.groth16.fullProve called directly in this process, for each policy; then
+// proving time alone, native prover and snarkjs side by side on each policy circuit and on a synthetic
+// ~2^16-constraint circuit (rapidsnark too when RAPIDSNARK_BIN is set).
+// The synthetic circuit is built once into .cache/bench (bench/large-circuit.ts): the first run spends
+// tens of minutes on its development powers of tau; BENCH_LARGE=0 skips that part.
 import { createServer } from 'node:net';
 import { cpus } from 'node:os';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
@@ -9,15 +13,21 @@ import * as snarkjs from 'snarkjs';
 import {
   artifactPaths,
   describePolicies,
+  loadVerificationKey,
   policyIds,
   preparePolicyInput,
   terminateCurves,
 } from '../shared/zk/index';
 import type { PolicyId } from '../shared/zk/index';
+import { ensureLargeCircuit } from './large-circuit';
+import { formatSideBySide, sideBySide, witnessFor } from './proving';
 import { benchStack, percentile, pool } from './stack';
 
 const N = Number(process.env.BENCH_PROOFS ?? 24);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? Math.max(2, cpus().length * 2));
+const PROVING_RUNS = Number(process.env.BENCH_PROVING_RUNS ?? 5);
+const LARGE = process.env.BENCH_LARGE !== '0';
+const RAPIDSNARK_BIN = process.env.RAPIDSNARK_BIN || undefined;
 const fmt = (n: number, d = 1) => (Number.isFinite(n) ? n.toFixed(d) : '–');
 
 const inputs: Record<PolicyId, Record<string, unknown>> = {
@@ -180,8 +190,20 @@ try {
     `bench:prover — ${N} proofs per policy, ${CONCURRENCY} in flight, ${cpus().length} cores, prover backend ${status.prover.configuredBackend} (PROVER_BACKEND)`,
   );
   const constraints = Object.fromEntries(describePolicies().map((p) => [p.id, p.constraints]));
+  const proving: string[] = [];
   for (const policy of policyIds) {
     const d = await direct(policy);
+    const circuit = describePolicies().find((p) => p.id === policy)!.circuit;
+    const paths = artifactPaths(circuit);
+    const prepared = await preparePolicyInput(policy, inputs[policy]);
+    const side = await sideBySide({
+      zkey: paths.zkey,
+      vkey: await loadVerificationKey(circuit),
+      wtns: await witnessFor(paths.wasm, prepared.circuitInput),
+      runs: PROVING_RUNS,
+      rapidsnarkBin: RAPIDSNARK_BIN,
+    });
+    proving.push(`  ${policy.padEnd(12)} ${formatSideBySide(side, fmt)}`);
     await terminateCurves(); // leave the cores to the prover process
     await throughQueue(base, db, policy, 2); // warm-up: connections, JIT
     const q = await throughQueue(base, db, policy);
@@ -203,6 +225,25 @@ try {
     );
   }
   await db.end();
+  console.log(
+    `\nproving only (median of ${PROVING_RUNS}, same witness, warm: key loaded once, snarkjs from zkey bytes)`,
+  );
+  for (const line of proving) console.log(line);
+  if (LARGE) {
+    const large = await ensureLargeCircuit();
+    const input = large.randomInput();
+    const side = await sideBySide({
+      zkey: large.zkey,
+      vkey: large.vkey,
+      wtns: await witnessFor(large.wasm, input),
+      runs: PROVING_RUNS,
+      snarkjsRuns: 3,
+      rapidsnarkBin: RAPIDSNARK_BIN,
+    });
+    console.log(
+      `  ${large.name.padEnd(12)} ${formatSideBySide(side, fmt)}  [${large.constraints} constraints]`,
+    );
+  }
 } finally {
   await terminateCurves();
   await stack.close();

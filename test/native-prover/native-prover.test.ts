@@ -115,12 +115,42 @@ describe('inputs', () => {
     const raw = wtns.slice(data.offset, data.offset + data.size);
     const fromBytes = await native.load(readFileSync(f.zkey));
     try {
-      expect(fromBytes.info).toEqual((await prover('mixed')).info);
+      const { nVars, nPublic, domainSize } = (await prover('mixed')).info;
+      expect(fromBytes.info).toMatchObject({ nVars, nPublic, domainSize });
       const out = await fromBytes.prove(raw, { threads: 2 });
       expect(await snarkjs.groth16.verify(f.vkey, out.publicSignals, out.proof)).toBe(true);
     } finally {
       fromBytes.release();
     }
+  });
+
+  it('proves with plain tables, with shifted tables built eagerly, and with ones built in the background', async () => {
+    const f = fixture('chain');
+    const wtns = await computeWitness(f.wasm, f.randomInput());
+    const verify = async (p: CircuitProver) => {
+      const out = await p.prove(wtns);
+      expect(await snarkjs.groth16.verify(f.vkey, out.publicSignals, out.proof)).toBe(true);
+    };
+    const off = await native.load(f.zkey, { precompute: 'off' });
+    const eager = await native.load(f.zkey, { precompute: 'eager' });
+    const background = await native.load(f.zkey, { precompute: 'background' });
+    try {
+      await verify(off);
+      expect(off.info.precomputed).toBe(false);
+      expect(eager.info.precomputed).toBe(true);
+      expect(eager.info.tableBytes).toBeGreaterThan(2 * off.info.tableBytes);
+      await verify(eager);
+      await verify(background); // with whichever tables are in at this moment
+      for (let i = 0; i < 300 && !background.info.precomputed; i++)
+        await new Promise((r) => setTimeout(r, 20));
+      expect(background.info.precomputed).toBe(true);
+      await verify(background);
+    } finally {
+      off.release();
+      eager.release();
+      background.release();
+    }
+    await expect(native.load(f.zkey, { precompute: 'always' as 'off' })).rejects.toThrow(RangeError);
   });
 
   it('reports the circuit shape from the zkey header', async () => {

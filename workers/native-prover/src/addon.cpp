@@ -1,11 +1,13 @@
 // Node-API binding: loads proving keys into external handles and proves on libuv worker threads.
 #include <node_api.h>
 
+#include <algorithm>
 #include <cstring>
 #include <new>
 #include <string>
 #include <vector>
 
+#include "msm.hpp"
 #include "pool.hpp"
 #include "prover.hpp"
 
@@ -23,13 +25,52 @@ struct AsyncBase {
   virtual ~AsyncBase() = default;
 };
 
+enum class Precompute { Eager, Background, Off };
+
 struct LoadJob : AsyncBase {
   std::string path;
   std::vector<uint8_t> bytes;
   bool fromBuffer = false;
   unsigned threads = 1;
+  Precompute precompute = Precompute::Background;
   std::shared_ptr<const np::ProvingKey> result;
 };
+
+// Builds a loaded key's shifted tables off the event loop; proofs meanwhile use the plain ones.
+struct TablesJob {
+  napi_async_work work = nullptr;
+  std::shared_ptr<const np::ProvingKey> pk;
+  unsigned threads = 1;
+};
+
+void startTables(napi_env env, std::shared_ptr<const np::ProvingKey> pk, unsigned threads) {
+  auto* job = new TablesJob{nullptr, std::move(pk), threads};
+  napi_value name;
+  napi_create_string_utf8(env, "nativeProverTables", NAPI_AUTO_LENGTH, &name);
+  napi_status st = napi_create_async_work(
+      env, nullptr, name,
+      [](napi_env, void* data) {
+        auto* j = static_cast<TablesJob*>(data);
+        // A key released meanwhile needs no tables; a failure (memory) leaves the plain ones in place.
+        if (j->pk.use_count() > 1) {
+          try {
+            np::precomputeTables(*j->pk, j->threads);
+          } catch (...) {
+          }
+        }
+        j->pk.reset();
+      },
+      [](napi_env env, napi_status, void* data) {
+        auto* j = static_cast<TablesJob*>(data);
+        napi_delete_async_work(env, j->work);
+        delete j;
+      },
+      job, &job->work);
+  if (st != napi_ok || napi_queue_async_work(env, job->work) != napi_ok) {
+    if (job->work) napi_delete_async_work(env, job->work);
+    delete job;
+  }
+}
 
 struct ProveJob : AsyncBase {
   std::shared_ptr<const np::ProvingKey> pk;
@@ -111,6 +152,17 @@ bool readBytes(napi_env env, napi_value v, std::vector<uint8_t>* out) {
   return true;
 }
 
+bool readStringArg(napi_env env, napi_value v, std::string* out) {
+  napi_valuetype t;
+  if (!v || napi_typeof(env, v, &t) != napi_ok || t != napi_string) return false;
+  size_t len = 0;
+  napi_get_value_string_utf8(env, v, nullptr, 0, &len);
+  out->resize(len + 1);
+  napi_get_value_string_utf8(env, v, &(*out)[0], len + 1, &len);
+  out->resize(len);
+  return true;
+}
+
 void finalizeHolder(napi_env, void* data, void*) { delete static_cast<KeyHolder*>(data); }
 
 KeyHolder* getHolder(napi_env env, napi_value v) {
@@ -121,10 +173,10 @@ KeyHolder* getHolder(napi_env env, napi_value v) {
   return static_cast<KeyHolder*>(data);
 }
 
-// load(pathOrBytes, threads?) -> Promise<handle>
+// load(pathOrBytes, threads?, precompute? 'eager' | 'background' | 'off') -> Promise<handle>
 napi_value Load(napi_env env, napi_callback_info info) {
-  size_t argc = 2;
-  napi_value argv[2];
+  size_t argc = 3;
+  napi_value argv[3] = {nullptr, nullptr, nullptr};
   CHECK(napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr));
   if (argc < 1) return throwType(env, "load(zkey, threads?) needs a path or a buffer");
   auto* job = new LoadJob();
@@ -149,6 +201,20 @@ napi_value Load(napi_env env, napi_callback_info info) {
     }
     job->threads = np::ThreadPool::defaultThreads();
   }
+  if (argc > 2) {
+    napi_valuetype pt;
+    napi_typeof(env, argv[2], &pt);
+    std::string mode;
+    if (pt != napi_undefined) {
+      if (!readStringArg(env, argv[2], &mode) || (mode != "eager" && mode != "background" && mode != "off")) {
+        delete job;
+        return throwType(env, "precompute must be 'eager', 'background' or 'off'");
+      }
+      job->precompute = mode == "eager" ? Precompute::Eager
+                        : mode == "off" ? Precompute::Off
+                                        : Precompute::Background;
+    }
+  }
   napi_value promise, name;
   CHECK(napi_create_promise(env, &job->deferred, &promise));
   napi_create_string_utf8(env, "nativeProverLoad", NAPI_AUTO_LENGTH, &name);
@@ -157,8 +223,9 @@ napi_value Load(napi_env env, napi_callback_info info) {
       [](napi_env, void* data) {
         auto* j = static_cast<LoadJob*>(data);
         capture(j, [&] {
-          j->result = j->fromBuffer ? np::loadZkeyBuffer(j->bytes.data(), j->bytes.size(), j->threads)
-                                    : np::loadZkeyFile(j->path, j->threads);
+          const bool eager = j->precompute == Precompute::Eager;
+          j->result = j->fromBuffer ? np::loadZkeyBuffer(j->bytes.data(), j->bytes.size(), j->threads, eager)
+                                    : np::loadZkeyFile(j->path, j->threads, eager);
           std::vector<uint8_t>().swap(j->bytes);
         });
       },
@@ -174,6 +241,7 @@ napi_value Load(napi_env env, napi_callback_info info) {
             rejectWith(env, j);
           } else {
             napi_resolve_deferred(env, j->deferred, ext);
+            if (j->precompute == Precompute::Background) startTables(env, j->result, j->threads);
           }
         } else {
           rejectWith(env, j);
@@ -256,6 +324,11 @@ napi_value Info(napi_env env, napi_callback_info info) {
   napi_set_named_property(env, obj, "nPublic", v);
   napi_create_uint32(env, holder->pk->domainSize, &v);
   napi_set_named_property(env, obj, "domainSize", v);
+  std::shared_ptr<const np::MsmSet> tables = holder->pk->tables();
+  napi_get_boolean(env, tables->shifted, &v);
+  napi_set_named_property(env, obj, "precomputed", v);
+  napi_create_double(env, (double)tables->bytes(), &v);
+  napi_set_named_property(env, obj, "tableBytes", v);
   return obj;
 }
 
@@ -276,6 +349,181 @@ napi_value DefaultThreads(napi_env env, napi_callback_info) {
   return v;
 }
 
+// ---- Test-only surface: the arithmetic under the prover, exposed so it can be checked against
+// independent references. Inputs are validated; nothing here is used by the prover itself.
+
+napi_value throwRange(napi_env env, const char* msg) {
+  napi_throw_range_error(env, "ERR_OUT_OF_RANGE", msg);
+  return nullptr;
+}
+
+napi_value bufferFrom(napi_env env, const void* data, size_t len) {
+  napi_value buf;
+  void* copy = nullptr;
+  if (napi_create_buffer_copy(env, len, data, &copy, &buf) != napi_ok) return nullptr;
+  return buf;
+}
+
+// Reads an optional non-negative integer property of an options object; false when present but invalid.
+bool optionalUint(napi_env env, napi_value obj, const char* name, unsigned max, unsigned* out) {
+  napi_valuetype t;
+  if (!obj || napi_typeof(env, obj, &t) != napi_ok || t == napi_undefined || t == napi_null) return true;
+  if (t != napi_object) return false;
+  bool has = false;
+  napi_has_named_property(env, obj, name, &has);
+  if (!has) return true;
+  napi_value v;
+  napi_get_named_property(env, obj, name, &v);
+  if (napi_typeof(env, v, &t) != napi_ok) return false;
+  if (t == napi_undefined) return true;
+  if (t != napi_number) return false;
+  double d;
+  napi_get_value_double(env, v, &d);
+  if (!(d >= 0 && d <= max) || d != (double)(unsigned)d) return false;
+  *out = (unsigned)d;
+  return true;
+}
+
+template <class F>
+bool fieldOp(const std::string& op, const std::string& impl, const F& a, const F& b, F* r) {
+  if (op == "add") {
+    *r = F::add(a, b);
+  } else if (op == "sub") {
+    *r = F::sub(a, b);
+  } else if (op == "neg") {
+    *r = F::neg(a);
+  } else if (op == "mul" || op == "square") {
+    const F& y = op == "mul" ? b : a;
+    if (impl == "portable") {
+      *r = F::mulPortable(a, y);
+#ifdef NP_HAVE_ADX_PATH
+    } else if (impl == "adx") {
+      *r = F::mulAdx(a, y);
+#endif
+    } else {
+      *r = op == "mul" ? F::mul(a, b) : F::sqr(a);
+    }
+  } else if (op == "inverse") {
+    if (a.isZero()) return false;
+    *r = F::inv(a);
+  } else if (op == "toMontgomery") {
+    *r = F::fromStd(a.v);
+  } else if (op == "fromMontgomery") {
+    np::U256 x = a.toStd();
+    std::memcpy(r->v, x.v, 32);
+  } else {
+    return false;
+  }
+  return true;
+}
+
+// _fieldOp(field 'fq' | 'fr', op, a, b?, impl? 'auto' | 'portable' | 'adx') -> 32-byte Buffer.
+// a and b are 32-byte little-endian values below the modulus, taken as the stored (Montgomery) form.
+napi_value FieldOpFn(napi_env env, napi_callback_info info) {
+  size_t argc = 5;
+  napi_value argv[5] = {nullptr, nullptr, nullptr, nullptr, nullptr};
+  CHECK(napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr));
+  std::string field, op, impl = "auto";
+  if (!readStringArg(env, argv[0], &field) || (field != "fq" && field != "fr")) {
+    return throwType(env, "field must be 'fq' or 'fr'");
+  }
+  if (!readStringArg(env, argv[1], &op)) return throwType(env, "op must be a string");
+  if (argc > 4 && argv[4]) {
+    napi_valuetype t;
+    napi_typeof(env, argv[4], &t);
+    if (t != napi_undefined && !readStringArg(env, argv[4], &impl)) {
+      return throwType(env, "impl must be a string");
+    }
+  }
+  if (impl != "auto" && impl != "portable" && impl != "adx") return throwType(env, "unknown impl");
+  if (impl == "adx" && !np::usesAdx()) return throwRange(env, "this CPU has no BMI2/ADX");
+  std::vector<uint8_t> ab, bb(32, 0);
+  if (!readBytes(env, argv[2], &ab) || ab.size() != 32) return throwType(env, "a must be 32 bytes");
+  if (argc > 3 && argv[3]) {
+    napi_valuetype t;
+    napi_typeof(env, argv[3], &t);
+    if (t != napi_undefined && t != napi_null && (!readBytes(env, argv[3], &bb) || bb.size() != 32)) {
+      return throwType(env, "b must be 32 bytes");
+    }
+  }
+  auto run = [&](auto tag) -> napi_value {
+    using F = np::Field<decltype(tag)>;
+    F a, b, r;
+    std::memcpy(a.v, ab.data(), 32);
+    std::memcpy(b.v, bb.data(), 32);
+    if (!F::isCanonical(a.v) || !F::isCanonical(b.v)) {
+      return throwRange(env, "operand is not below the modulus");
+    }
+    if (!fieldOp(op, impl, a, b, &r)) return throwRange(env, "unknown op, or the inverse of zero");
+    return bufferFrom(env, r.v, 32);
+  };
+  return field == "fq" ? run(np::FqTag{}) : run(np::FrTag{});
+}
+
+template <class F>
+napi_value msmFn(napi_env env, napi_callback_info info) {
+  using P = np::Affine<F>;
+  size_t argc = 3;
+  napi_value argv[3] = {nullptr, nullptr, nullptr};
+  CHECK(napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr));
+  std::vector<uint8_t> pb, sb;
+  if (!readBytes(env, argv[0], &pb) || pb.size() % sizeof(P) != 0) {
+    return throwType(env, "points must be affine points in the zkey layout");
+  }
+  if (!readBytes(env, argv[1], &sb) || sb.size() != pb.size() / sizeof(P) * 32) {
+    return throwType(env, "scalars must be one 32-byte little-endian value per point");
+  }
+  const size_t n = pb.size() / sizeof(P);
+  unsigned c = 0, copies = 0, threads = 1;
+  if (!optionalUint(env, argv[2], "c", np::kMaxWindowBits, &c) || (c != 0 && c < 2) ||
+      !optionalUint(env, argv[2], "copies", 256, &copies) ||
+      !optionalUint(env, argv[2], "threads", 64, &threads)) {
+    return throwRange(env, "options: c in 2..15, copies in 1..256, threads in 1..64");
+  }
+  std::vector<P> points(n);
+  std::memcpy(points.data(), pb.data(), pb.size());
+  for (const P& p : points) {
+    const np::u64* words = reinterpret_cast<const np::u64*>(&p);
+    for (size_t k = 0; k < sizeof(P) / 32; ++k) {
+      if (!np::Fq::isCanonical(words + 4 * k)) {
+        return throwRange(env, "a coordinate is not below the modulus");
+      }
+    }
+    if (!np::onCurve(p)) return throwRange(env, "a point is not on the curve");
+  }
+  std::vector<np::U256> scalars(n);
+  std::memcpy(scalars.data(), sb.data(), sb.size());
+  for (const auto& s : scalars) {
+    if (!np::Fr::isCanonical(s.v)) return throwRange(env, "a scalar is not below the group order");
+  }
+  threads = std::max(1u, threads);
+  np::TableShape shape = np::planTable(std::max<size_t>(1, n), sizeof(P), 16u << 20, threads);
+  if (c) shape = np::TableShape{c, np::windowsFor(c), 1};
+  if (copies) {
+    unsigned nW = np::windowsFor(shape.c);
+    copies = std::min(copies, nW);
+    shape.stride = (nW + copies - 1) / copies;
+    shape.copies = (nW + shape.stride - 1) / shape.stride;
+  }
+  try {
+    np::MsmTable<F> table = np::buildTable(std::move(points), shape, threads);
+    P r = np::msm(table, scalars.data(), n, threads).toAffine();
+    return bufferFrom(env, &r, sizeof(P));
+  } catch (const std::exception& e) {
+    napi_throw_error(env, "PROVER_FAILED", e.what());
+    return nullptr;
+  }
+}
+
+// _cpu() -> { adx }: whether field multiplication takes the MULX/ADCX/ADOX path here.
+napi_value CpuFn(napi_env env, napi_callback_info) {
+  napi_value obj, v;
+  napi_create_object(env, &obj);
+  napi_get_boolean(env, np::usesAdx(), &v);
+  napi_set_named_property(env, obj, "adx", v);
+  return obj;
+}
+
 napi_value Init(napi_env env, napi_value exports) {
   napi_property_descriptor props[] = {
       {"load", nullptr, Load, nullptr, nullptr, nullptr, napi_default, nullptr},
@@ -283,6 +531,10 @@ napi_value Init(napi_env env, napi_value exports) {
       {"info", nullptr, Info, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"release", nullptr, Release, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"defaultThreads", nullptr, DefaultThreads, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"_fieldOp", nullptr, FieldOpFn, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"_msmG1", nullptr, msmFn<np::Fq>, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"_msmG2", nullptr, msmFn<np::Fq2>, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"_cpu", nullptr, CpuFn, nullptr, nullptr, nullptr, napi_default, nullptr},
   };
   CHECK(napi_define_properties(env, exports, sizeof(props) / sizeof(props[0]), props));
   return exports;

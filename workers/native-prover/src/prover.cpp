@@ -194,7 +194,29 @@ P readPoint(const ByteSource& src, uint64_t& pos, const char* name) {
   return p;
 }
 
-std::shared_ptr<const ProvingKey> loadZkey(const ByteSource& src, unsigned threads) {
+// Shifted copies trade memory and load time for proving time: small keys get a copy for every window,
+// large ones up to four times the key's own points, and only where the planner expects them to pay off.
+TableShape shiftedShape(size_t n, size_t pointBytes, unsigned threads) {
+  const size_t budget = std::max<size_t>(16u << 20, 4 * n * pointBytes);
+  return planTable(n, pointBytes, budget, threads);
+}
+
+template <class F>
+std::shared_ptr<const MsmTable<F>> plainTable(std::vector<Affine<F>>&& points, unsigned threads) {
+  TableShape shape = planTable(points.size(), sizeof(Affine<F>), 0, threads);
+  return std::make_shared<const MsmTable<F>>(buildTable(std::move(points), shape, threads));
+}
+
+template <class F>
+std::shared_ptr<const MsmTable<F>> shiftedTable(const std::shared_ptr<const MsmTable<F>>& plain,
+                                                unsigned threads) {
+  TableShape shape = shiftedShape(plain->n, sizeof(Affine<F>), threads);
+  if (shape.copies == 1) return plain;  // no copies pay off here: share the plain table
+  std::vector<Affine<F>> bases(plain->points.begin(), plain->points.begin() + plain->n);
+  return std::make_shared<const MsmTable<F>>(buildTable(std::move(bases), shape, threads));
+}
+
+std::shared_ptr<const ProvingKey> loadZkey(const ByteSource& src, unsigned threads, bool precompute) {
   auto sections = readSections(src, "zkey", zkeyFail);
   auto pk = std::make_shared<ProvingKey>();
 
@@ -258,11 +280,23 @@ std::shared_ptr<const ProvingKey> loadZkey(const ByteSource& src, unsigned threa
                      [](const Coef& a, const Coef& b) { return a.constraint < b.constraint; });
   }
 
-  readPoints(src, uniqueSection(sections, 5, zkeyFail), pk->nVars, pk->pointsA, "A", threads);
-  readPoints(src, uniqueSection(sections, 6, zkeyFail), pk->nVars, pk->pointsB1, "B1", threads);
-  readPoints(src, uniqueSection(sections, 7, zkeyFail), pk->nVars, pk->pointsB2, "B2", threads);
-  readPoints(src, uniqueSection(sections, 8, zkeyFail), pk->nVars - pk->nPublic - 1, pk->pointsC, "C", threads);
-  readPoints(src, uniqueSection(sections, 9, zkeyFail), pk->domainSize, pk->pointsH, "H", threads);
+  {
+    std::vector<G1Affine> a, b1, c, h;
+    std::vector<G2Affine> b2;
+    readPoints(src, uniqueSection(sections, 5, zkeyFail), pk->nVars, a, "A", threads);
+    readPoints(src, uniqueSection(sections, 6, zkeyFail), pk->nVars, b1, "B1", threads);
+    readPoints(src, uniqueSection(sections, 7, zkeyFail), pk->nVars, b2, "B2", threads);
+    readPoints(src, uniqueSection(sections, 8, zkeyFail), pk->nVars - pk->nPublic - 1, c, "C", threads);
+    readPoints(src, uniqueSection(sections, 9, zkeyFail), pk->domainSize, h, "H", threads);
+    auto set = std::make_shared<MsmSet>();
+    set->A = plainTable(std::move(a), threads);
+    set->B1 = plainTable(std::move(b1), threads);
+    set->B2 = plainTable(std::move(b2), threads);
+    set->C = plainTable(std::move(c), threads);
+    set->H = plainTable(std::move(h), threads);
+    pk->publish(std::move(set));
+  }
+  if (precompute) precomputeTables(*pk, threads);
 
   // Domain tables: snarkjs evaluates on the coset shifted by the 2n-th root of unity (Fr.shift at 2^s).
   const size_t n = pk->domainSize;
@@ -325,14 +359,29 @@ std::string g2Json(const G2& p) {
 
 }  // namespace
 
-std::shared_ptr<const ProvingKey> loadZkeyFile(const std::string& path, unsigned threads) {
+std::shared_ptr<const ProvingKey> loadZkeyFile(const std::string& path, unsigned threads, bool precompute) {
   FileSource src(path);
-  return loadZkey(src, threads);
+  return loadZkey(src, threads, precompute);
 }
 
-std::shared_ptr<const ProvingKey> loadZkeyBuffer(const uint8_t* data, size_t len, unsigned threads) {
+std::shared_ptr<const ProvingKey> loadZkeyBuffer(const uint8_t* data, size_t len, unsigned threads,
+                                                 bool precompute) {
   MemorySource src(data, len);
-  return loadZkey(src, threads);
+  return loadZkey(src, threads, precompute);
+}
+
+void precomputeTables(const ProvingKey& pk, unsigned threads) {
+  std::lock_guard<std::mutex> lk(pk.buildMu);
+  std::shared_ptr<const MsmSet> plain = pk.tables();
+  if (plain->shifted) return;
+  auto set = std::make_shared<MsmSet>();
+  set->A = shiftedTable(plain->A, threads);
+  set->B1 = shiftedTable(plain->B1, threads);
+  set->B2 = shiftedTable(plain->B2, threads);
+  set->C = shiftedTable(plain->C, threads);
+  set->H = shiftedTable(plain->H, threads);
+  set->shifted = true;
+  pk.publish(std::move(set));
 }
 
 std::vector<U256> parseWitness(const ProvingKey& pk, const uint8_t* data, size_t len) {
@@ -428,15 +477,16 @@ ProofOutput prove(const ProvingKey& pk, const std::vector<U256>& witness, unsign
   std::vector<Fr>().swap(tmp);
 
   const U256* w = witness.data();
-  G1 piA = msm(pk.pointsA.data(), w, pk.nVars, threads);
+  const std::shared_ptr<const MsmSet> tables = pk.tables();  // one consistent set for the whole proof
+  G1 piA = msm(*tables->A, w, pk.nVars, threads);
   NP_MARK("msmA");
-  G1 pib1 = msm(pk.pointsB1.data(), w, pk.nVars, threads);
+  G1 pib1 = msm(*tables->B1, w, pk.nVars, threads);
   NP_MARK("msmB1");
-  G2 piB = msm(pk.pointsB2.data(), w, pk.nVars, threads);
+  G2 piB = msm(*tables->B2, w, pk.nVars, threads);
   NP_MARK("msmB2");
-  G1 piC = msm(pk.pointsC.data(), w + pk.nPublic + 1, pk.nVars - pk.nPublic - 1, threads);
+  G1 piC = msm(*tables->C, w + pk.nPublic + 1, pk.nVars - pk.nPublic - 1, threads);
   NP_MARK("msmC");
-  G1 resH = msm(pk.pointsH.data(), h.data(), n, threads);
+  G1 resH = msm(*tables->H, h.data(), n, threads);
 
   NP_MARK("msmH");
   Fr r = randomScalar();
