@@ -41,6 +41,8 @@ export type ProveProgress = (event: { stage: ProveStage; percent: number }) => v
 export interface ProverBackend {
   readonly name: string;
   prove(policyId: PolicyId, circuitInput: CircuitInput, onProgress?: ProveProgress): Promise<ProveOutput>;
+  /** Loads what the backend keeps per circuit ahead of the first proof (native: the key and its tables). */
+  warm?(policyId: PolicyId): Promise<void>;
 }
 
 export type ProverBackendKind = 'auto' | 'snarkjs' | 'rapidsnark' | 'native';
@@ -273,6 +275,10 @@ export function nativeBackend(native: NativeProverLike, options: NativeBackendOp
   };
   return {
     name: 'native',
+    async warm(policyId) {
+      const policy = getPolicy(policyId);
+      await proverFor(policy.circuit, (await loadCircuit(policy.circuit)).zkey);
+    },
     async prove(policyId, circuitInput, onProgress) {
       try {
         return await proveNative(policyId, circuitInput, onProgress);

@@ -84,6 +84,8 @@ export async function prepareProving(): Promise<ProverBackend> {
   });
   useProverBackend(backend);
   await Promise.all(policyIds.flatMap((id) => [warmCircuit(id), loadVerificationKey(policies[id].circuit)]));
+  // Native keys (and their precomputed tables, built in the background) are loaded before the first job.
+  await Promise.all(policyIds.map((id) => backend.warm?.(id)));
   return backend;
 }
 
