@@ -99,6 +99,27 @@ export class Queues {
     }
   }
 
+  /** Adds many rows' jobs in one round trip (addBulk); same rules as enqueue. */
+  async enqueueMany<Q extends QueueName>(name: Q, payloads: Payload<Q>[], timeoutMs = 1500): Promise<void> {
+    if (payloads.length === 0) return;
+    const rowId = queueCatalog[name].rowId as (p: Payload<Q>) => string;
+    const jobs = payloads.map((p) => {
+      const data = parsePayload(name, p);
+      return { name, data, opts: { ...defaultJobOptions(), jobId: rowId(data) } };
+    });
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      await Promise.race([
+        this.get(name).addBulk(jobs),
+        new Promise((_, reject) => {
+          timer = setTimeout(() => reject(new Error(`enqueue to ${name} timed out`)), timeoutMs);
+        }),
+      ]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
   async close(): Promise<void> {
     await Promise.allSettled([...this.queues.values()].map((q) => q.close()));
     this.queues.clear();

@@ -9,7 +9,7 @@ export function redisUrl(): string {
   return env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 }
 
-export function createRedis(role: RedisRole, url = redisUrl()): Redis {
+export function createRedis(role: RedisRole, url = redisUrl(), extra: RedisOptions = {}): Redis {
   const options: RedisOptions =
     role === 'worker'
       ? { maxRetriesPerRequest: null, enableReadyCheck: true }
@@ -19,7 +19,7 @@ export function createRedis(role: RedisRole, url = redisUrl()): Redis {
           connectTimeout: 2000,
           retryStrategy: (times) => Math.min(times * 200, 2000),
         };
-  const client = new Redis(url, { ...options, lazyConnect: false });
+  const client = new Redis(url, { ...options, lazyConnect: false, ...extra });
   // Connection errors surface through command failures and readiness checks; without a listener
   // ioredis would print every reconnect attempt as an unhandled error.
   client.on('error', () => undefined);

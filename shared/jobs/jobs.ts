@@ -5,6 +5,7 @@ import type { Db } from '../db/knex';
 import { AppError, notFound, validationFailed } from '../errors';
 import { newId } from '../ids';
 import { logger } from '../log';
+import { MicroBatch, batchPer } from '../batch';
 import { jobChanged } from './notify';
 import type { Queues } from '../queues';
 import { findService } from './catalog';
@@ -93,39 +94,77 @@ export async function createJob(
   const free = service.priceUsdCents === 0 || req.licensed === true;
   const id = newId('job');
   const status: JobStatus = free ? 'queued' : 'awaiting_payment';
-  const insert = async (conn: Db | Knex.Transaction) =>
-    (
-      await conn.raw(
-        `with j as (
-           insert into jobs (id, service_id, status, input, price_usd_cents, agent_id, queued_at)
-           values (?, ?, ?, ?, ?, ?, ${free ? 'now()' : 'null'})
-           returning *
-         ), e as (
-           insert into job_events (job_id, type, data) select id, status, '{}'::jsonb from j
-         )
-         select * from j`,
-        [
-          id,
-          service.id,
-          status,
-          JSON.stringify(input),
-          free ? 0 : service.priceUsdCents,
-          req.agentId ?? null,
-        ],
-      )
-    ).rows[0] as JobRow;
-  // The common case (nothing else to write) stays a single statement.
-  const row = within
-    ? await db.transaction(async (trx) => {
-        const r = await insert(trx);
-        await within(trx, r);
-        return r;
-      })
-    : await insert(db);
+  const values: NewJobValues = {
+    id,
+    serviceId: service.id,
+    status,
+    input: JSON.stringify(input),
+    priceUsdCents: free ? 0 : service.priceUsdCents,
+    agentId: req.agentId ?? null,
+  };
+  // The common case (nothing else to write) joins other creates in one statement and one addBulk.
+  if (!within) return creationBatch(queues, db).add(values);
+  const row = await db.transaction(async (trx) => {
+    const [r] = await insertJobs(trx, [values]);
+    await within(trx, r!);
+    return r!;
+  });
   jobChanged(id);
   if (free) await enqueueJob(queues, id);
   return row;
 }
+
+interface NewJobValues {
+  id: string;
+  serviceId: string;
+  status: JobStatus;
+  input: string;
+  priceUsdCents: number;
+  agentId: string | null;
+}
+
+/** Inserts jobs and their first event in one statement; rows come back in the order given. */
+async function insertJobs(conn: Db | Knex.Transaction, jobs: NewJobValues[]): Promise<JobRow[]> {
+  const tuples = jobs
+    .map(() => `(?, ?, ?, ?::jsonb, ?, ?, case when ? = 'queued' then now() end)`)
+    .join(', ');
+  const { rows } = await conn.raw(
+    `with j as (
+       insert into jobs (id, service_id, status, input, price_usd_cents, agent_id, queued_at)
+       values ${tuples}
+       returning *
+     ), e as (
+       insert into job_events (job_id, type, data) select id, status, '{}'::jsonb from j
+     )
+     select * from j`,
+    jobs.flatMap((j) => [j.id, j.serviceId, j.status, j.input, j.priceUsdCents, j.agentId, j.status]),
+  );
+  const byId = new Map((rows as JobRow[]).map((r) => [r.id, r]));
+  return jobs.map((j) => byId.get(j.id)!);
+}
+
+/**
+ * Creates that arrive in the same turn of the event loop share one INSERT (one commit) and one Redis
+ * addBulk. Each caller still gets its own row once its job is in Postgres and, when queued, offered
+ * to Redis (a Redis failure is left to the sweeper), exactly as a lone create.
+ */
+const creationBatch = batchPer(
+  (queues: Queues, db: Db) =>
+    new MicroBatch<NewJobValues, JobRow>(async (jobs) => {
+      const rows = await insertJobs(db, jobs);
+      for (const r of rows) jobChanged(r.id);
+      const queued = rows.filter((r) => r.status === 'queued').map((r) => ({ jobId: r.id }));
+      try {
+        await queues.enqueueMany('jobs', queued);
+      } catch (err) {
+        logger.warn(
+          { jobs: queued.length, err: (err as Error).message },
+          'enqueue failed; the sweeper will retry from Postgres',
+        );
+      }
+      return rows;
+    }),
+);
 
 /** Enqueues a queued job; a Redis failure is logged, not thrown: the sweeper re-enqueues from Postgres. */
 export async function enqueueJob(queues: Queues, jobId: string): Promise<boolean> {
@@ -186,27 +225,79 @@ async function transition(
   return row;
 }
 
-/** Claims a job for running. Undefined when it already ended (a duplicate delivery): nothing to do. */
+/**
+ * Claims a job for running. Undefined when it already ended (a duplicate delivery): nothing to do.
+ * Claims made in the same turn of the event loop share one statement.
+ */
 export function claimJob(db: Db, jobId: string): Promise<JobRow | undefined> {
-  return transition(
-    db,
-    jobId,
-    ['queued', 'running'],
-    `status = 'running', attempts = attempts + 1, started_at = coalesce(started_at, now()), progress_stage = 'running'`,
-    [],
-    'running',
+  return batchFor(claimBatches, db, (ids) => claimJobs(db, ids)).add(jobId);
+}
+
+/** Completes a running job with its result; undefined when another delivery completed it first. */
+export function completeJob(db: Db, jobId: string, result: unknown): Promise<JobRow | undefined> {
+  return batchFor(completeBatches, db, (items) => completeJobs(db, items)).add({ id: jobId, result });
+}
+
+async function claimJobs(db: Db, ids: string[]): Promise<Array<JobRow | undefined>> {
+  const { rows } = await db.raw(
+    `with c as (
+       update jobs set status = 'running', attempts = attempts + 1, started_at = coalesce(started_at, now()),
+         progress_stage = 'running', updated_at = now()
+       where id = any(?::text[]) and status in ('queued', 'running') returning *
+     ), e as (
+       insert into job_events (job_id, type, data) select id, 'running', '{}'::jsonb from c
+     )
+     select * from c`,
+    [ids],
+  );
+  return byIds(ids, rows as JobRow[]);
+}
+
+async function completeJobs(
+  db: Db,
+  items: Array<{ id: string; result: unknown }>,
+): Promise<Array<JobRow | undefined>> {
+  const { rows } = await db.raw(
+    `with v as (
+       select * from unnest(?::text[], ?::jsonb[]) as v(id, result)
+     ), u as (
+       update jobs j set status = 'succeeded', result = v.result, error = null, progress = 100,
+         progress_stage = 'done', finished_at = now(), updated_at = now()
+       from v where j.id = v.id and j.status = 'running' returning j.*
+     ), e as (
+       insert into job_events (job_id, type, data) select id, 'succeeded', '{}'::jsonb from u
+     )
+     select * from u`,
+    [items.map((i) => i.id), items.map((i) => JSON.stringify(i.result ?? null))],
+  );
+  return byIds(
+    items.map((i) => i.id),
+    rows as JobRow[],
   );
 }
 
-export function completeJob(db: Db, jobId: string, result: unknown): Promise<JobRow | undefined> {
-  return transition(
-    db,
-    jobId,
-    ['running'],
-    `status = 'succeeded', result = ?::jsonb, error = null, progress = 100, progress_stage = 'done', finished_at = now()`,
-    [JSON.stringify(result ?? null)],
-    'succeeded',
-  );
+function byIds(ids: string[], rows: JobRow[]): Array<JobRow | undefined> {
+  const map = new Map(rows.map((r) => [r.id, r]));
+  for (const r of rows) jobChanged(r.id);
+  // A job listed twice in one batch is changed once; the first caller gets the row.
+  return ids.map((id) => {
+    const row = map.get(id);
+    map.delete(id);
+    return row;
+  });
+}
+
+const claimBatches = new WeakMap<Db, MicroBatch<string, JobRow | undefined>>();
+const completeBatches = new WeakMap<Db, MicroBatch<{ id: string; result: unknown }, JobRow | undefined>>();
+
+function batchFor<I, R>(
+  cache: WeakMap<Db, MicroBatch<I, R>>,
+  db: Db,
+  run: (items: I[]) => Promise<R[]>,
+): MicroBatch<I, R> {
+  let batch = cache.get(db);
+  if (!batch) cache.set(db, (batch = new MicroBatch(run)));
+  return batch;
 }
 
 export function failJob(db: Db, jobId: string, code: string, message: string): Promise<JobRow | undefined> {

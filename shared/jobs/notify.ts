@@ -15,7 +15,8 @@ let publisher: Redis | undefined;
 
 /** Publishes that a job changed; fire and forget (the change is already committed). */
 export function jobChanged(jobId: string): void {
-  publisher ??= createRedis('api');
+  // Hints published in the same tick go out as one pipeline.
+  publisher ??= createRedis('api', redisUrl(), { enableAutoPipelining: true });
   publisher.publish(jobEventsChannel(), jobId).catch((err: Error) => {
     logger.debug({ jobId, err: err.message }, 'job hint not published; waiters re-read on their own');
   });

@@ -83,6 +83,36 @@ describe('attest.timestamp through the queue', () => {
     expect(Date.now() - started).toBeLessThan(10_000);
   });
 
+  it('stores, queues and runs each of many jobs created at once (grouped into shared statements)', async () => {
+    const digests = await Promise.all(Array.from({ length: 60 }, (_, i) => sha256Of(`together ${i}`)));
+    const created = await Promise.all(
+      digests.map((digest) =>
+        app.request.post('/api/jobs').send({ service: 'attest.timestamp', input: { digest } }),
+      ),
+    );
+    const ids = created.map((r) => {
+      expect(r.status).toBe(202);
+      return r.body.job.id as string;
+    });
+    expect(new Set(ids).size).toBe(60);
+    const done = await Promise.all(ids.map((id) => waitForJob(app.request, id)));
+    done.forEach((job, i) => {
+      expect(job.status).toBe('succeeded');
+      expect((job.result as TimestampAttestation).digest).toBe(digests[i]);
+    });
+    const events = await app.deps
+      .db('job_events')
+      .whereIn('job_id', ids)
+      .select('type')
+      .count({ n: '*' })
+      .groupBy('type');
+    expect(Object.fromEntries(events.map((e) => [e.type, Number(e.n)]))).toEqual({
+      queued: 60,
+      running: 60,
+      succeeded: 60,
+    });
+  });
+
   it('refuses a wait longer than 30 seconds', async () => {
     const res = await app.request.get('/api/jobs/job_01m7ycenb0y37det98dds34qjx?wait=31').expect(400);
     expect(res.body.code).toBe('validation_failed');
