@@ -106,7 +106,8 @@ describe('attest.timestamp through the queue', () => {
       .select('type')
       .count({ n: '*' })
       .groupBy('type');
-    expect(Object.fromEntries(events.map((e) => [e.type, Number(e.n)]))).toEqual({
+    const byType = events as unknown as Array<{ type: string; n: string }>;
+    expect(Object.fromEntries(byType.map((e) => [e.type, Number(e.n)]))).toEqual({
       queued: 60,
       running: 60,
       succeeded: 60,
