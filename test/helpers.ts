@@ -1,6 +1,6 @@
 // Test helpers: the real app and real workers against this file's database and queue prefix.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Worker } from 'bullmq';
+import type { Processor, Worker } from 'bullmq';
 import supertest from 'supertest';
 import { createApp } from '../api/app';
 import type { AppDeps } from '../api/deps';
@@ -8,6 +8,7 @@ import type { JobView } from '../api/routes/jobs-view';
 import { closeDeps, depsFromEnv } from '../api/main';
 import { createDb } from '../shared/db/knex';
 import type { Db } from '../shared/db/knex';
+import type { QueueName } from '../shared/queues';
 import { createRedis } from '../shared/redis';
 import { startWorker } from '../workers/pool';
 import { jobsProcessor } from '../workers/processors/jobs';
@@ -35,11 +36,11 @@ export interface TestWorker {
   close(): Promise<void>;
 }
 
-/** A real `jobs` worker in this process, on this file's queue prefix. */
-export function testJobsWorker(): TestWorker {
+/** A real worker for one queue in this process, on this file's queue prefix, with its own pool. */
+export function testQueueWorker(queue: QueueName, processor: (db: Db) => Processor): TestWorker {
   const db = createDb();
   const redis = createRedis('worker');
-  const worker = startWorker('jobs', jobsProcessor(db), redis);
+  const worker = startWorker(queue, processor(db), redis);
   return {
     db,
     worker,
@@ -50,6 +51,9 @@ export function testJobsWorker(): TestWorker {
     },
   };
 }
+
+/** A real `jobs` worker in this process, on this file's queue prefix. */
+export const testJobsWorker = (): TestWorker => testQueueWorker('jobs', jobsProcessor);
 
 export const sha256Of = async (text: string) => (await import('../shared/crypto')).sha256Hex(text);
 

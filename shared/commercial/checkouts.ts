@@ -15,7 +15,7 @@ import type { Asset, AssetId } from '../payments/assets';
 import { assetAvailability, normalizeTxRef } from '../payments/payments';
 import type { PaymentSettings } from '../payments/payments';
 import { QuoteError, createQuote, formatUnits } from '../payments/quote';
-import { judgeTransfer, lateWindowMs as watchWindowMs } from '../payments/verdict';
+import { judgeTransfer, lateWindowMs as watchWindowMs, recheckColumns } from '../payments/verdict';
 import type { Verdict } from '../payments/verdict';
 import type { RateSource } from '../payments/quote';
 import type { Queues } from '../queues';
@@ -599,19 +599,12 @@ export async function processCheckout(
     now(),
   );
   if (judged.kind === 'settle') return settle(db, checkout, judged.verdict);
-  const { delayMs, reason, detail, found } = judged;
   const updated = await db('checkouts')
     .where({ id: checkout.id, status: 'verifying' })
-    .update({
-      status: 'pending',
-      reason,
-      detail,
-      amount_received: found.amount ?? null,
-      confirmations: found.confirmations ?? null,
-      next_check_at: new Date(now().getTime() + delayMs),
-      updated_at: db.fn.now(),
-    });
-  return updated ? { outcome: 'recheck', delayMs, reason } : { outcome: 'skipped' };
+    .update({ ...recheckColumns(judged, now()), updated_at: db.fn.now() });
+  return updated
+    ? { outcome: 'recheck', delayMs: judged.delayMs, reason: judged.reason }
+    : { outcome: 'skipped' };
 }
 
 /** Another delivery settled the row first: roll back and do nothing. */

@@ -7,7 +7,7 @@ import type { Db } from '../db/knex';
 import { sha256Hex } from '../crypto';
 import { notFound } from '../errors';
 import { newId } from '../ids';
-import { DEFAULT_PAGE, decodeCursor, pageOf } from './pagination';
+import { DEFAULT_PAGE, decodeCursor, orderBySearch, pageOf } from './pagination';
 import type { Page } from './pagination';
 
 export const API_KEY_PREFIX = 'ak_';
@@ -156,19 +156,7 @@ export async function searchAgents(db: Db, s: AgentSearch): Promise<Page<AgentVi
   const query = db('agents').where('status', 'active');
   if (filters.capability) query.whereRaw('capabilities @> array[?]::text[]', [filters.capability]);
   if (filters.tag) query.whereRaw('tags @> array[?]::text[]', [filters.tag]);
-  if (filters.q) {
-    const tsq = db.raw("websearch_to_tsquery('english', ?)", [filters.q]);
-    query
-      .select('*', db.raw('ts_rank(search_vector, ?)::text as rank', [tsq]))
-      .whereRaw('search_vector @@ ?', [tsq]);
-    if (cursor?.rank !== undefined)
-      query.whereRaw('(ts_rank(search_vector, ?), id) < (?::real, ?)', [tsq, cursor.rank, cursor.id]);
-    query.orderByRaw('ts_rank(search_vector, ?) desc, id desc', [tsq]);
-  } else {
-    query.select('*');
-    if (cursor) query.where('id', '<', cursor.id);
-    query.orderBy('id', 'desc');
-  }
+  orderBySearch(db, query, filters.q, cursor);
   const rows = (await query.limit(limit + 1)) as Array<AgentRow & { rank?: string }>;
   return pageOf(rows, limit, key, agentView);
 }

@@ -4,7 +4,7 @@ import type { Db } from '../db/knex';
 import { newId } from '../ids';
 import type { AssetId } from '../payments/assets';
 import { normalizeLabels, searchKey } from './agents';
-import { DEFAULT_PAGE, decodeCursor, pageOf } from './pagination';
+import { DEFAULT_PAGE, decodeCursor, orderBySearch, pageOf } from './pagination';
 import type { Page } from './pagination';
 
 export interface ListingRow {
@@ -95,19 +95,7 @@ export async function searchListings(db: Db, s: ListingSearch): Promise<Page<Lis
   if (filters.max !== null) query.where('price_usd_cents', '<=', filters.max);
   if (filters.asset) query.where('asset', filters.asset);
   if (filters.seller) query.where('seller_agent_id', filters.seller);
-  if (filters.q) {
-    const tsq = db.raw("websearch_to_tsquery('english', ?)", [filters.q]);
-    query
-      .select('*', db.raw('ts_rank(search_vector, ?)::text as rank', [tsq]))
-      .whereRaw('search_vector @@ ?', [tsq]);
-    if (cursor?.rank !== undefined)
-      query.whereRaw('(ts_rank(search_vector, ?), id) < (?::real, ?)', [tsq, cursor.rank, cursor.id]);
-    query.orderByRaw('ts_rank(search_vector, ?) desc, id desc', [tsq]);
-  } else {
-    query.select('*');
-    if (cursor) query.where('id', '<', cursor.id);
-    query.orderBy('id', 'desc');
-  }
+  orderBySearch(db, query, filters.q, cursor);
   const rows = (await query.limit(limit + 1)) as Array<ListingRow & { rank?: string }>;
   return pageOf(rows, limit, key, listingView);
 }

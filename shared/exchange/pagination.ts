@@ -1,5 +1,6 @@
 // Opaque keyset cursors for the exchange's searches: the last row's sort key, base64url JSON.
 // Keyset (not offset) paging, so rows inserted while a client pages never shift or repeat a page.
+import type { Knex } from 'knex';
 import { z } from 'zod';
 import { badRequest } from '../errors';
 
@@ -63,4 +64,29 @@ export function pageOf<R extends { id: string; rank?: string | null }, T>(
         ? encodeCursor({ id: last.id, q: queryKey, ...(last.rank != null ? { rank: last.rank } : {}) })
         : null,
   };
+}
+
+/**
+ * Orders a search and applies its cursor: by full-text relevance then id when there is text (websearch
+ * syntax over the table's `search_vector`), else newest first; keyset, so pages never shift.
+ */
+export function orderBySearch(
+  db: Knex,
+  query: Knex.QueryBuilder,
+  q: string | null,
+  cursor: Cursor | undefined,
+): void {
+  if (q) {
+    const tsq = db.raw("websearch_to_tsquery('english', ?)", [q]);
+    query
+      .select('*', db.raw('ts_rank(search_vector, ?)::text as rank', [tsq]))
+      .whereRaw('search_vector @@ ?', [tsq]);
+    if (cursor?.rank !== undefined)
+      query.whereRaw('(ts_rank(search_vector, ?), id) < (?::real, ?)', [tsq, cursor.rank, cursor.id]);
+    query.orderByRaw('ts_rank(search_vector, ?) desc, id desc', [tsq]);
+  } else {
+    query.select('*');
+    if (cursor) query.where('id', '<', cursor.id);
+    query.orderBy('id', 'desc');
+  }
 }

@@ -17,7 +17,7 @@ import { AssetConfigError, assetStatus, findAsset } from './assets';
 import type { Asset, AssetId, ChainFamily } from './assets';
 import { QuoteError, createQuote, formatUnits, rateSourceFromEnv } from './quote';
 import { jobChanged } from '../jobs/notify';
-import { judgeTransfer, lateWindowMs } from './verdict';
+import { judgeTransfer, lateWindowMs, recheckColumns } from './verdict';
 import type { Verdict } from './verdict';
 import type { Quote, RateSource } from './quote';
 import { signReceipt } from './receipts';
@@ -531,19 +531,12 @@ export async function processPayment(
     now(),
   );
   if (judged.kind === 'settle') return settle(db, queues, payment, quote, judged.verdict);
-  const { delayMs, reason, detail, found } = judged;
   const updated = await db('payments')
     .where({ id: payment.id, status: 'verifying' })
-    .update({
-      status: 'pending',
-      reason,
-      detail,
-      amount_received: found.amount ?? null,
-      confirmations: found.confirmations ?? null,
-      next_check_at: new Date(now().getTime() + delayMs),
-      updated_at: db.fn.now(),
-    });
-  return updated ? { outcome: 'recheck', delayMs, reason } : { outcome: 'skipped' };
+    .update({ ...recheckColumns(judged, now()), updated_at: db.fn.now() });
+  return updated
+    ? { outcome: 'recheck', delayMs: judged.delayMs, reason: judged.reason }
+    : { outcome: 'skipped' };
 }
 
 /**

@@ -102,3 +102,15 @@ export function judgeTransfer(
     found,
   };
 }
+
+/** The columns a transfer asked about again later is left with (payments and checkouts alike). */
+export function recheckColumns(judged: Extract<Judgement, { kind: 'recheck' }>, now: Date) {
+  return {
+    status: 'pending' as const,
+    reason: judged.reason,
+    detail: judged.detail,
+    amount_received: judged.found.amount ?? null,
+    confirmations: judged.found.confirmations ?? null,
+    next_check_at: new Date(now.getTime() + judged.delayMs),
+  };
+}

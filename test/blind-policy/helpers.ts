@@ -1,10 +1,10 @@
 // Blind-policy test helpers: distinctive private inputs, a real proofs worker, waiting on a proof, and
 // text dumps of every place a private value could leak to (database, logs).
-import { pino } from 'pino';
 import type { Worker } from 'bullmq';
 import { createDb } from '../../shared/db/knex';
 import type { Db } from '../../shared/db/knex';
 import { logger } from '../../shared/log';
+import { captureLogs as captureProcessLogs } from '../logs';
 import { Queues } from '../../shared/queues';
 import { createRedis } from '../../shared/redis';
 import type { PolicyId } from '../../shared/zk/index';
@@ -89,23 +89,4 @@ export async function dumpDatabase(db: Db): Promise<string> {
 }
 
 /** Turns the process logger on at trace level and collects every line it writes. */
-export function captureLogs(): { lines: string[]; stop(): void } {
-  const stream = (logger as unknown as Record<symbol, { write(s: string): unknown }>)[
-    pino.symbols.streamSym
-  ]!;
-  const original = stream.write;
-  const previousLevel = logger.level;
-  const lines: string[] = [];
-  stream.write = (s: string) => {
-    lines.push(s);
-    return true;
-  };
-  logger.level = 'trace';
-  return {
-    lines,
-    stop() {
-      stream.write = original;
-      logger.level = previousLevel;
-    },
-  };
-}
+export const captureLogs = () => captureProcessLogs(logger);

@@ -1,28 +1,11 @@
 // Helpers of the commercial tests: log capture, problem assertions and a checkouts worker in process.
-import { pino } from 'pino';
+import { captureLogs as captureProcessLogs } from '../logs';
 import { expect } from 'vitest';
 
 /** Captures every log line the process logger writes (at trace level) until stop(). */
 export async function captureLogs(): Promise<{ lines: string[]; stop(): void }> {
-  const { logger } = await import('../../shared/log');
-  const stream = (logger as unknown as Record<symbol, { write(s: string): unknown }>)[
-    pino.symbols.streamSym
-  ]!;
-  const original = stream.write;
-  const previousLevel = logger.level;
-  const lines: string[] = [];
-  stream.write = (s: string) => {
-    lines.push(s);
-    return true;
-  };
-  logger.level = 'trace';
-  return {
-    lines,
-    stop() {
-      stream.write = original;
-      logger.level = previousLevel;
-    },
-  };
+  const { logger } = await import('../../shared/log'); // after the test has set the environment
+  return captureProcessLogs(logger);
 }
 
 export function expectProblem(

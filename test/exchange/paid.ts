@@ -1,9 +1,8 @@
 // A paying exchange for tests: a local EVM node with a USDC token, the env that names it and the
 // treasury, and a real in-process payments worker. Loads no configuration until the env is set.
-import type { Worker } from 'bullmq';
 import { startChain } from '../payments/ganache';
 import type { Chain } from '../payments/ganache';
-import type { TestApp } from '../helpers';
+import type { TestApp, TestWorker } from '../helpers';
 
 export interface PaidChain {
   chain: Chain;
@@ -39,20 +38,8 @@ export async function startPaidChain(): Promise<PaidChain> {
 }
 
 /** A real `payments` worker in this process, on this file's queue prefix. */
-export async function testPaymentsWorker(app: TestApp): Promise<{ worker: Worker; close(): Promise<void> }> {
-  const { createDb } = await import('../../shared/db/knex');
-  const { createRedis } = await import('../../shared/redis');
-  const { startWorker } = await import('../../workers/pool');
+export async function testPaymentsWorker(app: TestApp): Promise<TestWorker> {
+  const { testQueueWorker } = await import('../helpers');
   const { paymentsProcessor } = await import('../../workers/processors/payments');
-  const db = createDb();
-  const redis = createRedis('worker');
-  const worker = startWorker('payments', paymentsProcessor(db, app.deps.queues), redis);
-  return {
-    worker,
-    close: async () => {
-      await worker.close();
-      redis.disconnect();
-      await db.destroy();
-    },
-  };
+  return testQueueWorker('payments', (db) => paymentsProcessor(db, app.deps.queues));
 }

@@ -71,7 +71,7 @@ beforeAll(async () => {
   ids.room = (await create({ pricing: 'first', roomId })).auctionId;
 });
 afterAll(async () => {
-  logs.restore();
+  logs.stop();
   await app.close();
 });
 

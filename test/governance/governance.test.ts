@@ -54,7 +54,7 @@ beforeAll(async () => {
     .expect(201);
 });
 afterAll(async () => {
-  logs.restore();
+  logs.stop();
   await app.close();
 });
 

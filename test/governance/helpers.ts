@@ -1,8 +1,8 @@
 // Real ed25519 wallets (base58, as Solana prints them) and small helpers for the governance suites.
 import { generateKeyPairSync, randomBytes, sign } from 'node:crypto';
 import bs58 from 'bs58';
-import { pino } from 'pino';
 import { logger } from '../../shared/log';
+import { captureLogs as captureProcessLogs } from '../logs';
 
 export const OPERATOR = 'Bearer op_test_token_0123456789';
 
@@ -28,21 +28,5 @@ export async function until(at: string | Date, extraMs = 30): Promise<void> {
   if (ms > 0) await new Promise((r) => setTimeout(r, ms));
 }
 
-/** Captures every log line of this process at the most verbose level; returns the lines and a restore. */
-export function captureLogs(): { lines: string[]; restore(): void } {
-  const stream = (logger as unknown as Record<symbol, { write(s: string): boolean }>)[
-    pino.symbols.streamSym
-  ]!;
-  const write = stream.write.bind(stream);
-  const level = logger.level;
-  const lines: string[] = [];
-  logger.level = 'trace';
-  stream.write = (s: string) => (lines.push(s), true);
-  return {
-    lines,
-    restore: () => {
-      stream.write = write;
-      logger.level = level;
-    },
-  };
-}
+/** Every log line of this process at the most verbose level, until stop(). */
+export const captureLogs = () => captureProcessLogs(logger);

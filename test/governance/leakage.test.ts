@@ -72,7 +72,7 @@ beforeAll(async () => {
   secrets.push(...[...all, ...bidders].map((w) => w.address));
 });
 afterAll(async () => {
-  logs.restore();
+  logs.stop();
   await app.close();
 });
 

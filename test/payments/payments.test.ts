@@ -1,6 +1,5 @@
 // Crypto payments end to end over HTTP: a priced job, its quotes, a real transfer on a local EVM node
 // (ganache), submitPayment, the payments worker, the signed receipt, and the job running to the end.
-import type { Worker } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startChain } from './ganache';
 // Type-only imports load nothing, so these do not read the env before it is set below.
@@ -30,10 +29,8 @@ Object.assign(process.env, {
   PAYMENT_RECHECK_MAX_MS: '300',
 });
 
-const { eventually, sha256Of, testApp, testJobsWorker, waitForJob } = await import('../helpers');
-const { createRedis } = await import('../../shared/redis');
-const { createDb } = await import('../../shared/db/knex');
-const { startWorker } = await import('../../workers/pool');
+const { eventually, sha256Of, testApp, testJobsWorker, testQueueWorker, waitForJob } =
+  await import('../helpers');
 const { paymentsProcessor } = await import('../../workers/processors/payments');
 const { expireUnpaidJobs } = await import('../../shared/payments/payments');
 const { verifyReceipt } = await import('../../shared/payments/receipts');
@@ -44,22 +41,12 @@ const PRICE = { 'USDC-ETH': 500_000n, ETH: 250_000_000_000_000n, 'WBTC-ETH': 500
 
 let app: TestApp;
 let jobsWorker: TestWorker;
-let payments: { worker: Worker; close(): Promise<void> };
+let payments: TestWorker;
 
 beforeAll(() => {
   app = testApp();
   jobsWorker = testJobsWorker();
-  const db = createDb();
-  const redis = createRedis('worker');
-  const worker = startWorker('payments', paymentsProcessor(db, app.deps.queues), redis);
-  payments = {
-    worker,
-    close: async () => {
-      await worker.close();
-      redis.disconnect();
-      await db.destroy();
-    },
-  };
+  payments = testQueueWorker('payments', (db) => paymentsProcessor(db, app.deps.queues));
 });
 afterAll(async () => {
   await payments?.close();

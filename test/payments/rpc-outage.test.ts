@@ -1,6 +1,5 @@
 // The EVM node goes away and comes back while a payment is being verified through the queue: the payment
 // stays pending (never rejected), is checked again with a growing delay, and confirms once the node answers.
-import type { Worker } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startChain } from './ganache';
 import { startProxy } from './proxy';
@@ -31,10 +30,8 @@ Object.assign(process.env, {
   PAYMENT_RECHECK_MAX_MS: String(RECHECK_MAX_MS),
 });
 
-const { eventually, sha256Of, testApp, testJobsWorker, waitForJob } = await import('../helpers');
-const { createRedis } = await import('../../shared/redis');
-const { createDb } = await import('../../shared/db/knex');
-const { startWorker } = await import('../../workers/pool');
+const { eventually, sha256Of, testApp, testJobsWorker, testQueueWorker, waitForJob } =
+  await import('../helpers');
 const { paymentsProcessor } = await import('../../workers/processors/payments');
 
 // 50 cents at 2000 USD per ETH.
@@ -42,22 +39,12 @@ const PRICE_WEI = 250_000_000_000_000n;
 
 let app: TestApp;
 let jobsWorker: TestWorker;
-let payments: { worker: Worker; close(): Promise<void> };
+let payments: TestWorker;
 
 beforeAll(() => {
   app = testApp();
   jobsWorker = testJobsWorker();
-  const db = createDb();
-  const redis = createRedis('worker');
-  const worker = startWorker('payments', paymentsProcessor(db, app.deps.queues), redis);
-  payments = {
-    worker,
-    close: async () => {
-      await worker.close();
-      redis.disconnect();
-      await db.destroy();
-    },
-  };
+  payments = testQueueWorker('payments', (db) => paymentsProcessor(db, app.deps.queues));
 });
 afterAll(async () => {
   await payments?.close();

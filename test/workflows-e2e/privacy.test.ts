@@ -1,6 +1,5 @@
 // Privacy: the service takes only hashes. Private strings a client hashed as evidence — and those plain
 // hashes, which the service salts — appear in no response, page, log line or database column.
-import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { logger } from '../../shared/log';
 import { Queues } from '../../shared/queues';
@@ -10,6 +9,7 @@ import { testApp } from '../helpers';
 import type { TestApp } from '../helpers';
 import { OPERATOR, actor, drive, event, evidence, prepare, testProver, waitForPackage } from './helpers';
 import type { TestProver } from './helpers';
+import { captureLogs } from '../logs';
 
 const secrets = [
   'Applicant: Jane Q. Doe, passport X1234567',
@@ -22,23 +22,15 @@ const actorNames = ['Jane Q. Doe', 'chief compliance officer Bob Roe'];
 
 let app: TestApp;
 let prover: TestProver;
-const logLines: string[] = [];
+let logLines: string[] = [];
 const bodies: string[] = [];
 let restore: () => void;
 
 beforeAll(() => {
   // Every log line of this process (API, prover, sweeper) at the most verbose level.
-  const stream = (logger as unknown as Record<symbol, { write(s: string): boolean }>)[
-    pino.symbols.streamSym
-  ]!;
-  const write = stream.write.bind(stream);
-  const level = logger.level;
-  logger.level = 'trace';
-  stream.write = (s: string) => (logLines.push(s), true);
-  restore = () => {
-    stream.write = write;
-    logger.level = level;
-  };
+  const capture = captureLogs(logger);
+  logLines = capture.lines;
+  restore = capture.stop;
   app = testApp();
   prover = testProver();
 });
