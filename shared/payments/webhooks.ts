@@ -179,7 +179,12 @@ export async function relayJobEvents(db: Db, queues: Queues, batch = RELAY_BATCH
       );
       await trx('job_webhooks')
         .where({ job_id: sub.job_id })
-        .update({ last_event_id: mine[mine.length - 1]!.id, active: !isSettled(job) });
+        // The job row was read before its events: one that ended in between shows as still running,
+        // so its own final event settles it too.
+        .update({
+          last_event_id: mine[mine.length - 1]!.id,
+          active: !(isSettled(job) || mine.some((e) => finalStatuses.has(e.type as JobStatus))),
+        });
     }
     if (rows.length) await trx('logistics_requests').insert(rows);
     return { ids: rows.map((r) => r.id), subscriptions: subs.length };
