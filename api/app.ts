@@ -6,14 +6,16 @@ import type { Request, Response, NextFunction } from 'express';
 import helmet from 'helmet';
 import { pinoHttp } from 'pino-http';
 import swaggerUi from 'swagger-ui-express';
-import { AppError } from '../shared/errors';
+import { safeEqual } from '../shared/crypto';
+import { AppError, unauthorized } from '../shared/errors';
 import { logger } from '../shared/log';
 import { httpDuration, queueDepth, registry } from '../shared/metrics';
 import type { AppDeps } from './deps';
 import { pagesRouter } from './pages';
 import { coordinationPagesRouter } from './pages/governance';
 import { ADMIN_PATH, adminRouter } from './http/admin';
-import { idempotency } from './http/idempotency';
+import { bearerOnly, bearerToken } from './http/auth';
+import { guardBody, guardQuery } from './http/input-guard';
 import { origin } from './http/links';
 import { buildDocument } from './http/openapi';
 import { errorMiddleware, notFoundMiddleware } from './http/problem';
@@ -79,6 +81,19 @@ export function createApp(deps: AppDeps, options: AppOptions = {}): express.Expr
     next();
   });
   app.use(helmet({ contentSecurityPolicy: false, crossOriginEmbedderPolicy: false }));
+  app.use((_req, res, next) => {
+    // An answer built from the request's Host (no BASE_URL/API_URL/SITE_URL configured) is that
+    // requester's alone: a shared cache must not hand it to anyone else.
+    const writeHead = res.writeHead;
+    res.writeHead = function (this: Response, ...args: Parameters<Response['writeHead']>) {
+      if (res.locals.originFromRequest) {
+        res.setHeader('Cache-Control', 'no-store');
+        res.vary('Host');
+      }
+      return writeHead.apply(this, args);
+    } as Response['writeHead'];
+    next();
+  });
   app.use(
     '/api',
     cors({
@@ -105,7 +120,12 @@ export function createApp(deps: AppDeps, options: AppOptions = {}): express.Expr
   );
 
   // Operational endpoints first: they are not rate limited per client and take no body.
-  app.get('/metrics', async (_req, res) => {
+  app.get('/metrics', async (req, res) => {
+    if (deps.metricsToken && !safeEqual(bearerToken(req) ?? '', deps.metricsToken)) {
+      throw unauthorized('Metrics need Authorization: Bearer <METRICS_TOKEN>.', {
+        'WWW-Authenticate': 'Bearer',
+      });
+    }
     const depths = await queueDepths(deps);
     queueDepth.reset();
     for (const [queue, counts] of Object.entries(depths ?? {})) {
@@ -162,13 +182,16 @@ export function createApp(deps: AppDeps, options: AppOptions = {}): express.Expr
     });
   });
 
-  // Client traffic from here on is rate limited. Server-rendered pages come first: they parse their own
-  // form posts, since an HTML form without scripts cannot send JSON.
+  // Client traffic from here on: Bearer credentials only on the API, rate limited, query strings
+  // guarded. Server-rendered pages come first: they parse their own form posts, since an HTML form
+  // without scripts cannot send JSON.
+  app.use('/api', bearerOnly);
   app.use(rateLimit(deps));
+  app.use(guardQuery);
   app.use(pagesRouter(deps));
   app.use(coordinationPagesRouter(deps));
 
-  // Everything below takes JSON input: size-limited, idempotency keys honoured.
+  // Everything below takes JSON input: size-limited and guarded. Routes honour idempotency keys.
   app.use((req: Request, _res: Response, next: NextFunction) => {
     const length = Number(req.headers['content-length'] ?? 0);
     if (
@@ -188,7 +211,7 @@ export function createApp(deps: AppDeps, options: AppOptions = {}): express.Expr
     next();
   });
   app.use(express.json({ limit: deps.bodyLimitBytes, strict: true, type: 'application/json' }));
-  app.use(idempotency(deps));
+  app.use(guardBody);
   app.use(tables.exchange.router(deps));
   app.use(tables.commercial.router(deps));
   app.use(tables.site.router(deps));

@@ -1,17 +1,27 @@
 // What a running API needs from the outside world, passed in so tests can point it at other stores.
-import type { Redis } from 'ioredis';
 import type { Db } from '../shared/db/knex';
 import type { JobNotifier } from '../shared/jobs/notify';
 import type { Queues } from '../shared/queues';
+import type { RedisClient } from '../shared/redis';
 
 export interface AppDeps {
   db: Db;
-  redis: Redis;
+  redis: RedisClient;
   queues: Queues;
   notifier: JobNotifier;
   /** Absolute addresses for links; default: derived from the request. */
   urls: { base?: string | undefined; api?: string | undefined; site?: string | undefined };
   operatorToken?: string | undefined;
-  rateLimit: { enabled: boolean; ipPerMinute: number; keyPerMinute: number };
+  /** When set, GET /metrics needs it as a Bearer token. */
+  metricsToken?: string | undefined;
+  rateLimit: {
+    enabled: boolean;
+    ipPerMinute: number;
+    keyPerMinute: number;
+    /** Route budgets; default: from configuration. */
+    proveAnonPerMinute?: number;
+    verifyPerMinute?: number;
+    proveMaxInFlight?: number;
+  };
   bodyLimitBytes: number;
 }

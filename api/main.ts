@@ -1,13 +1,18 @@
 // The `web` process: the Express app on PORT, with the stores it needs and a clean shutdown.
 import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { createDb } from '../shared/db/knex';
+import { explainListenError } from '../shared/devstack/failures';
+import { closeEgress } from '../shared/egress';
 import { env } from '../shared/env';
 import { syncServiceCatalog } from '../shared/jobs/catalog';
 import { JobNotifier, closeJobEvents } from '../shared/jobs/notify';
+import { runProcess } from '../shared/lifecycle';
 import { logger } from '../shared/log';
 import { Queues } from '../shared/queues';
 import { createRedis, waitReady } from '../shared/redis';
 import { Shutdown } from '../shared/shutdown';
+import { assertCircuitSetup } from '../shared/zk/setup';
 import { createApp } from './app';
 import type { AppDeps } from './deps';
 
@@ -19,12 +24,17 @@ export function depsFromEnv(): AppDeps {
     redis,
     queues: new Queues(redis),
     notifier: new JobNotifier(),
-    urls: { base: env.BASE_URL, api: env.API_URL, site: env.SITE_URL },
+    // Tables B and C live at the service's public address unless they have their own.
+    urls: { base: env.BASE_URL, api: env.API_URL ?? env.BASE_URL, site: env.SITE_URL ?? env.BASE_URL },
     operatorToken: env.OPERATOR_TOKEN,
+    metricsToken: env.METRICS_TOKEN,
     rateLimit: {
       enabled: env.RATE_LIMIT_ENABLED,
       ipPerMinute: env.RATE_LIMIT_IP_PER_MINUTE,
       keyPerMinute: env.RATE_LIMIT_KEY_PER_MINUTE,
+      proveAnonPerMinute: env.PROVE_ANON_PER_MINUTE,
+      verifyPerMinute: env.VERIFY_PER_MINUTE,
+      proveMaxInFlight: env.PROVE_MAX_IN_FLIGHT,
     },
     bodyLimitBytes: env.BODY_LIMIT_BYTES,
   };
@@ -36,9 +46,12 @@ export async function closeDeps(deps: AppDeps): Promise<void> {
   await deps.queues.close();
   deps.redis.disconnect();
   await deps.db.destroy();
+  await closeEgress();
 }
 
 export async function startWeb(): Promise<{ server: Server; shutdown: Shutdown }> {
+  // The web process verifies policy proofs: it starts only with artifacts it may trust (or is told to).
+  const setup = await assertCircuitSetup();
   const shutdown = new Shutdown();
   const deps = depsFromEnv();
   shutdown.register('deps', () => closeDeps(deps));
@@ -51,7 +64,12 @@ export async function startWeb(): Promise<{ server: Server; shutdown: Shutdown }
   const server = app.listen(env.PORT, env.HOST);
   await new Promise<void>((resolve, reject) => {
     server.once('listening', resolve);
-    server.once('error', reject);
+    server.once('error', (err) => {
+      reject(explainListenError(err, { port: env.PORT, host: env.HOST, variable: 'PORT' }) ?? err);
+    });
+  }).catch(async (err: unknown) => {
+    await shutdown.run('start failed');
+    throw err;
   });
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 66_000;
@@ -62,11 +80,17 @@ export async function startWeb(): Promise<{ server: Server; shutdown: Shutdown }
       server.closeIdleConnections();
     });
   });
-  logger.info({ port: env.PORT, host: env.HOST }, 'web listening');
+  if (setup.insecure) {
+    logger.warn(
+      { ptau: setup.ptau.file, allowInsecureCircuits: setup.allowInsecureCircuits },
+      'circuit keys come from the insecure development setup: policy proofs are forgeable',
+    );
+  }
+  const { port } = server.address() as AddressInfo;
+  logger.info({ port, host: env.HOST, insecureSetup: setup.insecure }, 'web listening');
   return { server, shutdown };
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const { shutdown } = await startWeb();
-  shutdown.installSignalHandlers();
+  await runProcess('web', startWeb);
 }

@@ -1,18 +1,40 @@
 // bench:jobs — end-to-end createJob → succeeded over HTTP for attest.timestamp (web and worker as
 // separate processes, as deployed), against bare BullMQ add + process of a no-op job on the same Redis.
+//   npm run bench:jobs [-- --cluster]
+// --cluster runs both sides on a three-master Redis Cluster started on loopback (QUEUE_PREFIX={…}).
+// BENCH_WEBS / BENCH_WORKERS start more web and worker processes (default one each).
 import { Queue, QueueEvents } from 'bullmq';
-import { Redis } from 'ioredis';
 import pg from 'pg';
 import { createHash } from 'node:crypto';
-import { benchStack, httpClient, percentile, pool } from './stack';
+import { cpus } from 'node:os';
+import { freePort } from '../shared/devstack/redis';
+import { startLocalCluster } from '../shared/devstack/redis-cluster';
+import type { LocalCluster } from '../shared/devstack/redis-cluster';
+import { parseEnv } from '../shared/env';
+import { createRedis, waitReady } from '../shared/redis';
+import type { RedisClient, RedisTarget } from '../shared/redis';
+import { printReport } from './report';
+import { benchStack, cpuMs, httpClient, percentile, pool } from './stack';
 
 const N = Number(process.env.BENCH_JOBS ?? 5000);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 64);
-const PORT = Number(process.env.BENCH_PORT ?? 3999);
+const WEBS = Number(process.env.BENCH_WEBS ?? 1);
+const WORKERS = Number(process.env.BENCH_WORKERS ?? 1);
+const CLUSTER = process.argv.includes('--cluster');
 const fmt = (n: number) => n.toFixed(1);
 
+type Stack = Awaited<ReturnType<typeof benchStack>>;
+
+/** Where both sides keep their queues: the stack's Redis, or a fresh cluster with a hash-tagged prefix. */
+interface Place {
+  target: RedisTarget;
+  prefix: string;
+  /** What child processes need on top of the stack's environment. */
+  env: Record<string, string>;
+}
+
 async function waitHealthy(base: string) {
-  for (let i = 0; i < 200; i++) {
+  for (let i = 0; i < 600; i++) {
     if (
       await fetch(`${base}/api/health`).then(
         (r) => r.ok,
@@ -25,27 +47,79 @@ async function waitHealthy(base: string) {
   throw new Error('web did not start');
 }
 
-async function endToEnd(stack: Awaited<ReturnType<typeof benchStack>>) {
-  const base = `http://127.0.0.1:${PORT}`;
-  stack.spawn('api/main.ts', { PORT: String(PORT), HOST: '127.0.0.1', RATE_LIMIT_ENABLED: 'false' });
-  stack.spawn('workers/main.ts', { WORKER_CONCURRENCY: String(CONCURRENCY) });
-  await waitHealthy(base);
+/** The pid of every Redis server holding the queues: the one node, or each master of the cluster. */
+async function redisPids(client: RedisClient): Promise<number[]> {
+  const nodes = 'nodes' in client && typeof client.nodes === 'function' ? client.nodes('master') : [client];
+  const infos = await Promise.all(nodes.map((n) => n.info('server')));
+  return infos.map((info) => Number(/process_id:(\d+)/.exec(info)?.[1]));
+}
+
+/** CPU ms per process role, summed over the role's processes, from /proc (NaN off Linux). */
+async function cpuByRole(roles: Record<string, number[]>, db: pg.Client) {
+  const { rows } = await db.query<{ pid: number }>(
+    'select pid from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()',
+  );
+  const all: Record<string, number[]> = { ...roles, postgres: rows.map((r) => r.pid) };
+  const out: Record<string, Map<number, number>> = {};
+  for (const [role, pids] of Object.entries(all)) out[role] = new Map(pids.map((p) => [p, cpuMs(p)]));
+  const self = process.cpuUsage();
+  out.driver = new Map([[process.pid, (self.user + self.system) / 1000]]);
+  return out;
+}
+
+function cpuPerJob(before: Record<string, Map<number, number>>, after: Record<string, Map<number, number>>) {
+  return Object.fromEntries(
+    Object.entries(after).map(([role, pids]) => {
+      let ms = 0;
+      for (const [pid, end] of pids) ms += end - (before[role]?.get(pid) ?? 0);
+      return [role, ms / N];
+    }),
+  );
+}
+
+async function endToEnd(stack: Stack, place: Place) {
+  const bases: string[] = [];
+  const pids: Record<string, number[]> = { web: [], worker: [] };
+  for (let i = 0; i < WEBS; i++) {
+    const port = process.env.BENCH_PORT ? Number(process.env.BENCH_PORT) + i : await freePort();
+    const web = stack.spawn('api/main.ts', {
+      ...place.env,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      RATE_LIMIT_ENABLED: 'false',
+    });
+    pids.web!.push(web.pid!);
+    bases.push(`http://127.0.0.1:${port}`);
+  }
+  for (let i = 0; i < WORKERS; i++)
+    pids.worker!.push(
+      stack.spawn('workers/main.ts', { ...place.env, WORKER_CONCURRENCY: String(CONCURRENCY) }).pid!,
+    );
+  const probe = createRedis('worker', place.target);
+  if (!(await waitReady(probe, 10_000))) throw new Error('Redis did not answer');
+  const servers = await redisPids(probe);
+  if (servers.length === 0 || servers.some((p) => !p)) throw new Error('no Redis server pid');
+  // One role per cluster master: the queues' master works, the others mostly relay pub/sub.
+  servers.forEach((pid, i) => (pids[servers.length > 1 ? `redis${i + 1}` : 'redis'] = [pid]));
+  probe.disconnect();
+  for (const base of bases) await waitHealthy(base);
   const db = new pg.Client({ connectionString: stack.databaseUrl });
   await db.connect();
 
-  // Warm-up: connections, JIT.
   const body = (i: number) =>
     JSON.stringify({
       service: 'attest.timestamp',
       input: { digest: createHash('sha256').update(`bench ${i}`).digest('hex') },
     });
-  const call = httpClient(base, CONCURRENCY);
+  // Requests go round the webs, as a router in front of them would send them.
+  const calls = bases.map((base) => httpClient(base, Math.ceil(CONCURRENCY / bases.length)));
   const create = async (i: number) => {
-    const res = await call('POST', '/api/jobs', body(i));
+    const res = await calls[Math.abs(i) % calls.length]!('POST', '/api/jobs', body(i));
     if (res.status !== 202) throw new Error(`createJob answered ${res.status}`);
     ids.push((JSON.parse(res.body) as { job: { id: string } }).job.id);
   };
   const ids: string[] = [];
+  // Warm-up: connections, JIT.
   await pool(
     [...Array(300).keys()].map((i) => -i - 1),
     CONCURRENCY,
@@ -55,15 +129,17 @@ async function endToEnd(stack: Awaited<ReturnType<typeof benchStack>>) {
     Number((await db.query(`select count(*) n from jobs where status = 'succeeded'`)).rows[0].n);
   while ((await doneCount()) < 300) await new Promise((r) => setTimeout(r, 20));
 
+  const cpuBefore = await cpuByRole(pids, db);
   const start = performance.now();
   const createLat = await pool([...Array(N).keys()], CONCURRENCY, create);
   const created = performance.now();
   while ((await doneCount()) < N + 300) await new Promise((r) => setTimeout(r, 10));
   const elapsed = (performance.now() - start) / 1000;
+  const cpu = cpuPerJob(cpuBefore, await cpuByRole(pids, db));
 
   const sample = ids.slice(-2000);
   const statusLat = await pool(sample, CONCURRENCY, async (id) => {
-    const res = await call('GET', `/api/jobs/${id}`);
+    const res = await calls[0]!('GET', `/api/jobs/${id}`);
     if (res.status !== 200) throw new Error(`jobStatus answered ${res.status}`);
   });
   await db.end();
@@ -74,51 +150,89 @@ async function endToEnd(stack: Awaited<ReturnType<typeof benchStack>>) {
     createP99: percentile(createLat, 99),
     statusP50: percentile(statusLat, 50),
     statusP99: percentile(statusLat, 99),
+    cpu,
   };
 }
 
-async function bare(stack: Awaited<ReturnType<typeof benchStack>>) {
-  const connection = new Redis(stack.redisUrl, { maxRetriesPerRequest: null });
-  const queue = new Queue('bare', { connection, prefix: stack.prefix });
-  const events = new QueueEvents('bare', {
-    connection: new Redis(stack.redisUrl, { maxRetriesPerRequest: null }),
-    prefix: stack.prefix,
-  });
+async function bare(stack: Stack, place: Place) {
+  const connection = createRedis('worker', place.target);
+  const queue = new Queue('bare', { connection, prefix: place.prefix });
+  const eventsConnection = createRedis('worker', place.target);
+  const events = new QueueEvents('bare', { connection: eventsConnection, prefix: place.prefix });
   await events.waitUntilReady();
   let completed = 0;
   events.on('completed', () => completed++);
-  const worker = stack.spawn('bench/noop-worker.ts', { WORKER_CONCURRENCY: String(CONCURRENCY) });
+  const worker = stack.spawn('bench/noop-worker.ts', {
+    ...place.env,
+    WORKER_CONCURRENCY: String(CONCURRENCY),
+  });
   const start = performance.now();
   await pool([...Array(N).keys()], CONCURRENCY, async (i) => {
     await queue.add('noop', { i }, { jobId: `bare-${i}`, removeOnComplete: { count: 1000 } });
   });
   while (completed < N) await new Promise((r) => setTimeout(r, 10));
   const elapsed = (performance.now() - start) / 1000;
-  worker.kill('SIGTERM');
+  await new Promise((r) => (worker.once('exit', r), worker.kill('SIGTERM')));
   await events.close();
   await queue.obliterate({ force: true });
   await queue.close();
   connection.disconnect();
+  eventsConnection.disconnect();
   return { jobsPerSecond: N / elapsed };
 }
 
 const stack = await benchStack();
+let cluster: LocalCluster | undefined;
+let report: Parameters<typeof printReport>[0];
 try {
+  let place: Place = { target: { url: stack.redisUrl }, prefix: stack.prefix, env: {} };
+  if (CLUSTER) {
+    cluster = await startLocalCluster(3);
+    const prefix = `{${stack.prefix}}`;
+    const env = { REDIS_URL: '', REDIS_CLUSTER_NODES: cluster.nodes, QUEUE_PREFIX: prefix };
+    place = { target: { cluster: parseEnv(env).REDIS_CLUSTER_NODES! }, prefix, env };
+  }
+  const redis = CLUSTER ? `a Redis Cluster of 3 masters (${cluster!.nodes})` : `Redis ${stack.redisUrl}`;
   console.log(
-    `bench:jobs — ${N} jobs, ${CONCURRENCY} in flight, on ${(await import('node:os')).cpus().length} cores`,
+    `bench:jobs — ${N} jobs, ${CONCURRENCY} in flight, ${WEBS} web / ${WORKERS} worker process(es), on ${cpus().length} cores, ${redis}`,
   );
-  const baseline = await bare(stack);
-  const e2e = await endToEnd(stack);
+  const baseline = await bare(stack, place);
+  const e2e = await endToEnd(stack, place);
+  const ratio = e2e.jobsPerSecond / baseline.jobsPerSecond;
   console.log(`bare BullMQ add+process (no-op):        ${fmt(baseline.jobsPerSecond)} jobs/s`);
   console.log(
     `createJob → succeeded over HTTP:        ${fmt(e2e.jobsPerSecond)} jobs/s  (createJob alone ${fmt(e2e.createPerSecond)}/s)`,
   );
-  console.log(
-    `ratio end-to-end / bare:                ${((e2e.jobsPerSecond / baseline.jobsPerSecond) * 100).toFixed(1)} %  (target ≥ 30 %)`,
-  );
+  console.log(`ratio end-to-end / bare:                ${(ratio * 100).toFixed(1)} %  (target ≥ 30 %)`);
   console.log(`createJob latency p50/p99:              ${fmt(e2e.createP50)} / ${fmt(e2e.createP99)} ms`);
   console.log(`jobStatus latency p50/p99:              ${fmt(e2e.statusP50)} / ${fmt(e2e.statusP99)} ms`);
+  const cpuLine = Object.entries(e2e.cpu).map(([role, ms]) => `${role} ${ms.toFixed(3)}`);
+  console.log(`CPU ms per job end to end:              ${cpuLine.join(', ')}`);
+  report = {
+    bench: CLUSTER ? 'jobs --cluster' : 'jobs',
+    settings: {
+      jobs: N,
+      inFlight: CONCURRENCY,
+      webs: WEBS,
+      workers: WORKERS,
+      redis: CLUSTER ? 'cluster, 3 masters' : 'one node',
+    },
+    figures: {
+      jobsPerSecond: e2e.jobsPerSecond,
+      ratioToBaseline: ratio,
+      createPerSecond: e2e.createPerSecond,
+      createP50Ms: e2e.createP50,
+      createP99Ms: e2e.createP99,
+      statusP50Ms: e2e.statusP50,
+      statusP99Ms: e2e.statusP99,
+      ...Object.fromEntries(Object.entries(e2e.cpu).map(([role, ms]) => [`cpuMsPerJob.${role}`, ms])),
+    },
+    baseline: { bareBullmqJobsPerSecond: baseline.jobsPerSecond },
+    target: { jobsPerSecond: { min: 1000 }, ratioToBaseline: { min: 0.3 } },
+  };
 } finally {
   await stack.close();
+  await cluster?.stop();
 }
+printReport(report);
 process.exit(0);

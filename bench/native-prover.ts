@@ -7,6 +7,7 @@ import * as snarkjs from 'snarkjs';
 import { computeWitness, ensureChainFixture, ensureFixtures, repoRoot } from '../test/native-prover/fixtures';
 import type { Fixture } from '../test/native-prover/fixtures';
 import { loadNativeProver } from '../workers/native-prover';
+import { printReport } from './report';
 
 function arg(name: string, fallback: number): number {
   const i = process.argv.indexOf(`--${name}`);
@@ -67,6 +68,9 @@ if (existsSync(manifestFile)) {
   }
 }
 
+const figures: Record<string, number> = {};
+const baseline: Record<string, number> = {};
+const speedups: number[] = [];
 const all = [
   ...targets.map((f) => ({ name: f.name, zkey: f.zkey, wasm: f.wasm, input: async () => f.randomInput() })),
   ...projectCircuits,
@@ -92,9 +96,20 @@ for (const c of all) {
     js.push((await time(() => snarkjs.groth16.prove(c.zkey, wtns)))[0]);
   }
   const speedup = median(js) / median(nat);
+  figures[`${c.name}.nativeMs`] = median(nat);
+  figures[`${c.name}.native1tMs`] = median(nat1);
+  baseline[`${c.name}.snarkjsMs`] = median(js);
+  speedups.push(speedup);
   process.stdout.write(
     `${c.name.padEnd(12)} ${String(prover.info.domainSize).padStart(7)} ${ms(loadMs)} ${ms(median(nat))} ${ms(median(nat1))} ${ms(median(js))} ${speedup.toFixed(1).padStart(7)}x\n`,
   );
   prover.release();
 }
 await (globalThis as { curve_bn128?: { terminate(): Promise<void> } }).curve_bn128?.terminate();
+printReport({
+  bench: 'native-prover',
+  settings: { maxPower, runs, threads },
+  figures: { ...figures, minSpeedupOverSnarkjs: speedups.length ? Math.min(...speedups) : null },
+  baseline,
+  target: { minSpeedupOverSnarkjs: { min: 5 } },
+});

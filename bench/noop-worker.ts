@@ -1,8 +1,9 @@
-// Baseline worker for bench:jobs: bare BullMQ processing a no-op job, nothing else.
+// Baseline worker for bench:jobs: bare BullMQ processing a no-op job, nothing else, on the Redis (one
+// node or a cluster) and prefix it is given.
 import { Worker } from 'bullmq';
-import { Redis } from 'ioredis';
+import { createRedis } from '../shared/redis';
 
-const connection = new Redis(process.env.REDIS_URL!, { maxRetriesPerRequest: null });
+const connection = createRedis('worker');
 const worker = new Worker('bare', async () => undefined, {
   connection,
   prefix: process.env.QUEUE_PREFIX,

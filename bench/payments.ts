@@ -5,6 +5,8 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import { cpus } from 'node:os';
 import type { Asset } from '../shared/payments/assets';
+import { printReport } from './report';
+import type { BenchReport } from './report';
 
 const N = Number(process.env.BENCH_PAYMENTS ?? 1000);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);
@@ -99,6 +101,7 @@ async function driver() {
   const { createEvmAdapter } = await import('../shared/chains/evm');
 
   const stack = await benchStack();
+  let report: BenchReport | undefined;
   try {
     const rpcPort = await freePort();
     const rpcUrl = `http://127.0.0.1:${rpcPort}`;
@@ -158,20 +161,9 @@ async function driver() {
       `bench:payments — ${N} ETH payments, ${CONCURRENCY} in flight, EVM_CONFIRMATIONS=1, on ${cpus().length} cores`,
     );
 
-    // 1. N real transfers, mined. One lane per payer: the node numbers each sender's transactions in turn.
+    // 1. N priced jobs: each ETH quote asks for its own amount (the price plus a unique offset).
     let t = performance.now();
-    const hashes: string[] = [];
-    let claimed = 0;
-    await pool(payers, payers.length, async (from) => {
-      while (claimed++ < N) {
-        const value = `0x${PRICE_WEI.toString(16)}`;
-        hashes.push(await rpc<string>('eth_sendTransaction', [{ from, to: treasury, value, gas: '0x5208' }]));
-      }
-    });
-    const transfersPerSecond = N / ((performance.now() - t) / 1000);
-
-    // 2. N priced jobs, and a payment submitted for each (held in the paused queue).
-    t = performance.now();
+    const jobs: Array<{ id: string; wei: bigint }> = [];
     await pool([...Array(N).keys()], CONCURRENCY, async (i) => {
       const digest = createHash('sha256').update(`bench payment ${i}`).digest('hex');
       const job = await call(
@@ -180,10 +172,32 @@ async function driver() {
         JSON.stringify({ service: 'attest.batch', input: { digests: [digest] } }),
       );
       if (job.status !== 202) throw new Error(`createJob answered ${job.status}: ${job.body}`);
-      const jobId = (JSON.parse(job.body) as { job: { id: string } }).job.id;
+      const body = JSON.parse(job.body) as {
+        job: { id: string };
+        payment: { quotes: Array<{ asset: string; amount: string }> };
+      };
+      jobs[i] = { id: body.job.id, wei: BigInt(body.payment.quotes.find((q) => q.asset === 'ETH')!.amount) };
+    });
+
+    // 2. N real transfers of those amounts, mined after the quotes. One lane per payer: the node numbers
+    // each sender's transactions in turn.
+    t = performance.now();
+    const hashes: string[] = [];
+    let claimed = 0;
+    await pool(payers, payers.length, async (from) => {
+      for (let i = claimed++; i < N; i = claimed++) {
+        const value = `0x${jobs[i]!.wei.toString(16)}`;
+        hashes[i] = await rpc<string>('eth_sendTransaction', [{ from, to: treasury, value, gas: '0x5208' }]);
+      }
+    });
+    const transfersPerSecond = N / ((performance.now() - t) / 1000);
+
+    // 3. A payment submitted for each (held in the paused queue).
+    t = performance.now();
+    await pool([...Array(N).keys()], CONCURRENCY, async (i) => {
       const paid = await call(
         'POST',
-        `/api/jobs/${jobId}/payment`,
+        `/api/jobs/${jobs[i]!.id}/payment`,
         JSON.stringify({ asset: 'ETH', txRef: hashes[i] }),
       );
       if (paid.status !== 202) throw new Error(`submitPayment answered ${paid.status}: ${paid.body}`);
@@ -255,7 +269,7 @@ async function driver() {
     await queue.close();
     connection.disconnect();
 
-    const callsPerCheck = 3; // eth_getTransactionByHash, eth_getTransactionReceipt, eth_blockNumber
+    const callsPerCheck = 4; // eth_getTransactionByHash, eth_getTransactionReceipt, eth_blockNumber, eth_getBlockByNumber
     console.log(`transfers sent and mined (ganache):        ${fmt(transfersPerSecond)} tx/s`);
     console.log(`createJob + submitPayment over HTTP:       ${fmt(submitPerSecond)} payments/s`);
     console.log(
@@ -276,9 +290,24 @@ async function driver() {
     console.log(
       `ratio through the queue / adapter alone:   ${((paymentsPerSecond / adapterPerSecond) * 100).toFixed(1)} %`,
     );
+    report = {
+      bench: 'payments',
+      settings: { payments: N, inFlight: CONCURRENCY, rpcCalls: RPC_CALLS, callsPerCheck },
+      figures: {
+        paymentsPerSecond,
+        ratioToRpcBound: paymentsPerSecond / (rpcPerSecond / callsPerCheck),
+        ratioToAdapter: paymentsPerSecond / adapterPerSecond,
+        submitPerSecond,
+        workerCpuMsPerPayment: workerCpu,
+        nodeCpuMsPerPayment: nodeCpu,
+      },
+      baseline: { rawRpcCallsPerSecond: rpcPerSecond, adapterPerSecond, transfersPerSecond },
+      target: { paymentsPerSecond: { min: 1000 }, ratioToRpcBound: { min: 0.5 } },
+    };
   } finally {
     await stack.close();
   }
+  if (report) printReport(report);
 }
 
 const role = process.env.BENCH_PAYMENTS_ROLE;

@@ -20,7 +20,9 @@ import {
 } from '../shared/zk/index';
 import type { PolicyId } from '../shared/zk/index';
 import { ensureLargeCircuit } from './large-circuit';
-import { formatSideBySide, sideBySide, witnessFor } from './proving';
+import { formatSideBySide, sideBySide, sideBySideFigures, witnessFor } from './proving';
+import type { SideBySide } from './proving';
+import { printReport } from './report';
 import { benchStack, percentile, pool } from './stack';
 
 const N = Number(process.env.BENCH_PROOFS ?? 24);
@@ -175,6 +177,9 @@ async function throughQueue(
 }
 
 const stack = await benchStack();
+const sides: Record<string, SideBySide> = {};
+const queueRates: Record<string, number> = {};
+const directRates: Record<string, number> = {};
 try {
   const PORT = Number(process.env.BENCH_PORT ?? (await freePort()));
   const base = `http://127.0.0.1:${PORT}`;
@@ -204,9 +209,12 @@ try {
       rapidsnarkBin: RAPIDSNARK_BIN,
     });
     proving.push(`  ${policy.padEnd(12)} ${formatSideBySide(side, fmt)}`);
+    sides[policy] = side;
     await terminateCurves(); // leave the cores to the prover process
     await throughQueue(base, db, policy, 2); // warm-up: connections, JIT
     const q = await throughQueue(base, db, policy);
+    queueRates[`${policy}.queueProofsPerSecond`] = q.proofsPerSecond;
+    directRates[`${policy}.directProofsPerSecond`] = d.proofsPerSecond;
     const { rows } = await db.query(
       `select backend from proofs where status = 'succeeded' order by finished_at desc limit 1`,
     );
@@ -243,9 +251,24 @@ try {
     console.log(
       `  ${large.name.padEnd(12)} ${formatSideBySide(side, fmt)}  [${large.constraints} constraints]`,
     );
+    sides[large.name] = side;
   }
 } finally {
   await terminateCurves();
   await stack.close();
 }
+const sideFigures = sideBySideFigures(sides);
+printReport({
+  bench: 'prover',
+  settings: {
+    proofs: N,
+    inFlight: CONCURRENCY,
+    provingRuns: PROVING_RUNS,
+    large: LARGE,
+    rapidsnark: !!RAPIDSNARK_BIN,
+  },
+  figures: { ...queueRates, ...sideFigures.figures },
+  baseline: { ...directRates, ...sideFigures.baseline },
+  target: { worstNativeCliOverRapidsnark: { max: 1.0 }, minNativeSpeedupOverSnarkjs: { min: 5 } },
+});
 process.exit(0);

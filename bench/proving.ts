@@ -134,3 +134,30 @@ export function formatSideBySide(r: SideBySide, fmt: (n: number, d?: number) => 
   if (r.nativeVerified === false) parts.push('NATIVE PROOF REJECTED BY SNARKJS');
   return parts.join(' | ');
 }
+
+/**
+ * The side-by-side runs as report figures (per circuit: native warm, native CLI) and baseline
+ * (snarkjs, rapidsnark), with the two ratios the targets bound: the slowest native CLI against
+ * rapidsnark, whole process each, and the smallest warm speedup over snarkjs.
+ */
+export function sideBySideFigures(sides: Record<string, SideBySide>): {
+  figures: Record<string, number | null>;
+  baseline: Record<string, number | null>;
+} {
+  const figures: Record<string, number | null> = {};
+  const baseline: Record<string, number | null> = {};
+  const overRapidsnark: number[] = [];
+  const speedups: number[] = [];
+  for (const [name, r] of Object.entries(sides)) {
+    figures[`${name}.nativeMs`] = r.nativeMs;
+    figures[`${name}.nativeCliMs`] = r.nativeCliMs;
+    baseline[`${name}.snarkjsMs`] = r.snarkjsMs;
+    baseline[`${name}.rapidsnarkMs`] = r.rapidsnarkMs;
+    if (r.nativeMs !== null) speedups.push(r.snarkjsMs / r.nativeMs);
+    if (r.nativeCliMs !== null && r.rapidsnarkMs !== null)
+      overRapidsnark.push(r.nativeCliMs / r.rapidsnarkMs);
+  }
+  figures.worstNativeCliOverRapidsnark = overRapidsnark.length ? Math.max(...overRapidsnark) : null;
+  figures.minNativeSpeedupOverSnarkjs = speedups.length ? Math.min(...speedups) : null;
+  return { figures, baseline };
+}

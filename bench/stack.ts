@@ -1,5 +1,6 @@
 // Benchmark stack: a fresh database on the resolved Postgres, the resolved Redis, and child processes.
 import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import type { ChildProcess } from 'node:child_process';
 import pg from 'pg';
@@ -123,4 +124,14 @@ export function httpClient(base: string, sockets: number) {
       req.on('error', reject);
       req.end(body);
     });
+}
+
+/** CPU time (user + system) a process has used so far, in ms; Linux only, else NaN. */
+export function cpuMs(pid: number | undefined): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // utime, stime in USER_HZ ticks
+  } catch {
+    return NaN;
+  }
 }

@@ -2,6 +2,8 @@
 // and across many, and verify calls per second, against raw Postgres single-row inserts in the same run.
 import { createHash } from 'node:crypto';
 import pg from 'pg';
+import { printReport } from './report';
+import type { BenchReport } from './report';
 import { benchStack, percentile, pool } from './stack';
 
 const EVENTS_ONE = Number(process.env.BENCH_EVENTS_ONE ?? 400);
@@ -41,6 +43,7 @@ async function timed(
 async function main() {
   const stack = await benchStack();
   const base = `http://127.0.0.1:${PORT}`;
+  let report: BenchReport | undefined;
   try {
     stack.spawn('api/main.ts', {
       PORT: String(PORT),
@@ -165,9 +168,32 @@ async function main() {
       `\nOne workflow's events are serialized by its row lock, and each event re-reads its ${EVENTS_ONE}-entry trail;` +
         ' events across workflows run in parallel.',
     );
+    report = {
+      bench: 'workflows',
+      settings: {
+        eventsOne: EVENTS_ONE,
+        eventsMany: EVENTS_MANY,
+        workflows: WORKFLOWS,
+        inFlight: CONCURRENCY,
+      },
+      figures: {
+        eventsOneWorkflowPerSecond: perSecond(single),
+        eventsOneWorkflowRatio: perSecond(single) / baseline,
+        eventsManyWorkflowsPerSecond: perSecond(spread),
+        eventsManyWorkflowsRatio: perSecond(spread) / baseline,
+        verifyPerSecond: perSecond(verifies),
+      },
+      baseline: { rawInsertPerSecond: baseline },
+      target: {
+        eventsOneWorkflowRatio: { min: 0.25 },
+        eventsManyWorkflowsRatio: { min: 0.4 },
+        verifyPerSecond: { min: 1000 },
+      },
+    };
   } finally {
     await stack.close();
   }
+  if (report) printReport(report);
 }
 
 await main();

@@ -22,7 +22,9 @@ import { env } from '../shared/env';
 import { artifactPaths, artifactsDir, manifestPath, manifestSchema } from '../shared/zk/artifacts';
 import type { CircuitManifest, Manifest } from '../shared/zk/artifacts';
 import { policies, preparePolicyInput } from '../shared/zk/policies';
-import type { PolicyId } from '../shared/zk/policies';
+import type { PolicyDefinition, PolicyId } from '../shared/zk/policies';
+import { ballotCircuitInput, createIdentity } from '../shared/governance/ballot-client';
+import { BALLOT_CIRCUIT, BALLOT_PUBLIC_SIGNALS } from '../shared/governance/ballot-protocol';
 import { terminateCurves } from '../shared/zk';
 import {
   circuitSources,
@@ -58,8 +60,43 @@ const samples: Record<PolicyId, unknown> = {
   membership: { value: 3, set: [1, 2, 3] },
 };
 
+/** A context for the samples: any non-zero value, so zeroing it in the witness is a change. */
+const SAMPLE_CONTEXT = 0x5eed_c0de_5eedn;
+
+/** A circuit the build makes: each blind policy, and the anonymous ballot of governance. */
+interface Target {
+  circuit: string;
+  publicSignals: readonly string[];
+  /** Public signals that a changed witness value must make fail a constraint. */
+  pins: readonly string[];
+  /** An input that satisfies the circuit. */
+  sample(): Promise<unknown>;
+  policy?: PolicyDefinition;
+}
+
+const targets: Target[] = [
+  ...Object.values(policies).map((policy) => ({
+    circuit: policy.circuit,
+    publicSignals: policy.publicSignals,
+    // context wherever the policy takes one: it must be part of the constrained statement.
+    pins: ['result', 'policyId', 'context'].filter((n) => policy.publicSignals.includes(n)),
+    sample: async () =>
+      (await preparePolicyInput(policy.id, samples[policy.id], { context: SAMPLE_CONTEXT })).circuitInput,
+    policy,
+  })),
+  {
+    circuit: BALLOT_CIRCUIT,
+    publicSignals: BALLOT_PUBLIC_SIGNALS,
+    pins: BALLOT_PUBLIC_SIGNALS,
+    sample: async () => {
+      const [voter, other] = [await createIdentity(), await createIdentity()];
+      return (await ballotCircuitInput(voter, [other.commitment, voter.commitment], 'prop_sample', 7n)).input;
+    },
+  },
+];
+
 interface Compiled {
-  policyId: PolicyId;
+  target: Target;
   circuit: string;
   r1cs: string;
   wasm: string;
@@ -71,7 +108,8 @@ interface Compiled {
   publicSignals: string[];
 }
 
-async function compile(policyId: PolicyId, circuit: string): Promise<Compiled> {
+async function compile(target: Target): Promise<Compiled> {
+  const { circuit } = target;
   const cli = join(repoRoot, 'node_modules', 'circom2', 'cli.js');
   const args = [cli, join('circuits', `${circuit}.circom`), ...compilerFlags, '--r1cs', '--wasm', '--sym'];
   args.push('-l', 'node_modules', '-o', relative(repoRoot, buildDir));
@@ -93,7 +131,7 @@ async function compile(policyId: PolicyId, circuit: string): Promise<Compiled> {
   }
   const publicSignals = Array.from({ length: nPublic }, (_, i) => names.get(i + 1) ?? `#${i + 1}`);
   return {
-    policyId,
+    target,
     circuit,
     r1cs,
     sym,
@@ -174,19 +212,18 @@ function witnessSection(buf: Buffer): { offset: number; n8: number } {
 
 /**
  * The witness calculator enforces the circuit's asserts, the proof only its constraints: this
- * checks that a witness with the result or the policy id changed breaks a constraint, i.e. that
- * the compiler kept those pins.
+ * checks that a witness with a pinned signal (a policy's result, id and context, a ballot's every public
+ * signal) changed breaks a constraint, i.e. that the compiler kept those pins.
  */
 async function checkPins(compiled: Compiled): Promise<void> {
-  const prepared = await preparePolicyInput(compiled.policyId, samples[compiled.policyId]);
   const wtnsPath = join(buildDir, `${compiled.circuit}.wtns`);
-  await snarkjs.wtns.calculate(prepared.circuitInput, compiled.wasm, wtnsPath);
+  await snarkjs.wtns.calculate(await compiled.target.sample(), compiled.wasm, wtnsPath);
   if (!(await snarkjs.wtns.check(compiled.r1cs, wtnsPath, quiet))) {
     throw new Error(`${compiled.circuit}: a valid witness fails its own constraints`);
   }
   const original = readFileSync(wtnsPath);
   const { offset, n8 } = witnessSection(original);
-  for (const name of ['result', 'policyId']) {
+  for (const name of compiled.target.pins) {
     const index = compiled.publicSignals.indexOf(name) + 1;
     if (index === 0) throw new Error(`${compiled.circuit}: no public signal ${name}`);
     const tampered = Buffer.from(original);
@@ -237,15 +274,15 @@ async function main(): Promise<void> {
   const previous = readManifest();
 
   const compiled: Compiled[] = [];
-  for (const policy of Object.values(policies)) {
+  for (const target of targets) {
     const started = Date.now();
-    const result = await compile(policy.id, policy.circuit);
+    const result = await compile(target);
     log(
-      `compiled ${policy.circuit}: ${result.constraints} constraints, ${result.nPublic} public signals (${Date.now() - started} ms)`,
+      `compiled ${target.circuit}: ${result.constraints} constraints, ${result.nPublic} public signals (${Date.now() - started} ms)`,
     );
-    if (result.publicSignals.join() !== policy.publicSignals.join()) {
+    if (result.publicSignals.join() !== target.publicSignals.join()) {
       throw new Error(
-        `${policy.circuit}: public signals ${result.publicSignals.join()} differ from the registry`,
+        `${target.circuit}: public signals ${result.publicSignals.join()} differ from the registry`,
       );
     }
     await checkPins(result);
@@ -261,7 +298,7 @@ async function main(): Promise<void> {
 
   const circuits: Record<string, CircuitManifest> = {};
   for (const c of compiled) {
-    const policy = policies[c.policyId];
+    const { policy } = c.target;
     if (upToDate(previous, c.circuit, ptau.sha256)) {
       log(`${c.circuit}: up to date`);
       circuits[c.circuit] = previous!.circuits[c.circuit]!;
@@ -272,9 +309,9 @@ async function main(): Promise<void> {
     const paths = artifactPaths(c.circuit);
     circuits[c.circuit] = {
       circuit: c.circuit,
-      policyId: policy.id,
-      policyLabel: policy.label,
-      policyFieldId: String(policy.fieldId),
+      ...(policy
+        ? { policyId: policy.id, policyLabel: policy.label, policyFieldId: String(policy.fieldId) }
+        : {}),
       constraints: c.constraints,
       wires: c.wires,
       privateInputs: c.privateInputs,

@@ -1,7 +1,7 @@
 // Membership policy: proves value is one of an allowed set without revealing the value or the set.
 // The set is a Poseidon Merkle tree of DEPTH levels (up to 2^DEPTH members): leaf = Poseidon(member),
 // empty slots are 0, node = Poseidon(left, right). The public setCommitment is Poseidon(root, setSalt).
-// Public signals, in order: result (always 1), valueCommitment, setCommitment, policyId.
+// Public signals, in order: result (always 1), valueCommitment, setCommitment, policyId, context.
 pragma circom 2.1.0;
 
 include "lib/policy.circom";
@@ -16,11 +16,14 @@ template MembershipPolicy(POLICY_ID, VALUE_BITS, DEPTH) {
     signal input valueCommitment;
     signal input setCommitment;
     signal input policyId;
+    signal input context;
 
     signal output result;
 
     component id = PolicyId(POLICY_ID);
     id.in <== policyId;
+    component bound = Context();
+    bound.in <== context;
 
     component valueBound = Bounded(VALUE_BITS);
     valueBound.in <== value;
@@ -63,5 +66,5 @@ template MembershipPolicy(POLICY_ID, VALUE_BITS, DEPTH) {
 
 // Policy id: the ASCII bytes of "px.policy.membership.v1" read as a big-endian integer.
 // Depth 10: sets of up to 1024 members.
-component main {public [valueCommitment, setCommitment, policyId]} =
+component main {public [valueCommitment, setCommitment, policyId, context]} =
     MembershipPolicy(10772433987327137605748747606305682687590508994998728241, 64, 10);

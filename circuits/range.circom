@@ -1,5 +1,5 @@
 // Range policy: proves low <= value <= high without revealing any of the three.
-// Public signals, in order: result (always 1), valueCommitment, lowCommitment, highCommitment, policyId.
+// Public signals, in order: result (always 1), valueCommitment, lowCommitment, highCommitment, policyId, context.
 pragma circom 2.1.0;
 
 include "lib/policy.circom";
@@ -16,11 +16,14 @@ template RangePolicy(POLICY_ID, VALUE_BITS) {
     signal input lowCommitment;
     signal input highCommitment;
     signal input policyId;
+    signal input context;
 
     signal output result;
 
     component id = PolicyId(POLICY_ID);
     id.in <== policyId;
+    component bound = Context();
+    bound.in <== context;
 
     component valueBound = Bounded(VALUE_BITS);
     valueBound.in <== value;
@@ -54,5 +57,5 @@ template RangePolicy(POLICY_ID, VALUE_BITS) {
 }
 
 // Policy id: the ASCII bytes of "px.policy.range.v1" read as a big-endian integer.
-component main {public [valueCommitment, lowCommitment, highCommitment, policyId]} =
+component main {public [valueCommitment, lowCommitment, highCommitment, policyId, context]} =
     RangePolicy(9797471636672651225807156152959385283229233, 64);

@@ -9,6 +9,8 @@ import { sha256Hex } from '../shared/crypto';
 import { artifactPaths, artifactsDir, manifestPath, manifestSchema } from '../shared/zk/artifacts';
 import type { Manifest } from '../shared/zk/artifacts';
 import { policies } from '../shared/zk/policies';
+import type { PolicyDefinition } from '../shared/zk/policies';
+import { BALLOT_CIRCUIT, BALLOT_PUBLIC_SIGNALS } from '../shared/governance/ballot-protocol';
 
 export const repoRoot = fileURLToPath(new URL('..', import.meta.url));
 export const circuitsDir = join(repoRoot, 'circuits');
@@ -98,17 +100,24 @@ export async function checkArtifacts(options: CheckOptions = {}): Promise<string
   if (manifest.ptau.insecure && existsSync(ptauPath) && fileSha256(ptauPath) !== manifest.ptau.sha256) {
     problems.push(`${manifest.ptau.file}: sha256 differs from the manifest`);
   }
-  for (const policy of Object.values(policies)) {
-    const entry = manifest.circuits[policy.circuit];
-    const name = policy.circuit;
+  const expected: Array<{ circuit: string; publicSignals: readonly string[]; policy?: PolicyDefinition }> = [
+    ...Object.values(policies).map((policy) => ({
+      circuit: policy.circuit,
+      publicSignals: policy.publicSignals,
+      policy,
+    })),
+    { circuit: BALLOT_CIRCUIT, publicSignals: BALLOT_PUBLIC_SIGNALS },
+  ];
+  for (const { circuit: name, publicSignals, policy } of expected) {
+    const entry = manifest.circuits[name];
     if (!entry) {
       problems.push(`${name}: missing from the manifest`);
       continue;
     }
-    if (entry.policyId !== policy.id || entry.policyFieldId !== String(policy.fieldId)) {
+    if (policy && (entry.policyId !== policy.id || entry.policyFieldId !== String(policy.fieldId))) {
       problems.push(`${name}: policy id in the manifest differs from the registry`);
     }
-    if (!isDeepStrictEqual(entry.publicSignals, [...policy.publicSignals])) {
+    if (!isDeepStrictEqual(entry.publicSignals, [...publicSignals])) {
       problems.push(`${name}: public signals ${entry.publicSignals.join(',')} differ from the registry`);
     }
     if (entry.sourceSha256 !== sourceHash(name)) {

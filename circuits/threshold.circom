@@ -1,5 +1,5 @@
 // Threshold policy: proves value >= threshold without revealing either.
-// Public signals, in order: result (always 1), valueCommitment, thresholdCommitment, policyId.
+// Public signals, in order: result (always 1), valueCommitment, thresholdCommitment, policyId, context.
 pragma circom 2.1.0;
 
 include "lib/policy.circom";
@@ -13,11 +13,14 @@ template ThresholdPolicy(POLICY_ID, VALUE_BITS) {
     signal input valueCommitment;
     signal input thresholdCommitment;
     signal input policyId;
+    signal input context;
 
     signal output result;
 
     component id = PolicyId(POLICY_ID);
     id.in <== policyId;
+    component bound = Context();
+    bound.in <== context;
 
     component valueBound = Bounded(VALUE_BITS);
     valueBound.in <== value;
@@ -42,5 +45,5 @@ template ThresholdPolicy(POLICY_ID, VALUE_BITS) {
 }
 
 // Policy id: the ASCII bytes of "px.policy.threshold.v1" read as a big-endian integer.
-component main {public [valueCommitment, thresholdCommitment, policyId]} =
+component main {public [valueCommitment, thresholdCommitment, policyId, context]} =
     ThresholdPolicy(42079820262996631272456047507177087385293549523072561, 64);

@@ -1,6 +1,7 @@
 // Configuration: every setting the service reads, parsed from process.env once, at start.
 // Nothing else reads process.env. A wrong value stops start-up with a line naming the variable.
 import { z } from 'zod';
+import { parseAccountKey } from './chains/bitcoin-address';
 
 const port = z.coerce.number().int().min(0).max(65535);
 const positiveInt = z.coerce.number().int().positive();
@@ -26,6 +27,8 @@ export const envSchema = z.object({
     .string()
     .regex(/^rediss?:\/\//, 'a redis:// URL')
     .optional(),
+  /** Seed nodes of a Redis Cluster, used instead of REDIS_URL: host:port (or redis[s]://[user:password@]host:port) joined by commas. */
+  REDIS_CLUSTER_NODES: z.string().transform(parseClusterNodes).optional(),
   /** Where local state lives: embedded Postgres, development keys, caches. */
   DATA_DIR: z.string().default('.data'),
   EMBEDDED_PG_PORT: port.default(54329),
@@ -40,6 +43,22 @@ export const envSchema = z.object({
   RATE_LIMIT_IP_PER_MINUTE: positiveInt.default(1200),
   RATE_LIMIT_KEY_PER_MINUTE: positiveInt.default(2400),
   RATE_LIMIT_ENABLED: bool.default(true),
+  /** Anonymous blind-policy prove requests per client address per minute. */
+  PROVE_ANON_PER_MINUTE: positiveInt.default(10),
+  /** Blind-policy proofs one caller (agent, or address when anonymous) may have queued or running at once. */
+  PROVE_MAX_IN_FLIGHT: positiveInt.default(4),
+  /** Blind-policy verify requests per client address per minute (each is a Groth16 pairing check). */
+  VERIFY_PER_MINUTE: positiveInt.default(60),
+  /** TRIAL licenses issued to one client address per day. */
+  TRIAL_PER_ADDRESS_PER_DAY: positiveInt.default(3),
+  /** A TRIAL challenge must be signed and used within this many seconds of issue. */
+  TRIAL_CHALLENGE_TTL_SECONDS: positiveInt.default(600),
+  /** When set, GET /metrics (web and worker) needs Authorization: Bearer <METRICS_TOKEN>. */
+  METRICS_TOKEN: z.string().min(16, 'at least 16 characters').optional(),
+  /** Interface of the worker's own /metrics listener. */
+  WORKER_METRICS_HOST: z.string().default('127.0.0.1'),
+  /** How long a provider status probe is reused before the provider is asked again. */
+  PROVIDER_STATUS_CACHE_MS: z.coerce.number().int().min(0).default(5_000),
   /** BullMQ key prefix; wrap in braces (e.g. {px}) for Redis Cluster hash tags. */
   QUEUE_PREFIX: z.string().min(1).default('px'),
   WORKER_CONCURRENCY: positiveInt.default(32),
@@ -64,6 +83,8 @@ export const envSchema = z.object({
   CIRCUIT_PTAU: z.string().optional(),
   /** Folder with the circuit artifacts (wasm, zkey, vkey, manifest); default: circuits/artifacts. */
   CIRCUIT_ARTIFACTS_DIR: z.string().optional(),
+  /** In production, run with the insecure development circuit setup anyway (proofs are forgeable). */
+  ALLOW_INSECURE_CIRCUITS: bool.default(false),
   /** Groth16 prover: auto picks native when present, then rapidsnark when RAPIDSNARK_BIN is set, else snarkjs. */
   PROVER_BACKEND: z.enum(['auto', 'snarkjs', 'rapidsnark', 'native']).default('auto'),
   /** Path of a rapidsnark `prover` binary. */
@@ -85,6 +106,21 @@ export const envSchema = z.object({
       /^(?:[13][1-9A-HJ-NP-Za-km-z]{25,34}|bc1[02-9ac-hj-np-z]{11,71}|BC1[02-9AC-HJ-NP-Z]{11,71}|[mn2][1-9A-HJ-NP-Za-km-z]{25,34}|(?:tb1|bcrt1)[02-9ac-hj-np-z]{11,71})$/,
       'a Bitcoin address (base58 or bech32)',
     )
+    .optional(),
+  /**
+   * The treasury's Bitcoin account key for a fresh BIP84 address per quote: an xpub/zpub (tpub/vpub on
+   * test networks) or a `wpkh([origin]xpub…/0/*)` descriptor. Unset: every BTC quote pays
+   * TREASURY_BITCOIN, told apart by a unique amount.
+   */
+  TREASURY_BITCOIN_XPUB: z
+    .string()
+    .superRefine((value, ctx) => {
+      try {
+        parseAccountKey(value);
+      } catch (err) {
+        ctx.addIssue({ code: 'custom', message: (err as Error).message });
+      }
+    })
     .optional(),
   TREASURY_MONERO: z
     .string()
@@ -145,8 +181,11 @@ export const envSchema = z.object({
     .optional(),
   /** Share of confirmed revenue credited to a referrer, in basis points (1000 = 10 %). */
   REFERRAL_COMMISSION_BPS: z.coerce.number().int().min(0).max(10_000).default(1000),
-  /** Whether result deliveries may target loopback/private addresses; default: yes except in production. */
-  LOGISTICS_ALLOW_PRIVATE_TARGETS: bool.optional(),
+  /**
+   * Whether user-given targets (webhooks, agent endpoints, deliveries) may be loopback, private or
+   * otherwise internal addresses, and plain http. Off unless set: an opt-in for a closed network.
+   */
+  LOGISTICS_ALLOW_PRIVATE_TARGETS: bool.default(false),
   /** One webhook or hand-off POST waits this long for an answer. */
   LOGISTICS_TIMEOUT_MS: positiveInt.default(5_000),
   /** A delivery waits at most this long for its job to end before it fails. */
@@ -163,6 +202,8 @@ export const envSchema = z.object({
   PAYMENTS_PROVIDER_URL: url.optional(),
   /** Label shown as `source` in the login challenge; default: the provider's host. */
   PAYMENTS_PROVIDER_LABEL: z.string().min(1).max(100).optional(),
+  /** Shared secret the provider signs its challenge redemptions with (HMAC-SHA256); unset: none can be redeemed. */
+  PAYMENTS_PROVIDER_SECRET: z.string().min(32, 'at least 32 characters').optional(),
   /** The provider is a local stand-in: the login challenge's title carries a mock marker. */
   PAYMENTS_PROVIDER_MOCK: bool.default(false),
   /** One probe or proxied call to an external provider waits this long. */
@@ -191,6 +232,83 @@ export const envSchema = z.object({
 
 export type Env = z.infer<typeof envSchema>;
 
+/** Rules between variables, checked once each variable has parsed. */
+const checkedSchema = envSchema.superRefine((e, ctx) => {
+  if (!e.REDIS_CLUSTER_NODES) return;
+  if (e.REDIS_URL)
+    ctx.addIssue({
+      code: 'custom',
+      path: ['REDIS_URL'],
+      message: 'set REDIS_URL or REDIS_CLUSTER_NODES, not both',
+    });
+  // BullMQ's scripts touch many keys of one queue at once, which a cluster allows only within one slot.
+  if (!hashTag(e.QUEUE_PREFIX))
+    ctx.addIssue({
+      code: 'custom',
+      path: ['QUEUE_PREFIX'],
+      message: `must carry a hash tag on a Redis Cluster, e.g. {${e.QUEUE_PREFIX.replace(/[{}]/g, '') || 'px'}}, so each queue's keys share one slot`,
+    });
+});
+
+/** The seed nodes of a Redis Cluster, and the credentials and TLS every node is reached with. */
+export interface ClusterSeeds {
+  nodes: Array<{ host: string; port: number }>;
+  username?: string;
+  password?: string;
+  tls: boolean;
+}
+
+const clusterEntry =
+  /^(?:(rediss?):\/\/(?:([^:@/]*)(?::([^@/]*))?@)?)?(\[[0-9A-Fa-f:.]+\]|[^\s:/@[\]]+):(\d{1,5})\/?$/;
+
+/** A URL's user or password, percent-decoded; a malformed escape is kept as written. */
+function percentDecoded(text: string): string {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return text;
+  }
+}
+
+function parseClusterNodes(spec: string, ctx: z.RefinementCtx): ClusterSeeds {
+  const seeds: ClusterSeeds = { nodes: [], tls: false };
+  const schemes = new Set<string>();
+  for (const entry of spec.split(',').map((e) => e.trim())) {
+    const m = clusterEntry.exec(entry);
+    const port = Number(m?.[5]);
+    if (!m || port < 1 || port > 65535) {
+      ctx.addIssue({
+        code: 'custom',
+        message: `'${entry.replace(/\/\/[^@/]*@/, '//…@')}' is not host:port or redis[s]://[user:password@]host:port`,
+      });
+      return z.NEVER;
+    }
+    schemes.add(m[1] ?? 'redis');
+    seeds.nodes.push({ host: m[4]!.replace(/^\[|\]$/g, ''), port });
+    if (m[2]) seeds.username ??= percentDecoded(m[2]);
+    if (m[3]) seeds.password ??= percentDecoded(m[3]);
+  }
+  if (schemes.size > 1) {
+    ctx.addIssue({
+      code: 'custom',
+      message: 'mixes redis:// and rediss:// nodes; a cluster is all TLS or none',
+    });
+    return z.NEVER;
+  }
+  seeds.tls = schemes.has('rediss');
+  return seeds;
+}
+
+/**
+ * The hash tag of a key prefix (the text between its first `{` and the next `}`), or null. Redis
+ * Cluster hashes only the tag, so every key under a tagged prefix lands in one slot.
+ */
+export function hashTag(prefix: string): string | null {
+  const open = prefix.indexOf('{');
+  const close = open < 0 ? -1 : prefix.indexOf('}', open + 1);
+  return close > open + 1 ? prefix.slice(open + 1, close) : null;
+}
+
 export class ConfigError extends Error {
   constructor(readonly issues: string[]) {
     super(`Invalid configuration:\n${issues.map((i) => `  ${i}`).join('\n')}`);
@@ -201,9 +319,14 @@ export class ConfigError extends Error {
 /** Parses a variable map; unset and empty variables take their defaults. */
 export function parseEnv(source: Record<string, string | undefined>): Env {
   const cleaned = Object.fromEntries(Object.entries(source).filter(([, v]) => v !== undefined && v !== ''));
-  const parsed = envSchema.safeParse(cleaned);
+  const parsed = checkedSchema.safeParse(cleaned);
   if (!parsed.success) {
     throw new ConfigError(parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`));
+  }
+  // Links and cached documents name the service's own address; in production it is never taken
+  // from a request's Host header.
+  if (parsed.data.NODE_ENV === 'production' && !parsed.data.BASE_URL) {
+    throw new ConfigError(['BASE_URL: required in production (the public address of the service)']);
   }
   return parsed.data;
 }

@@ -1,5 +1,7 @@
 // Prometheus metrics: one registry per process; web exports HTTP and queue metrics, workers job metrics.
+import http from 'node:http';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { safeEqual } from './crypto';
 
 export const registry = new Registry();
 collectDefaultMetrics({ register: registry, prefix: 'px_' });
@@ -33,3 +35,28 @@ export const jobsProcessed = new Counter({
   labelNames: ['queue', 'outcome'] as const,
   registers: [registry],
 });
+
+/**
+ * A process's own /metrics listener (the worker's): on `host` (loopback unless the operator says
+ * otherwise), and behind `token` as a Bearer credential when one is configured.
+ */
+export function startMetricsServer(opts: {
+  port: number;
+  host: string;
+  token?: string | undefined;
+}): http.Server {
+  return http
+    .createServer(async (req, res) => {
+      if (opts.token) {
+        const given = /^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? '')?.[1] ?? '';
+        if (!safeEqual(given, opts.token)) {
+          res.writeHead(401, { 'WWW-Authenticate': 'Bearer', 'Content-Type': 'text/plain' });
+          res.end('metrics need Authorization: Bearer <METRICS_TOKEN>\n');
+          return;
+        }
+      }
+      res.setHeader('Content-Type', registry.contentType);
+      res.end(await registry.metrics());
+    })
+    .listen(opts.port, opts.host);
+}

@@ -2,9 +2,9 @@
 // The BullMQ job id is always the Postgres row id, so enqueueing the same row twice is harmless.
 import { Queue } from 'bullmq';
 import type { JobsOptions } from 'bullmq';
-import type { Redis } from 'ioredis';
 import { z } from 'zod';
 import { env } from './env';
+import type { RedisClient } from './redis';
 
 const rowId = z
   .string()
@@ -55,7 +55,7 @@ export class Queues {
   private readonly queues = new Map<QueueName, Queue>();
 
   constructor(
-    readonly connection: Redis,
+    readonly connection: RedisClient,
     readonly prefix = env.QUEUE_PREFIX,
   ) {}
 

@@ -36,10 +36,14 @@ export class Shutdown {
     return this.running;
   }
 
-  /** Installs SIGTERM/SIGINT handlers that run the registry then exit. */
+  /**
+   * Installs SIGTERM/SIGINT handlers that run the registry then exit. A process started by a supervisor
+   * (`npm start`, over an IPC channel) also stops when that channel closes: the supervisor is gone, so
+   * nobody would ever signal it.
+   */
   installSignalHandlers(): void {
     let signals = 0;
-    const onSignal = (sig: NodeJS.Signals) => {
+    const onSignal = (sig: string) => {
       signals += 1;
       if (signals > 1) {
         logger.warn({ signal: sig }, 'second signal: exiting now');
@@ -49,5 +53,6 @@ export class Shutdown {
     };
     process.on('SIGTERM', onSignal);
     process.on('SIGINT', onSignal);
+    if (process.send) process.once('disconnect', () => onSignal('supervisor gone'));
   }
 }

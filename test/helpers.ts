@@ -86,3 +86,44 @@ export async function waitForJob(
     if (Date.now() > deadline) throw new Error(`job ${id} still ${job.status}`);
   }
 }
+
+/**
+ * A stored license of a tier, as a confirmed checkout issues it (prepaid credit included), for tests
+ * that act as a licensee without going through a payment.
+ */
+export async function grantLicense(
+  db: Db,
+  tier: 'TRIAL' | 'Starter' | 'Business' | 'Enterprise',
+  organization = `Org ${Math.random().toString(36).slice(2)}`,
+): Promise<{ id: string; token: string; auth: { Authorization: string } }> {
+  const { issueLicense, normalizeOrganization } = await import('../shared/commercial/checkouts');
+  const { newId } = await import('../shared/ids');
+  const now = new Date();
+  return db.transaction(async (trx) => {
+    const [checkout] = await trx('checkouts')
+      .insert({
+        id: newId('chk'),
+        license_type: tier,
+        organization,
+        organization_key: normalizeOrganization(organization),
+        email: 'licensee@example.test',
+        usd_cents: 0,
+        status: 'confirmed',
+        settlement: tier === 'TRIAL' ? 'trial' : 'exact',
+        settled_at: now,
+        created_at: now,
+        updated_at: now,
+      })
+      .returning('*');
+    const license = await issueLicense(trx, checkout, now);
+    return { id: license.id, token: license.token, auth: { Authorization: `Bearer ${license.token}` } };
+  });
+}
+
+/** The app behind one trusted proxy hop (TRUST_PROXY=1): `X-Forwarded-For` names the client. */
+export function behindProxy(app: TestApp): ReturnType<typeof supertest> {
+  const proxied = createApp(app.deps, { trustProxy: 1 });
+  return supertest((req: IncomingMessage, res: ServerResponse) =>
+    proxied(req as Parameters<typeof proxied>[0], res as Parameters<typeof proxied>[1]),
+  );
+}

@@ -1,12 +1,14 @@
 // The `worker` process: consumes jobs (and, as product lines land, payments and checkouts), runs the sweeper.
-import http from 'node:http';
 import type { Processor, Worker } from 'bullmq';
 import { createDb } from '../shared/db/knex';
 import type { Db } from '../shared/db/knex';
+import { explainListenError } from '../shared/devstack/failures';
+import { closeEgress } from '../shared/egress';
 import { env } from '../shared/env';
 import { closeJobEvents } from '../shared/jobs/notify';
+import { runProcess } from '../shared/lifecycle';
 import { logger } from '../shared/log';
-import { registry } from '../shared/metrics';
+import { startMetricsServer } from '../shared/metrics';
 import { startWebhookRelay } from '../shared/payments/webhooks';
 import { Queues } from '../shared/queues';
 import type { QueueName } from '../shared/queues';
@@ -44,6 +46,7 @@ export async function startWorkerProcess(): Promise<WorkerProcess> {
   const queueRedis = createRedis('api');
   const queues = new Queues(queueRedis);
   shutdown.register('db', () => db.destroy());
+  shutdown.register('egress', () => closeEgress());
   shutdown.register('redis', async () => {
     await queues.close();
     workerRedis.disconnect();
@@ -68,19 +71,28 @@ export async function startWorkerProcess(): Promise<WorkerProcess> {
   shutdown.register('webhook-relay', () => webhookRelay.stop());
 
   if (env.WORKER_METRICS_PORT !== undefined) {
-    const server = http
-      .createServer(async (_req, res) => {
-        res.setHeader('Content-Type', registry.contentType);
-        res.end(await registry.metrics());
-      })
-      .listen(env.WORKER_METRICS_PORT, env.HOST);
+    const port = env.WORKER_METRICS_PORT;
+    const host = env.WORKER_METRICS_HOST;
+    const server = startMetricsServer({ port, host, token: env.METRICS_TOKEN });
+    await new Promise<void>((resolve, reject) => {
+      server.once('listening', resolve);
+      server.once('error', (err) =>
+        reject(
+          explainListenError(err, { port, host, variable: 'WORKER_METRICS_PORT (npm start: PORT+1)' }) ?? err,
+        ),
+      );
+    }).catch(async (err: unknown) => {
+      await shutdown.run('start failed');
+      throw err;
+    });
     shutdown.register('metrics', () => new Promise((r) => server.close(r)));
   }
+  // Ready means connected: each worker has its Redis connection and takes jobs from here on.
+  await Promise.all(workers.map((w) => w.waitUntilReady()));
   logger.info({ queues: Object.keys(processors), concurrency: env.WORKER_CONCURRENCY }, 'worker started');
   return { workers, sweeper, shutdown };
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const { shutdown } = await startWorkerProcess();
-  shutdown.installSignalHandlers();
+  await runProcess('worker', startWorkerProcess);
 }

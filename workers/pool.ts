@@ -1,19 +1,22 @@
 // BullMQ worker construction shared by the worker and prover processes: one place for locks, stalls and metrics.
+import { hostname } from 'node:os';
 import { Worker } from 'bullmq';
 import type { Processor } from 'bullmq';
-import type { Redis } from 'ioredis';
 import { env } from '../shared/env';
 import { logger } from '../shared/log';
 import type { QueueName } from '../shared/queues';
+import type { RedisClient } from '../shared/redis';
 
 export function startWorker(
   queue: QueueName,
   processor: Processor,
-  connection: Redis,
+  connection: RedisClient,
   opts: { concurrency?: number; prefix?: string; lockDurationMs?: number } = {},
 ): Worker {
   const lockDuration = opts.lockDurationMs ?? env.WORKER_LOCK_DURATION_MS;
   const worker = new Worker(queue, processor, {
+    // Shown in Bull Board and kept on each job (processedBy): which process ran it, or held it when it died.
+    name: `${hostname()}:${process.pid}`,
     connection,
     prefix: opts.prefix ?? env.QUEUE_PREFIX,
     concurrency: opts.concurrency ?? env.WORKER_CONCURRENCY,

@@ -1,6 +1,5 @@
 // The outbox sweeper: Postgres is the truth, so rows whose BullMQ job is missing (Redis was down at
 // enqueue, or flushed) are enqueued again; jobs stuck past their timeout are ended as failed.
-import type { Redis } from 'ioredis';
 import type { Db } from '../shared/db/knex';
 import { env } from '../shared/env';
 import { failJob } from '../shared/jobs/jobs';
@@ -9,6 +8,7 @@ import { expireCheckouts } from '../shared/commercial/checkouts';
 import { expireGateRequests } from '../shared/commercial/gate';
 import { expireUnpaidJobs } from '../shared/payments/payments';
 import type { Payload, QueueName, Queues } from '../shared/queues';
+import type { RedisClient } from '../shared/redis';
 
 /** A table whose rows are the outbox of a queue. */
 export interface SweepTarget<Q extends QueueName = QueueName> {
@@ -51,7 +51,7 @@ export class Sweeper {
   constructor(
     private readonly db: Db,
     private readonly queues: Queues,
-    private readonly lockRedis: Redis,
+    private readonly lockRedis: RedisClient,
     private readonly opts = { intervalMs: env.SWEEP_INTERVAL_MS, graceMs: env.SWEEP_GRACE_MS },
   ) {}
 

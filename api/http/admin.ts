@@ -1,4 +1,5 @@
-// Bull Board for operators at /admin/queues, behind the operator token (Bearer, or Basic with the token as password).
+// Bull Board for operators at /admin/queues, behind the operator token (Bearer, or Basic with the token
+// as password: the only place Basic is accepted).
 import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { ExpressAdapter } from '@bull-board/express';
@@ -6,9 +7,35 @@ import express from 'express';
 import type { AppDeps } from '../deps';
 import { sendProblem } from './problem';
 import { bearerToken, isOperator } from './auth';
+import type { Request } from 'express';
 import { AppError } from '../../shared/errors';
 
 export const ADMIN_PATH = '/admin/queues';
+
+/** Bull Board's page asks Google Fonts for IBM Plex; without it the board uses the system fonts. */
+const EXTERNAL_STYLESHEET = /<link\b[^>]*href="https?:\/\/[^"]*"[^>]*>/g;
+/** Everything the board loads comes from here: its bundle, styles and its own JSON API. */
+const BOARD_CSP =
+  "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; font-src 'self'; connect-src 'self'; object-src 'none'; base-uri 'self'; form-action 'self'; frame-ancestors 'none'";
+
+type Render = (path: string, options: object, done: (err: Error | null, html?: string) => void) => void;
+
+/** Renders the board's page with every external stylesheet link removed. */
+function withoutExternalAssets(board: express.Express): void {
+  const render = (board as unknown as { engines: Record<string, Render> }).engines['.ejs'];
+  if (!render) throw new Error('Bull Board renders no ejs view: check its external assets by hand');
+  board.engine('ejs', (path, options, done) =>
+    render(path, options, (err, html) => done(err, html?.replace(EXTERNAL_STYLESHEET, ''))),
+  );
+}
+
+/** Bull Board's browsers log in with Basic (any user, the token as password); scripts send Bearer. */
+function adminToken(req: Request): string | undefined {
+  const basic = /^Basic\s+(\S+)\s*$/i.exec(req.headers.authorization ?? '');
+  if (!basic) return bearerToken(req);
+  const decoded = Buffer.from(basic[1]!, 'base64').toString('utf8');
+  return decoded.slice(decoded.indexOf(':') + 1);
+}
 
 export function adminRouter(deps: AppDeps): express.Router {
   const router = express.Router();
@@ -27,7 +54,7 @@ export function adminRouter(deps: AppDeps): express.Router {
       );
       return;
     }
-    if (!isOperator(bearerToken(req), deps)) {
+    if (!isOperator(adminToken(req), deps)) {
       sendProblem(
         res,
         new AppError(
@@ -41,8 +68,32 @@ export function adminRouter(deps: AppDeps): express.Router {
       );
       return;
     }
+    if (/^Basic\s/i.test(req.headers.authorization ?? '') && !['GET', 'HEAD'].includes(req.method)) {
+      // A cached Basic login is sent by the browser whoever built the request: a change must come
+      // from Bull Board's own page.
+      const from = req.headers.origin ?? req.headers.referer;
+      let sameOrigin = false;
+      try {
+        sameOrigin = !!from && new URL(from).host === req.headers.host;
+      } catch {
+        sameOrigin = false;
+      }
+      if (!sameOrigin) {
+        sendProblem(
+          res,
+          new AppError(403, 'cross_origin_refused', 'Bull Board changes must come from Bull Board itself.'),
+        );
+        return;
+      }
+    }
     next();
   });
-  router.use(ADMIN_PATH, serverAdapter.getRouter() as express.Router);
+  const board = serverAdapter.getRouter() as express.Express;
+  withoutExternalAssets(board);
+  router.use(ADMIN_PATH, (_req, res, next) => {
+    res.setHeader('Content-Security-Policy', BOARD_CSP);
+    next();
+  });
+  router.use(ADMIN_PATH, board);
   return router;
 }

@@ -1,5 +1,7 @@
-// Authentication: operator token (constant-time), agent API keys and license keys through resolvers.
-import type { Request } from 'express';
+// Credentials: one resolver for every request (Bearer only: operator token in constant time, agent API
+// keys and license keys through registered resolvers), resolved once and shared by the rate limiter,
+// the idempotency layer and the routes. Basic auth belongs to Bull Board alone (`admin.ts`).
+import type { Request, RequestHandler } from 'express';
 import { safeEqual } from '../../shared/crypto';
 import { AppError, unauthorized } from '../../shared/errors';
 import type { AppDeps } from '../deps';
@@ -20,33 +22,84 @@ export function registerKeyResolver(prefix: string, resolver: KeyResolver): void
   resolvers.set(prefix, resolver);
 }
 
+/** The Bearer token of a request; any other scheme is no credential here. */
 export function bearerToken(req: Request): string | undefined {
   const header = req.headers.authorization;
   if (!header) return undefined;
-  const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
-  if (m) return m[1];
-  const basic = /^Basic\s+(\S+)\s*$/i.exec(header);
-  if (basic) {
-    // Browsers (Bull Board) send the operator token as the Basic password.
-    const decoded = Buffer.from(basic[1]!, 'base64').toString('utf8');
-    return decoded.slice(decoded.indexOf(':') + 1);
-  }
-  return undefined;
+  return /^Bearer\s+(\S+)\s*$/i.exec(header)?.[1];
 }
 
 export function isOperator(token: string | undefined, deps: AppDeps): boolean {
   return !!token && !!deps.operatorToken && safeEqual(token, deps.operatorToken);
 }
 
-async function resolveKey(token: string, deps: AppDeps): Promise<Principal | null> {
-  const prefix = token.slice(0, token.indexOf('_') + 1);
-  const resolver = resolvers.get(prefix);
-  return resolver ? resolver(token, deps) : null;
+/** What a request's Authorization header amounts to. */
+export interface Credential {
+  /** The Bearer token, when one was sent. */
+  token: string | undefined;
+  /** The principal it authenticates; null when none was sent or it is not ours (or no longer valid). */
+  principal: Exclude<Principal, { kind: 'anonymous' }> | null;
+  /** A license that was ours but is expired or revoked: its own 401 when a route needs it. */
+  refusal: AppError | undefined;
 }
 
+const credentials = new WeakMap<Request, Promise<Credential>>();
+
+/** Resolves the request's credential once; later calls share the answer. */
+export function resolveCredential(req: Request, deps: AppDeps): Promise<Credential> {
+  let found = credentials.get(req);
+  if (!found) {
+    found = resolve(bearerToken(req), deps);
+    credentials.set(req, found);
+  }
+  return found;
+}
+
+async function resolve(token: string | undefined, deps: AppDeps): Promise<Credential> {
+  if (!token) return { token, principal: null, refusal: undefined };
+  if (isOperator(token, deps)) return { token, principal: { kind: 'operator' }, refusal: undefined };
+  const resolver = resolvers.get(token.slice(0, token.indexOf('_') + 1));
+  if (!resolver) return { token, principal: null, refusal: undefined };
+  try {
+    const principal = await resolver(token, deps);
+    return {
+      token,
+      principal: principal && principal.kind !== 'anonymous' ? principal : null,
+      refusal: undefined,
+    };
+  } catch (err) {
+    if (err instanceof AppError && err.status === 401) return { token, principal: null, refusal: err };
+    throw err;
+  }
+}
+
+/** A stable name of an authenticated caller, for buckets and scopes (no secret in it). */
+export function principalKey(principal: Exclude<Principal, { kind: 'anonymous' }>): string {
+  switch (principal.kind) {
+    case 'operator':
+      return 'operator';
+    case 'agent':
+      return `agent:${principal.agentId}`;
+    case 'license':
+      return `license:${principal.licenseId}`;
+  }
+}
+
+/**
+ * The API takes Bearer credentials only. A browser keeps a Bull Board (Basic) login and sends it
+ * again unasked; refusing every other scheme keeps that login from acting as an ambient credential.
+ */
+export const bearerOnly: RequestHandler = (req, _res, next) => {
+  const header = req.headers.authorization;
+  if (header !== undefined && !/^Bearer\s+\S+\s*$/i.test(header)) {
+    throw unauthorized('The API takes Authorization: Bearer <token> only.', { 'WWW-Authenticate': 'Bearer' });
+  }
+  next();
+};
+
 export async function authenticate(req: Request, deps: AppDeps, mode: AuthMode): Promise<Principal> {
-  const token = bearerToken(req);
   if (mode === 'public') return { kind: 'anonymous' };
+  const { token, principal, refusal } = await resolveCredential(req, deps);
   if (mode === 'operator') {
     if (!deps.operatorToken) {
       throw new AppError(
@@ -55,15 +108,15 @@ export async function authenticate(req: Request, deps: AppDeps, mode: AuthMode):
         'Operator routes are disabled: OPERATOR_TOKEN is not configured.',
       );
     }
-    if (!isOperator(token, deps))
+    if (principal?.kind !== 'operator')
       throw unauthorized('This route needs the operator token as a Bearer token.');
-    return { kind: 'operator' };
+    return principal;
   }
   if (mode === 'operator-or-license') {
-    if (isOperator(token, deps)) return { kind: 'operator' };
-    const principal = token ? await resolveKey(token, deps) : null;
-    if (principal?.kind === 'license') return principal;
-    throw unauthorized('This route needs the operator token or a valid license key as a Bearer token.');
+    if (principal?.kind === 'operator' || principal?.kind === 'license') return principal;
+    throw (
+      refusal ?? unauthorized('This route needs the operator token or a valid license key as a Bearer token.')
+    );
   }
   // agent / agent-optional
   if (!token) {
@@ -72,10 +125,7 @@ export async function authenticate(req: Request, deps: AppDeps, mode: AuthMode):
       'This route needs an agent API key (Authorization: Bearer ak_…). POST /api/registry/register issues one.',
     );
   }
-  const principal = await resolveKey(token, deps);
-  if (!principal || principal.kind !== 'agent') {
-    if (mode === 'agent-optional' && principal?.kind === 'license') return principal;
-    throw unauthorized('The API key is not valid.');
-  }
-  return principal;
+  if (principal?.kind === 'agent') return principal;
+  if (mode === 'agent-optional' && principal?.kind === 'license') return principal;
+  throw refusal ?? unauthorized('The API key is not valid.');
 }

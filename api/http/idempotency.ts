@@ -1,17 +1,29 @@
 // Idempotency-Key on POST: the same key and body replay the first response; another body is a 409.
 // Records live in Postgres, so a retry lands on the same answer whichever web process takes it.
-// Only a hash of the key is stored, and the response is encrypted under a key derived from the client's
-// Idempotency-Key: a response that carries a secret shown once (an agent's API key, a webhook secret)
-// can be replayed to the client who holds the key, but a database dump reveals nothing.
-import type { RequestHandler } from 'express';
+// * Scope: method, path and the caller — the authenticated principal, else the client address — so
+//   another caller's key names nothing (no replay, no 409 oracle on someone else's body).
+// * At rest: the key is stored as an HMAC under a server secret; the response is sealed under a key
+//   derived from that secret AND the client's key. A response that carries a secret shown once (an
+//   agent's API key, salts) replays to the client who holds the key; a dump alone opens nothing, and a
+//   dump plus a guessed key still needs the server secret.
+// * Runs inside the route, after authentication: a request that does not authenticate, or names no
+//   route, stores nothing. Not stored either: a 401/403 or 429 from the route, and any 5xx (nothing
+//   happened; retry with the key).
+import type { Request, Response } from 'express';
 import { canonicalJson } from '../../shared/canonical';
-import { hkdfSync } from 'node:crypto';
-import { hmacSha256Hex, sha256Hex } from '../../shared/crypto';
+import { createHmac, hkdfSync } from 'node:crypto';
 import { AppError } from '../../shared/errors';
-import { open, seal } from '../../shared/sealing';
+import { open, purposeKey, seal } from '../../shared/sealing';
 import type { AppDeps } from '../deps';
+import { resolveCredential } from './auth';
+import { callerKey } from './ratelimit';
 
-const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
+/** At least 16 visible ASCII characters: a short key is guessable, and a guessed key would replay. */
+const KEY_PATTERN = /^[\x21-\x7e]{16,255}$/;
+const serverSecret = () => purposeKey('idempotency');
+const keyed = (...parts: string[]) =>
+  createHmac('sha256', serverSecret()).update(parts.join('\n')).digest('hex');
+const notStored = (status: number) => status === 401 || status === 403 || status === 429 || status >= 500;
 /** A request that died without answering frees its key after this long. */
 const STALE_LOCK_MS = 60_000;
 
@@ -22,97 +34,102 @@ interface StoredRow {
   locked_at: Date | null;
 }
 
-export function idempotency(deps: AppDeps): RequestHandler {
-  return async (req, res, next) => {
-    const key = req.header('idempotency-key');
-    if (req.method !== 'POST' || key === undefined) return next();
-    if (!KEY_PATTERN.test(key)) {
+/**
+ * Called by a POST route once its caller is authenticated (so a request that does not authenticate,
+ * or names no route, never touches the table). True when it answered (a replay); throws on a
+ * conflict; otherwise records the answer the route is about to give.
+ */
+export async function idempotent(deps: AppDeps, req: Request, res: Response): Promise<boolean> {
+  const key = req.header('idempotency-key');
+  if (req.method !== 'POST' || key === undefined) return false;
+  if (!KEY_PATTERN.test(key)) {
+    throw new AppError(
+      400,
+      'invalid_idempotency_key',
+      'Idempotency-Key must be 16–255 visible ASCII characters (a random UUID is a good key).',
+    );
+  }
+  const { principal } = await resolveCredential(req, deps);
+  const scope = `${req.method} ${req.path} ${keyed('caller', callerKey(principal, req)).slice(0, 32)}`;
+  const clientKey = key;
+  const keyDigest = keyed('key', scope, clientKey);
+  // Keyed by the server secret and the client's key: a plain hash of a small private input could be
+  // guessed from a dump.
+  const requestHash = keyed(
+    'request',
+    clientKey,
+    canonicalJson({ body: req.body ?? null, query: req.query ?? {} }),
+  );
+
+  const inserted = await deps
+    .db('idempotency_keys')
+    .insert({ scope, key: keyDigest, request_hash: requestHash, locked_at: deps.db.fn.now() })
+    .onConflict(['scope', 'key'])
+    .ignore()
+    .returning('key');
+
+  if (inserted.length === 0) {
+    const row = (await deps.db('idempotency_keys').where({ scope, key: keyDigest }).first()) as
+      StoredRow | undefined;
+    if (row && row.request_hash !== requestHash) {
       throw new AppError(
-        400,
-        'invalid_idempotency_key',
-        'Idempotency-Key must be 1–255 visible ASCII characters.',
+        409,
+        'idempotency_conflict',
+        'This Idempotency-Key was already used with a different request body.',
       );
     }
-    const scope = `${req.method} ${req.path} ${sha256Hex(req.header('authorization') ?? '').slice(0, 16)}`;
-    const clientKey = key;
-    const keyDigest = sha256Hex(`${scope}\n${clientKey}`);
-    // Keyed by the client's key: a plain hash of a small private input could be guessed from a dump.
-    const requestHash = hmacSha256Hex(
-      clientKey,
-      canonicalJson({ body: req.body ?? null, query: req.query ?? {} }),
-    );
-
-    const inserted = await deps
-      .db('idempotency_keys')
-      .insert({ scope, key: keyDigest, request_hash: requestHash, locked_at: deps.db.fn.now() })
-      .onConflict(['scope', 'key'])
-      .ignore()
-      .returning('key');
-
-    if (inserted.length === 0) {
-      const row = (await deps.db('idempotency_keys').where({ scope, key: keyDigest }).first()) as
-        StoredRow | undefined;
-      if (row && row.request_hash !== requestHash) {
-        throw new AppError(
-          409,
-          'idempotency_conflict',
-          'This Idempotency-Key was already used with a different request body.',
-        );
-      }
-      if (row && row.response_status !== null) {
-        const stored = openResponse(row.response_body, clientKey, scope);
-        for (const [k, v] of Object.entries(stored.headers)) res.setHeader(k, v);
-        res.setHeader('Idempotency-Replayed', 'true');
-        res.status(row.response_status).send(stored.body);
-        return;
-      }
-      const stale = !row || (row.locked_at && Date.now() - new Date(row.locked_at).getTime() > STALE_LOCK_MS);
-      if (!stale) {
-        throw new AppError(
-          409,
-          'idempotency_in_progress',
-          'A request with this Idempotency-Key is still being processed.',
-          {
-            headers: { 'Retry-After': '1' },
-          },
-        );
-      }
-      await deps
-        .db('idempotency_keys')
-        .where({ scope, key: keyDigest })
-        .update({ locked_at: deps.db.fn.now() });
+    if (row && row.response_status !== null) {
+      const stored = openResponse(row.response_body, clientKey, scope);
+      for (const [k, v] of Object.entries(stored.headers)) res.setHeader(k, v);
+      res.setHeader('Idempotency-Replayed', 'true');
+      res.status(row.response_status).send(stored.body);
+      return true;
     }
+    const stale = !row || (row.locked_at && Date.now() - new Date(row.locked_at).getTime() > STALE_LOCK_MS);
+    if (!stale) {
+      throw new AppError(
+        409,
+        'idempotency_in_progress',
+        'A request with this Idempotency-Key is still being processed.',
+        {
+          headers: { 'Retry-After': '1' },
+        },
+      );
+    }
+    await deps
+      .db('idempotency_keys')
+      .where({ scope, key: keyDigest })
+      .update({ locked_at: deps.db.fn.now() });
+  }
 
-    // Capture what this request answers and store it; a 5xx frees the key so the client can retry.
-    const send = res.send.bind(res);
-    let captured: unknown;
-    res.send = (body?: unknown) => {
-      captured = body;
-      return send(body);
-    };
-    res.on('finish', () => {
-      const status = res.statusCode;
-      const done =
-        status >= 500
-          ? deps.db('idempotency_keys').where({ scope, key: keyDigest }).delete()
-          : deps
-              .db('idempotency_keys')
-              .where({ scope, key: keyDigest })
-              .update({
-                response_status: status,
-                response_body: JSON.stringify(
-                  sealResponse(
-                    { headers: pickHeaders(res.getHeaders()), body: bodyText(captured) },
-                    clientKey,
-                    scope,
-                  ),
-                ),
-                locked_at: null,
-              });
-      done.catch((err: Error) => req.log?.warn({ err: err.message }, 'could not store idempotent response'));
-    });
-    next();
+  // Capture what this request answers and store it; an answer that did nothing frees the key.
+  const send = res.send.bind(res);
+  let captured: unknown;
+  res.send = (body?: unknown) => {
+    captured = body;
+    return send(body);
   };
+  res.on('finish', () => {
+    const status = res.statusCode;
+    const done = notStored(status)
+      ? deps.db('idempotency_keys').where({ scope, key: keyDigest }).delete()
+      : deps
+          .db('idempotency_keys')
+          .where({ scope, key: keyDigest })
+          .update({
+            response_status: status,
+            response_body: JSON.stringify(
+              sealResponse(
+                { headers: pickHeaders(res.getHeaders()), body: bodyText(captured) },
+                clientKey,
+                scope,
+              ),
+            ),
+            locked_at: null,
+          });
+    done.catch((err: Error) => req.log?.warn({ err: err.message }, 'could not store idempotent response'));
+  });
+  return false;
 }
 
 interface StoredResponse {
@@ -127,9 +144,10 @@ function bodyText(captured: unknown): string {
   return JSON.stringify(captured);
 }
 
-/** Only the holder of the Idempotency-Key can open what was stored under it. */
+/** Only the service, for the holder of the Idempotency-Key, can open what was stored under it. */
 function responseKey(clientKey: string, scope: string): Buffer {
-  return Buffer.from(hkdfSync('sha256', clientKey, scope, 'proof-exchange idempotent response', 32));
+  const ikm = Buffer.concat([serverSecret(), Buffer.from(clientKey)]);
+  return Buffer.from(hkdfSync('sha256', ikm, scope, 'proof-exchange idempotent response/v2', 32));
 }
 
 const sealResponse = (r: StoredResponse, clientKey: string, scope: string): string =>

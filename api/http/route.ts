@@ -5,10 +5,16 @@ import type { RouteConfig } from '@asteasolutions/zod-to-openapi';
 import express from 'express';
 import type { Request, Response, RequestHandler } from 'express';
 import { z } from 'zod';
+import { requireProductLine, spendQuota } from '../../shared/commercial/entitlements';
+import type { ProductLine } from '../../shared/commercial/tiers';
 import { validationFailed } from '../../shared/errors';
 import type { AppDeps } from '../deps';
 import { authenticate } from './auth';
 import type { AuthMode, Principal } from './auth';
+import { idempotent } from './idempotency';
+import { guardInput } from './input-guard';
+import { spendRouteBudget } from './ratelimit';
+import type { RouteBudget } from './ratelimit';
 
 type ZObject = z.ZodObject<z.ZodRawShape>;
 
@@ -43,6 +49,12 @@ export interface RouteSpec<P extends ZObject, Q extends ZObject, B extends z.Zod
   description?: string;
   tags?: string[];
   auth?: AuthMode;
+  /** This route's own per-address budget, spent after authentication and before anything else. */
+  budget?: RouteBudget;
+  /** The product line a license must grant to use this route. */
+  product?: ProductLine;
+  /** A license spends one unit of the product line's quota here (refunded if nothing is created). */
+  quota?: boolean;
   params?: P;
   query?: Q;
   body?: B;
@@ -92,14 +104,29 @@ export class RouteTable {
     for (const spec of this.routes) {
       const expressPath = spec.path.replace(/\{(\w+)\}/g, ':$1');
       const handler: RequestHandler = async (req, res) => {
+        guardInput(req.params, 'params');
         const auth = await authenticate(req, deps, spec.auth ?? 'public');
+        if (spec.budget) await spendRouteBudget(deps, spec.budget, req, res, auth);
+        if (spec.method === 'post' && (await idempotent(deps, req, res))) return;
         const params = parsePart(spec.params ?? empty, req.params, 'params');
         const query = parsePart(spec.query ?? empty, req.query, 'query');
         const body =
           spec.body !== undefined
             ? parsePart(spec.body, req.body, 'body')
             : (parsePart(z.union([z.undefined(), z.strictObject({})]), req.body, 'body') as undefined);
-        const reply = await spec.handler({ params, query, body, auth, req, res, deps });
+        if (auth.kind === 'license' && spec.product) requireProductLine(auth, spec.product);
+        const refund =
+          auth.kind === 'license' && spec.product && spec.quota
+            ? await spendQuota(deps.db, auth, spec.product)
+            : undefined;
+        let reply: Reply | undefined;
+        try {
+          reply = await spec.handler({ params, query, body, auth, req, res, deps });
+        } catch (err) {
+          await refund?.();
+          throw err;
+        }
+        if (refund && reply && reply.status >= 400) await refund();
         if (!reply || res.headersSent) return;
         for (const [k, v] of Object.entries(reply.headers ?? {})) res.setHeader(k, v);
         if (reply.body === undefined) res.status(reply.status).end();
@@ -148,7 +175,7 @@ export class RouteTable {
           ...(spec.params ? { params: spec.params } : {}),
           ...(spec.query ? { query: spec.query } : {}),
           ...(spec.method === 'post'
-            ? { headers: z.object({ 'Idempotency-Key': z.string().max(255).optional() }) }
+            ? { headers: z.object({ 'Idempotency-Key': z.string().min(16).max(255).optional() }) }
             : {}),
           ...(spec.body
             ? { body: { content: { 'application/json': { schema: spec.body } }, required: true } }

@@ -40,7 +40,7 @@ export async function auctionPage(deps: AppDeps, id: string): Promise<[string, s
   const bids = pkg.bids
     .map(
       (b) =>
-        `<tr><td class="hash">${escapeHtml(b.commitment)}</td><td class="hash">${escapeHtml(b.bidder)}</td><td>${escapeHtml(
+        `<tr><td class="hash">${escapeHtml(b.commitment)}</td><td class="hash">${b.bidder ? escapeHtml(b.bidder) : '<em>not named</em>'}</td><td>${escapeHtml(
           b.reveal?.amount ?? '—',
         )}</td><td>${escapeHtml(fate.get(b.commitment)?.status)}</td><td>${escapeHtml(fate.get(b.commitment)?.deposit)}</td></tr>`,
     )

@@ -1,25 +1,40 @@
 // Public pages of governance and auctions, in the style of the verification pages: server-rendered,
-// every value escaped, no external assets. A live vote shows status and time remaining only.
+// every value escaped, no external assets. A live vote shows status, time remaining and how to vote:
+// in the page (the proof made in the browser) or with the CLI. Also serves the ballot circuit's public
+// artifacts and the snarkjs browser build, which voters' clients prove with.
+import { fileURLToPath } from 'node:url';
 import express from 'express';
 import type { Response } from 'express';
+import { BALLOT_CIRCUIT } from '../../shared/governance/ballot-protocol';
 import { AppError } from '../../shared/errors';
 import { idPattern } from '../../shared/ids';
 import { logger } from '../../shared/log';
 import { verifyGovernancePackage } from '../../shared/governance/package';
 import { proposalPackage, publicProposal } from '../../shared/governance/proposals';
+import { artifactPaths } from '../../shared/zk/artifacts';
+import { loadVerificationKey } from '../../shared/zk/verify';
 import type { AppDeps } from '../deps';
 import { auctionPage, formatSeconds, keys } from './auctions';
-import { escapeHtml, sendPage as sendAnyPage, yesNo } from './layout';
+import { BALLOT_PAGE_CSP, ballotForm } from './ballot-script';
+import { escapeHtml, layout, sendPage as sendAnyPage, yesNo } from './layout';
 
 /** Live states change by the second: these pages are never cached. */
 const sendPage = (res: Response, status: number, title: string, body: string) =>
   sendAnyPage(res, status, title, body, { noStore: true });
 
 /** Renders a handler's page, mapping not-found to a 404 page and store outages to a 503 page. */
-export async function renderPage(res: Response, what: string, render: () => Promise<[string, string]>) {
+export async function renderPage(
+  res: Response,
+  what: string,
+  render: () => Promise<[string, string] | [string, string, { csp: string }]>,
+) {
   try {
-    const [title, body] = await render();
-    sendPage(res, 200, title, body);
+    const [title, body, own] = await render();
+    if (!own) return sendPage(res, 200, title, body);
+    // A page with its own scripts (the voting page proves in WebAssembly) brings its own policy.
+    res.status(200).setHeader('Content-Security-Policy', own.csp);
+    res.setHeader('Cache-Control', 'no-store');
+    res.type('text/html; charset=utf-8').send(layout(title, body));
   } catch (err) {
     if (err instanceof AppError && err.status === 404)
       return sendPage(res, 404, `${what} not found`, `<h1>${escapeHtml(what)} not found</h1>`);
@@ -28,7 +43,10 @@ export async function renderPage(res: Response, what: string, render: () => Prom
   }
 }
 
-async function proposalPage(deps: AppDeps, id: string): Promise<[string, string]> {
+async function proposalPage(
+  deps: AppDeps,
+  id: string,
+): Promise<[string, string] | [string, string, { csp: string }]> {
   const state = await publicProposal(deps.db, id);
   const heading = `<h1>Proposal ${escapeHtml(id)}</h1>`;
   if (state.status === 'voting') {
@@ -37,7 +55,17 @@ async function proposalPage(deps: AppDeps, id: string): Promise<[string, string]
       `${heading}<p class="live" id="live">Status: <strong data-status="voting">voting</strong>. Time remaining: <strong id="time-remaining">${escapeHtml(
         formatSeconds(state.timeRemainingSeconds),
       )}</strong> (closes ${escapeHtml(state.votingEndsAt)}).</p>
-<p>While the vote is open nothing else is shown: no counts, ratios, addresses or options. The tally and every ballot are published with a signed proof package when the vote closes.</p>`,
+<p>While the vote is open nothing else is shown: no counts, ratios, addresses or options. The tally and every ballot are published with a signed proof package when the vote closes.</p>
+<h2>How to vote</h2>
+<p>Ballots are anonymous: your machine proves that you hold an identity of the room’s member tree and encrypts your vote to this proposal’s key; the service receives a nullifier, a ciphertext and a proof, never who you are. The identity secret never leaves your machine.</p>
+<ol>
+<li>Once per room, make an identity and have its commitment added to the room: <code>npm run ballot -- identity --out my-identity.json</code></li>
+<li>Vote: <code>npm run ballot -- vote --url ${escapeHtml('<this service>')} --proposal ${escapeHtml(id)} --identity my-identity.json --choice ${escapeHtml('<option>')}</code></li>
+<li>Keep the receipt it prints: after the close, <code>POST /api/governance/verify</code> with the package and the receipt shows your ballot was counted as cast.</li>
+</ol>
+<p>The client downloads the room’s whole member list (never only your own path, which would say who is voting) and the circuit: <a href="/circuits/${BALLOT_CIRCUIT}.wasm">${BALLOT_CIRCUIT}.wasm</a>, <a href="/circuits/${BALLOT_CIRCUIT}.zkey">${BALLOT_CIRCUIT}.zkey</a>, <a href="/circuits/${BALLOT_CIRCUIT}.vkey.json">${BALLOT_CIRCUIT}.vkey.json</a>. Send your ballot over a network path that does not name you (Tor, a relay) if your address must stay apart from your vote.</p>
+${ballotForm(id)}`,
+      { csp: BALLOT_PAGE_CSP },
     ];
   }
   if (!('title' in state))
@@ -47,7 +75,10 @@ async function proposalPage(deps: AppDeps, id: string): Promise<[string, string]
     ];
 
   const pkg = await proposalPackage(deps.db, id);
-  const v = verifyGovernancePackage(pkg, keys());
+  const v = await verifyGovernancePackage(pkg, {
+    ...keys(),
+    ballotVerificationKey: await loadVerificationKey(BALLOT_CIRCUIT),
+  });
   const rows = state.options
     .map(
       (o) =>
@@ -56,11 +87,13 @@ async function proposalPage(deps: AppDeps, id: string): Promise<[string, string]
         )}</td></tr>`,
     )
     .join('');
+  // Ballots in the package's canonical order (by nullifier, or by commitment for the first scheme), never
+  // by arrival, and without times.
   const ballots = pkg.ballots
-    .map(
-      (b) =>
-        `<tr><td class="hash">${escapeHtml(b.commitment)}</td><td>${escapeHtml(b.choice)}</td><td>${escapeHtml(b.castAt)}</td></tr>`,
-    )
+    .map((b) => {
+      const name = 'nullifier' in b ? b.nullifier : b.commitment;
+      return `<tr><td class="hash">${escapeHtml(name)}</td><td>${b.choice === null ? '<em>spoiled</em>' : escapeHtml(b.choice)}</td></tr>`;
+    })
     .join('');
   const timeline = pkg.chain.entries
     .map(
@@ -80,14 +113,14 @@ async function proposalPage(deps: AppDeps, id: string): Promise<[string, string]
 <h2>Verification of package ${escapeHtml(pkg.proofId)}</h2><table id="facts"><tbody>
 <tr><th scope="row">Signature valid</th><td>${yesNo(v.signatureValid)}</td></tr>
 <tr><th scope="row">In the transparency log</th><td>${yesNo(v.inclusionValid)}</td></tr>
-<tr><th scope="row">Every ballot opens to its commitment</th><td>${yesNo(v.ballotsValid)}</td></tr>
+<tr><th scope="row">Every ballot proves membership and opens to its vote</th><td>${yesNo(v.ballotsValid)}</td></tr>
 <tr><th scope="row">Tally recomputed from the ballots</th><td>${yesNo(v.tallyValid)}</td></tr>
 <tr><th scope="row">Review approvals met before the vote</th><td>${yesNo(v.reviewMet)}</td></tr>
 <tr><th scope="row">Audit chain intact</th><td>${yesNo(v.chainValid)}</td></tr>
 </tbody></table>
 <p>Ballots root <span class="hash">${escapeHtml(pkg.ballotsRoot)}</span>; chain head <span class="hash">${escapeHtml(pkg.chain.head)}</span>.</p>
 <h2>Timeline</h2><table><thead><tr><th>Stage</th><th>Action</th><th>Time</th><th>Actor commitment</th><th>Entry hash</th></tr></thead><tbody>${timeline}</tbody></table>
-<h2>Ballots</h2><table id="ballots"><thead><tr><th>Commitment</th><th>Choice</th><th>Cast at</th></tr></thead><tbody>${ballots}</tbody></table>
+<h2>Ballots</h2><table id="ballots"><thead><tr><th>${'scheme' in pkg ? 'Nullifier' : 'Commitment'}</th><th>Vote</th></tr></thead><tbody>${ballots}</tbody></table>
 <details><summary>Proof package (JSON, verifiable offline)</summary><pre class="hash">${escapeHtml(JSON.stringify(pkg, null, 2))}</pre></details>`,
   ];
 }
@@ -101,6 +134,25 @@ export function coordinationPagesRouter(deps: AppDeps): express.Router {
     const id = String(req.params.proposalId);
     if (!proposalId.test(id)) return sendPage(res, 404, 'Proposal not found', '<h1>Proposal not found</h1>');
     return renderPage(res, 'Proposal', () => proposalPage(deps, id));
+  });
+  // The ballot circuit's public artifacts, for voters' clients (and offline verifiers of packages).
+  const artifactFiles = new Map(
+    (['wasm', 'zkey', 'vkey'] as const).map((kind) => {
+      const path = artifactPaths(BALLOT_CIRCUIT)[kind];
+      return [path.slice(path.lastIndexOf('/') + 1), path];
+    }),
+  );
+  artifactFiles.set(
+    'snarkjs.min.js',
+    fileURLToPath(new URL('../../node_modules/snarkjs/build/snarkjs.min.js', import.meta.url)),
+  );
+  router.get('/circuits/:file', (req, res, next) => {
+    const path = artifactFiles.get(String(req.params.file));
+    if (!path) return next();
+    res.setHeader('Cache-Control', 'public, max-age=300');
+    res.sendFile(path, (err) => {
+      if (err && !res.headersSent) sendPage(res, 404, 'Not found', '<h1>Not found</h1>');
+    });
   });
   router.get('/auctions/:auctionId/', (req, res) => {
     const id = String(req.params.auctionId);

@@ -1,5 +1,7 @@
 // Public, server-rendered verification pages: a form for a proof id or a pasted package, and a result
-// page with the public facts only. No external assets; every value is escaped.
+// page that leads with one verdict — verified, not verified, in progress, or cannot tell (what was pasted
+// is not a package) — then the public facts only. Plain HTML forms: no JavaScript needed.
+import { guardInput } from '../http/input-guard';
 import express from 'express';
 import type { Request, Response } from 'express';
 import { idPattern } from '../../shared/ids';
@@ -7,45 +9,90 @@ import { logger } from '../../shared/log';
 import { verifyGivenPackage, verifyStored } from '../../shared/workflows/store';
 import type { Verification } from '../../shared/workflows/store';
 import type { AppDeps } from '../deps';
-import { escapeHtml, sendPage, yesNo } from './layout';
+import { homePage } from './home';
+import { assetsRouter, escapeHtml, sendPage, yesNo } from './layout';
 
 export { escapeHtml };
 
 const BASE = '/proof-workflows/verify';
 const PROOF_ID = idPattern('prf');
+const EXAMPLE_ID = 'prf_01jd3zq8y4v6e8k2m0n5p7r9st';
+const ID_FORMAT = `<code>prf_</code> followed by 26 letters and digits, for example <code>${EXAMPLE_ID}</code>`;
 /** A pasted package can be larger than an API body; still bounded. */
 const PASTE_LIMIT_BYTES = 1024 * 1024;
 
 function send(res: Response, status: number, title: string, body: string): void {
-  sendPage(res, status, title, body, { scripts: true });
+  sendPage(res, status, title, body, { current: `${BASE}/` });
 }
 
-function formPage(error?: string): string {
+function idForm(value = ''): string {
+  return `<form method="get" action="${BASE}/" id="by-id">
+<label for="proofId">Proof id</label>
+<div class="field"><input type="text" id="proofId" name="proofId" value="${escapeHtml(value)}" placeholder="prf_…" required pattern="prf_[0-9a-hjkmnp-tv-z]{26}" title="prf_ followed by 26 letters and digits" autocomplete="off" spellcheck="false" aria-describedby="proofId-hint"><button type="submit">Verify</button></div>
+<p class="hint" id="proofId-hint">The id the workflow's owner shared with you: ${ID_FORMAT}.</p>
+</form>`;
+}
+
+function formPage(error?: string, value?: string): string {
   return `<h1>Verify a proof workflow</h1>
-<p>Check that a workflow existed, completed, met its required approvals, followed its required sequence, and that no record was altered.</p>
+<p class="lead">Check that a workflow existed, completed, met its required approvals, followed its required sequence, and that no record was altered — without seeing any of its private data.</p>
 ${error ? `<p class="error" role="alert">${escapeHtml(error)}</p>` : ''}
-<h2>By proof id</h2>
-<form method="get" action="${BASE}/" id="by-id">
-<label for="proofId">Proof id</label><br>
-<input type="text" id="proofId" name="proofId" placeholder="prf_…" required pattern="prf_[0-9a-z]{26}" autocomplete="off">
-<button type="submit">Verify</button>
-</form>
-<h2>By proof package</h2>
+${idForm(value)}
+<p class="or">Or check a proof package exactly as it was given to you:</p>
 <form method="post" action="${BASE}/" id="by-package">
-<label for="package">Paste the package JSON</label><br>
-<textarea id="package" name="package" required></textarea><br>
+<label for="package">Proof package (JSON)</label>
+<textarea id="package" name="package" required spellcheck="false" aria-describedby="package-hint"></textarea>
+<p class="hint" id="package-hint">The package is checked against this service's public key and its transparency log; nothing you paste is stored.</p>
 <button type="submit">Verify package</button>
-</form>
-<script>
-// Sends the package as JSON where scripts run; without them the form posts as usual.
-document.getElementById('by-package').addEventListener('submit', function (e) {
-  e.preventDefault();
-  fetch('${BASE}/', { method: 'POST', headers: { 'Content-Type': 'application/json' },
-    body: JSON.stringify({ package: document.getElementById('package').value }) })
-    .then(function (r) { return r.text(); })
-    .then(function (html) { document.open(); document.write(html); document.close(); });
-});
-</script>`;
+</form>`;
+}
+
+export type Verdict = 'verified' | 'not-verified' | 'in-progress' | 'pending' | 'cannot-tell';
+
+/**
+ * The one answer a reader wants first, from the detailed verification. `pasted` is the document a
+ * visitor pasted: one that does not even claim to be a workflow package says nothing either way, while
+ * a workflow package that no longer parses was broken, so it fails.
+ */
+export function verdictOf(v: Verification, pasted?: unknown): Verdict {
+  const claimsWorkflow = (pasted as { kind?: unknown } | null)?.kind === 'workflow';
+  if (pasted !== undefined && !claimsWorkflow && v.reasons.some((r) => r.check === 'format'))
+    return 'cannot-tell';
+  const facts = v.existed && v.completed && v.approvalsMet && v.sequenceRespected && v.notAltered;
+  if (facts && v.signatureValid === true && v.inclusionValid !== false) return 'verified';
+  if (facts && v.signatureValid === undefined && v.packageStatus === 'pending') return 'pending';
+  // Still running, intact, and every unmet fact only not met yet (no rule broken, nothing altered).
+  const onlyNotYet = v.reasons.every((r) => r.code === `not_${r.check}`);
+  if (v.status === 'active' && v.notAltered && onlyNotYet) return 'in-progress';
+  return 'not-verified';
+}
+
+const verdictText: Record<Verdict, [string, string]> = {
+  verified: [
+    'Verified',
+    "This workflow existed, completed, met its required approvals and its required sequence, and no record was altered. Its proof package is signed with this service's key and included in its transparency log.",
+  ],
+  'not-verified': [
+    'Not verified',
+    "At least one check failed; the reasons below say which and why. Do not rely on this workflow's outcome.",
+  ],
+  'in-progress': [
+    'In progress',
+    'This workflow has started and no record was altered, but it has not completed yet. Its proof package is signed and logged when it does: check again then.',
+  ],
+  pending: [
+    'Checked; package on its way',
+    'The records check out. The signed proof package is being built and logged: reload in a moment.',
+  ],
+  'cannot-tell': [
+    'Cannot tell',
+    'What was pasted is not a workflow proof package, so it says nothing about any workflow, good or bad.',
+  ],
+};
+
+function verdictBlock(verdict: Verdict, extra = ''): string {
+  const [label, text] = verdictText[verdict];
+  return `<section class="verdict ${verdict}" id="verdict" data-verdict="${verdict}" role="status"><p class="label">${escapeHtml(label)}</p><p>${escapeHtml(text)}</p>${extra}</section>`;
 }
 
 const factRows: Array<[keyof Verification, string]> = [
@@ -56,35 +103,54 @@ const factRows: Array<[keyof Verification, string]> = [
   ['notAltered', 'No record was altered'],
 ];
 
-function resultPage(v: Verification): string {
+const another = `<p><a href="${BASE}/">Verify another proof</a></p>`;
+
+function cannotTellPage(v: Verification): string {
+  const why = v.reasons
+    .filter((r) => r.check === 'format')
+    .map((r) => `<p><code>${escapeHtml(r.code)}</code>: ${escapeHtml(r.detail)}</p>`)
+    .join('');
+  return `<h1>Proof package</h1>${verdictBlock('cannot-tell', why)}
+<p>A workflow proof package is the JSON document shown under “Proof package” on a verified proof's page. To check a workflow by its id instead, enter ${ID_FORMAT}.</p>
+${another}`;
+}
+
+function resultPage(v: Verification, pasted?: unknown): string {
+  const verdict = verdictOf(v, pasted);
+  if (verdict === 'cannot-tell') return cannotTellPage(v);
+  // While a workflow runs, an unmet fact is not a failure: it is not yet.
+  const inProgress = verdict === 'in-progress';
   const facts = factRows
     .map(
       ([k, label]) =>
-        `<tr><th scope="row">${escapeHtml(label)}</th><td data-fact="${escapeHtml(k)}">${yesNo(v[k] as boolean)}</td></tr>`,
+        `<tr><th scope="row">${escapeHtml(label)}</th><td data-fact="${escapeHtml(k)}">${
+          inProgress && !v[k] ? '<span class="na">not yet</span>' : yesNo(v[k] as boolean)
+        }</td></tr>`,
     )
     .join('');
-  const reasons = v.reasons.length
-    ? `<h2>Why</h2><ul>${v.reasons
-        .map(
-          (r) =>
-            `<li><code>${escapeHtml(r.check)}</code> — <code>${escapeHtml(r.code)}</code>${r.stage ? ` (stage <code>${escapeHtml(r.stage)}</code>)` : ''}: ${escapeHtml(r.detail)}</li>`,
-        )
-        .join('')}</ul>`
-    : '';
+  const reasons =
+    v.reasons.length && !inProgress
+      ? `<h2>Why</h2><ul class="reasons">${v.reasons
+          .map(
+            (r) =>
+              `<li><code>${escapeHtml(r.check)}</code> — <code>${escapeHtml(r.code)}</code>${r.stage ? ` (stage <code>${escapeHtml(r.stage)}</code>)` : ''}: ${escapeHtml(r.detail)}</li>`,
+          )
+          .join('')}</ul>`
+      : '';
   const stages = v.stages ?? v.package?.stages ?? [];
   const timeline = stages.length
-    ? `<h2>Stage timeline</h2><table><thead><tr><th>Stage</th><th>Status</th><th>Time</th><th>Proof hash</th><th>Actor commitment</th></tr></thead><tbody>${stages
+    ? `<h2>Stage timeline</h2><div class="table-wrap"><table><thead><tr><th>Stage</th><th>Status</th><th>Time</th><th>Proof hash</th><th>Actor commitment</th></tr></thead><tbody>${stages
         .map(
           (s) =>
             `<tr data-stage="${escapeHtml(s.key)}"><td>${escapeHtml(s.name)}</td><td>${escapeHtml(s.status)}${
               s.approvals ? ` (${escapeHtml(s.approvals)} approval${s.approvals === 1 ? '' : 's'})` : ''
-            }</td><td>${escapeHtml(s.timestamp ?? '—')}</td><td class="hash">${escapeHtml(s.proofHash ?? '—')}</td><td class="hash">${
+            }</td><td class="time">${escapeHtml(s.timestamp ?? '—')}</td><td class="hash">${escapeHtml(s.proofHash ?? '—')}</td><td class="hash">${
               s.actorCommitments.length
                 ? s.actorCommitments.map(escapeHtml).join('<br>')
                 : escapeHtml(s.actorCommitment ?? '—')
             }</td></tr>`,
         )
-        .join('')}</tbody></table>`
+        .join('')}</tbody></table></div>`
     : '';
   const chain = v.chain ?? v.package?.chain;
   const pkg = v.package;
@@ -110,11 +176,19 @@ function resultPage(v: Verification): string {
   const download = pkg
     ? `<details><summary>Proof package (JSON, verifiable offline)</summary><pre class="hash">${escapeHtml(JSON.stringify(pkg, null, 2))}</pre></details>`
     : '';
-  const heading = v.proofId ? `Proof ${escapeHtml(v.proofId)}` : 'Proof package';
+  const heading = v.proofId ? `Proof <span class="hash">${escapeHtml(v.proofId)}</span>` : 'Proof package';
   const template = v.template ?? pkg?.subject.template;
-  return `<h1>${heading}</h1>${template ? `<p>Template: ${escapeHtml(template)}</p>` : ''}
-<table id="facts"><tbody>${facts}</tbody></table>${reasons}${timeline}${chainBlock}${signature}${log}${download}
-<p><a href="${BASE}/">Verify another</a></p>`;
+  return `<h1>${heading}</h1>${template ? `<p>Template: <strong>${escapeHtml(template)}</strong></p>` : ''}
+${verdictBlock(verdict)}
+<h2>Public facts</h2><table id="facts"><tbody>${facts}</tbody></table>${reasons}${timeline}${chainBlock}${signature}${log}${download}
+${another}`;
+}
+
+function notFoundPage(id: string): string {
+  return `<h1>Proof not found</h1><section class="verdict not-found" id="verdict" data-verdict="not-found" role="status"><p class="label">Not found</p><p>No workflow has the proof id <code>${escapeHtml(
+    id,
+  )}</code>. Check that it was copied whole.</p></section>
+${idForm()}`;
 }
 
 export function pagesRouter(deps: AppDeps): express.Router {
@@ -122,12 +196,20 @@ export function pagesRouter(deps: AppDeps): express.Router {
   const form = express.urlencoded({ extended: false, limit: PASTE_LIMIT_BYTES });
   const json = express.json({ limit: PASTE_LIMIT_BYTES });
 
+  router.use(assetsRouter());
+  router.get('/', (_req: Request, res: Response) => sendPage(res, 200, 'proof-exchange', homePage()));
+
   router.get(`${BASE}/`, (req: Request, res: Response) => {
     const given = req.query.proofId;
     if (given === undefined) return send(res, 200, 'Verify a proof workflow', formPage());
     const id = typeof given === 'string' ? given.trim() : '';
     if (!PROOF_ID.test(id))
-      return send(res, 400, 'Verify a proof workflow', formPage('That is not a proof id (prf_…).'));
+      return send(
+        res,
+        400,
+        'Verify a proof workflow',
+        formPage('That is not a proof id: a proof id is prf_ followed by 26 letters and digits.', id),
+      );
     res.redirect(303, `${BASE}/${id}/`);
   });
 
@@ -138,29 +220,38 @@ export function pagesRouter(deps: AppDeps): express.Router {
       try {
         pkg = JSON.parse(raw);
       } catch {
-        return send(res, 400, 'Verify a proof workflow', formPage('The package is not valid JSON.'));
+        return send(
+          res,
+          400,
+          'Verify a proof workflow',
+          formPage('The package is not valid JSON: paste the whole document, from { to }.'),
+        );
       }
     } else if (raw && typeof raw === 'object') {
       pkg = raw;
     } else {
       return send(res, 400, 'Verify a proof workflow', formPage('Paste a proof package to verify.'));
     }
-    send(res, 200, 'Proof package verification', resultPage(verifyGivenPackage(pkg)));
+    try {
+      guardInput(pkg, 'package');
+    } catch {
+      return send(
+        res,
+        400,
+        'Verify a proof workflow',
+        formPage('The package nests too deeply or carries control characters; it is not a proof package.'),
+      );
+    }
+    send(res, 200, 'Proof package verification', resultPage(verifyGivenPackage(pkg), pkg ?? null));
   });
 
   router.get(`${BASE}/:proofId/`, async (req: Request, res: Response) => {
     const id = String(req.params.proofId);
-    const notFoundPage = () =>
-      send(
-        res,
-        404,
-        'Proof not found',
-        `<h1>Proof not found</h1><p>No workflow has this proof id.</p><p><a href="${BASE}/">Verify another</a></p>`,
-      );
-    if (!PROOF_ID.test(id)) return notFoundPage();
+    const notFound = () => send(res, 404, 'Proof not found', notFoundPage(id));
+    if (!PROOF_ID.test(id)) return notFound();
     try {
       const verdict = await verifyStored(deps.db, id);
-      if (verdict.status === undefined) return notFoundPage();
+      if (verdict.status === undefined) return notFound();
       send(res, 200, `Proof ${id}`, resultPage(verdict));
     } catch (err) {
       logger.error({ err: (err as Error).message }, 'verify page failed');

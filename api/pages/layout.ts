@@ -1,13 +1,15 @@
-// The one look of every public page: escaping, layout, style and headers. No external assets.
+// The one look of every public page: escaping, the page frame (header with a link home, footer), the
+// shared stylesheet and the headers. No scripts and no external assets: the CSP allows this origin's
+// stylesheet and nothing else, and every page works without JavaScript.
+import { readFileSync } from 'node:fs';
+import express from 'express';
 import type { Response } from 'express';
 
-/** Pages that post packages as JSON run one inline script; the others run none. */
-const CSP = {
-  static:
-    "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
-  scripted:
-    "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
-} as const;
+const CSP =
+  "default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
+
+export const STYLESHEET_PATH = '/assets/site.css';
+const stylesheet = readFileSync(new URL('./assets/site.css', import.meta.url));
 
 export function escapeHtml(value: unknown): string {
   return String(value ?? '').replace(
@@ -19,27 +21,28 @@ export function escapeHtml(value: unknown): string {
 
 export const yesNo = (v: boolean | undefined): string =>
   v === undefined
-    ? '<span>not applicable</span>'
+    ? '<span class="na">not applicable</span>'
     : v
       ? '<span class="yes">yes</span>'
       : '<span class="no">no</span>';
 
-const STYLE = `
-body{font:15px/1.5 system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;color:#1b1f24}
-h1{font-size:1.5rem}h2{font-size:1.15rem;margin-top:2rem}
-code,.hash{font-family:ui-monospace,monospace;font-size:12px;word-break:break-all}
-table{border-collapse:collapse;width:100%}td,th{border:1px solid #d0d7de;padding:.35rem .5rem;text-align:left;vertical-align:top}
-.yes{color:#116329;font-weight:600}.no{color:#a40e26;font-weight:600}
-textarea{width:100%;min-height:10rem;font-family:ui-monospace,monospace}input[type=text]{width:28rem;max-width:100%}
-.error{background:#ffebe9;border:1px solid #ff8182;padding:.5rem}
-.live{background:#ddf4ff;border:1px solid #54aeff;padding:.5rem}
-`;
+const NAV: Array<[string, string]> = [
+  ['/proof-workflows/verify/', 'Verify a proof'],
+  ['/docs', 'API docs'],
+];
 
-export function layout(title: string, body: string): string {
+export function layout(title: string, body: string, current?: string): string {
+  const nav = NAV.map(
+    ([href, label]) =>
+      `<a href="${href}"${href === current ? ' aria-current="page"' : ''}>${escapeHtml(label)}</a>`,
+  ).join('');
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
-<title>${escapeHtml(title)}</title><style>${STYLE}</style></head>
-<body><main>${body}</main></body></html>`;
+<title>${escapeHtml(title)}</title><link rel="stylesheet" href="${STYLESHEET_PATH}"></head>
+<body><header class="site-header"><div class="bar"><a class="brand" href="/">proof-exchange</a><nav aria-label="Site">${nav}</nav></div></header>
+<main>${body}</main>
+<footer class="site-footer"><p>Public pages show public facts only: never documents, ballots, bids or private inputs. <a href="/">Home</a></p></footer>
+</body></html>`;
 }
 
 export function sendPage(
@@ -47,9 +50,19 @@ export function sendPage(
   status: number,
   title: string,
   body: string,
-  opts: { scripts?: boolean; noStore?: boolean } = {},
+  opts: { noStore?: boolean; current?: string } = {},
 ): void {
-  res.status(status).setHeader('Content-Security-Policy', opts.scripts ? CSP.scripted : CSP.static);
+  res.status(status).setHeader('Content-Security-Policy', CSP);
   if (opts.noStore) res.setHeader('Cache-Control', 'no-store');
-  res.type('text/html; charset=utf-8').send(layout(title, body));
+  res.type('text/html; charset=utf-8').send(layout(title, body, opts.current));
+}
+
+/** Serves the stylesheet every page links to. */
+export function assetsRouter(): express.Router {
+  const router = express.Router();
+  router.get(STYLESHEET_PATH, (_req, res) => {
+    res.setHeader('Cache-Control', 'public, max-age=300');
+    res.type('text/css; charset=utf-8').send(stylesheet);
+  });
+  return router;
 }

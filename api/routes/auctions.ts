@@ -60,6 +60,8 @@ export function auctionRoutes(table: RouteTable): RouteTable {
       summary: 'Create a sealed-bid auction (first or second price), public or for one room’s members',
       tags,
       auth: 'operator-or-license',
+      product: 'auctions',
+      quota: true,
       body: z.strictObject({
         title: z.string().min(1).max(300),
         roomId: roomIdSchema.optional(),
@@ -157,6 +159,7 @@ export function auctionRoutes(table: RouteTable): RouteTable {
       summary: 'Finalize an auction whose reveal window has passed and publish its package',
       tags,
       auth: 'operator-or-license',
+      product: 'auctions',
       params: z.strictObject({ auctionId: auctionIdSchema }),
       responses: { 200: { description: 'The finalized public view', schema: publicAuctionSchema } },
       handler: async ({ params, auth, deps }) => ({

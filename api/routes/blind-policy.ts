@@ -1,11 +1,14 @@
 // Table C, blind policy proofs (Groth16): prove through the queue, verify in-process, status of the
 // policies, the prover and one proof; plus the readiness check on the circuit artifacts.
-import { stat } from 'node:fs/promises';
 import { z } from 'zod';
 import { env } from '../../shared/env';
+import { AppError } from '../../shared/errors';
 import { idPattern } from '../../shared/ids';
-import { acceptPolicyProof } from '../../shared/workflows/policyEvidence';
-import { artifactPaths, describePolicies, loadManifest } from '../../shared/zk/index';
+import { stageBinding } from '../../shared/workflows/policyGate';
+import { fieldElementSchema } from '../../shared/zk/context';
+import { describePolicies, getPolicy, verifyPolicyProof } from '../../shared/zk/index';
+import { circuitReadiness, circuitSetup } from '../../shared/zk/setup';
+import { signalIndex } from '../../shared/zk/verify';
 import {
   HOLD_TTL_MS,
   createPolicyProof,
@@ -19,6 +22,7 @@ import type { Request } from 'express';
 import type { AppDeps } from '../deps';
 import type { RouteTable } from '../http/route';
 import { origin } from '../http/links';
+import { callerKey, inFlightSlot } from '../http/ratelimit';
 import { registerReadinessCheck } from './commercial';
 
 const tags = ['Blind policy proofs'];
@@ -72,6 +76,20 @@ const proveBody = z
       .describe(
         `Hold the proof (sealed input kept at most ${HOLD_TTL_MS / 3600_000} h) until a paid zk.blind_policy exchange job releases it, instead of proving now`,
       ),
+    context: fieldElementSchema
+      .optional()
+      .describe(
+        'The public context the proof binds to, as a decimal field element; default 0 (bound to nothing)',
+      ),
+    workflow: z
+      .strictObject({
+        proofId: z.string().regex(idPattern('prf'), 'a workflow proof id (prf_…)'),
+        stage: z.string().min(1).max(64),
+      })
+      .optional()
+      .describe(
+        'Make the proof for this stage of this workflow: its context is set, and the inputs must commit to the parameters the workflow fixed',
+      ),
   })
   .meta({ id: 'BlindPolicyProveRequest' });
 
@@ -85,7 +103,20 @@ const verifyBody = z
 
 const statSchema = z.object({ p50: z.number().nullable(), p95: z.number().nullable() });
 
+export const circuitSetupSchema = z
+  .object({
+    insecure: z.boolean(),
+    allowInsecureCircuits: z.boolean(),
+    ptau: z.object({ file: z.string(), power: z.number().int() }),
+  })
+  .meta({
+    id: 'CircuitSetup',
+    description:
+      'Where the circuit keys come from. insecure: the development setup, whose maker could forge proofs; allowInsecureCircuits: production runs it anyway (ALLOW_INSECURE_CIRCUITS).',
+  });
+
 const statusSchema = z.object({
+  setup: circuitSetupSchema,
   policies: z.array(
     z.object({
       id: z.string(),
@@ -97,6 +128,7 @@ const statusSchema = z.object({
       constraints: z.number().int(),
       publicSignals: z.array(z.string()),
       insecureSetup: z.boolean(),
+      parameterCommitments: z.array(z.string()),
     }),
   ),
   prover: z.object({
@@ -125,35 +157,7 @@ const proveReply = z.object({
   commitments: z.record(z.string(), decimalString),
 });
 
-registerReadinessCheck('circuitArtifacts', async () => {
-  try {
-    const manifest = loadManifest();
-    const circuits = Object.keys(manifest.circuits);
-    if (circuits.length === 0) return { ok: false, detail: 'the manifest lists no circuits' };
-    for (const circuit of circuits) {
-      const entry = manifest.circuits[circuit]!;
-      const paths = artifactPaths(circuit);
-      for (const [kind, path, bytes] of [
-        ['wasm', paths.wasm, entry.wasm.bytes],
-        ['zkey', paths.zkey, entry.zkey.bytes],
-        ['vkey', paths.vkey, entry.vkey.bytes],
-      ] as const) {
-        const size = await stat(path).then(
-          (s) => s.size,
-          () => -1,
-        );
-        if (size < 0) return { ok: false, detail: `${circuit}.${kind} is missing` };
-        if (size !== bytes) return { ok: false, detail: `${circuit}.${kind} does not match the manifest` };
-      }
-    }
-    return {
-      ok: true,
-      detail: `${circuits.join(', ')}${manifest.ptau.insecure ? ' (insecure development setup)' : ''}`,
-    };
-  } catch (err) {
-    return { ok: false, detail: (err as Error).message };
-  }
-});
+registerReadinessCheck('circuitArtifacts', () => circuitReadiness());
 
 export function blindPolicyRoutes(table: RouteTable): RouteTable {
   return table
@@ -163,21 +167,62 @@ export function blindPolicyRoutes(table: RouteTable): RouteTable {
       operationId: 'proveBlindPolicy',
       summary: 'Queue a Groth16 proof that private inputs satisfy a policy',
       description:
-        'Checks the inputs first (400 validation_failed / unknown_policy, 422 policy_not_satisfied, nothing stored), then queues the proof for the prover. The answer carries the salts of the commitments: they are returned once and kept nowhere, so keep them to open a commitment later. Open to anyone; an agent key, when sent, is recorded on the proof.',
+        'Checks the inputs first (400 validation_failed / unknown_policy, 422 policy_not_satisfied, nothing stored), then queues the proof for the prover. The answer carries the salts of the commitments: they are returned once and kept nowhere, so keep them to open a commitment later. Open to anyone; an agent key, when sent, is recorded on the proof. Anonymous callers may prove PROVE_ANON_PER_MINUTE times a minute per address (429 rate_limited), and one caller may have PROVE_MAX_IN_FLIGHT proofs queued or running (429 too_many_in_flight).',
       tags,
       auth: 'agent-optional',
+      budget: {
+        name: 'prove-anon',
+        perMinute: (deps) => deps.rateLimit.proveAnonPerMinute ?? env.PROVE_ANON_PER_MINUTE,
+        anonymousOnly: true,
+        what: 'anonymous proofs from this address',
+      },
       body: proveBody,
       responses: {
         202: { description: 'Queued (or held); poll the status link', schema: proveReply },
       },
       handler: async ({ body, auth, req, deps }) => {
+        if (body.context !== undefined && body.workflow) {
+          throw new AppError(400, 'validation_failed', 'Send context or workflow, not both.', {
+            errors: [{ path: 'workflow', message: 'not with context' }],
+          });
+        }
+        const binding = body.workflow
+          ? await stageBinding(deps.db, body.workflow.proofId, body.workflow.stage)
+          : undefined;
+        if (binding && binding.policy !== body.policy) {
+          throw new AppError(
+            422,
+            'policy_proof_wrong_policy',
+            `Stage '${binding.stage}' needs a ${binding.policy} proof, not ${body.policy}.`,
+          );
+        }
         if (body.hold) await expireHeldProofs(deps.db);
-        const { row, salts } = await createPolicyProof(deps.db, deps.queues, {
-          policy: body.policy,
-          inputs: body.inputs,
-          hold: body.hold === true,
-          agentId: auth.kind === 'agent' ? auth.agentId : null,
-        });
+        // A held proof waits for a paid job and burns no prover time: only proofs to run now take a slot.
+        const slot = body.hold
+          ? undefined
+          : await inFlightSlot(
+              deps,
+              'proofs',
+              callerKey(auth.kind === 'anonymous' ? null : auth, req),
+              deps.rateLimit.proveMaxInFlight ?? env.PROVE_MAX_IN_FLIGHT,
+              (ids) => proofsInFlight(deps.db, ids),
+            );
+        let created;
+        try {
+          created = await createPolicyProof(deps.db, deps.queues, {
+            policy: body.policy,
+            inputs: body.inputs,
+            hold: body.hold === true,
+            agentId: auth.kind === 'agent' ? auth.agentId : null,
+            context: BigInt(binding?.context ?? body.context ?? '0'),
+            ...(binding ? { expectCommitments: binding.commitments } : {}),
+          });
+        } catch (err) {
+          await slot?.release();
+          throw err;
+        }
+        const { row, salts } = created;
+        await slot?.commit(row.id);
         const proof = { ...proofView(row), links: proofLinks(req, deps, row.id, row.status) };
         return {
           status: 202,
@@ -192,8 +237,13 @@ export function blindPolicyRoutes(table: RouteTable): RouteTable {
       operationId: 'verifyBlindPolicy',
       summary: 'Verify a blind policy proof against the policy’s verification key',
       description:
-        'In-process Groth16 verification. A well-formed proof that does not hold gives valid: false with a reason; a structurally wrong proof or signal list is 400 invalid_proof_format. A valid proof’s evidenceHash can be named as a workflow stage’s evidence.',
+        'Groth16 verification, VERIFY_PER_MINUTE times a minute per address; nothing is stored. A well-formed proof that does not hold gives valid: false with a reason; a structurally wrong proof or signal list is 400 invalid_proof_format. `context` is the public context the proof is bound to (a workflow stage accepts only its own); `insecureSetup` is true while the keys come from the development setup, under which proofs can be forged. To use a proof as a workflow stage’s evidence, post it with the stage event (`policyProof`).',
       tags,
+      budget: {
+        name: 'verify',
+        perMinute: (deps) => deps.rateLimit.verifyPerMinute ?? env.VERIFY_PER_MINUTE,
+        what: 'verifications from this address',
+      },
       body: verifyBody,
       responses: {
         200: {
@@ -202,21 +252,25 @@ export function blindPolicyRoutes(table: RouteTable): RouteTable {
             valid: z.boolean(),
             reason: z.string().optional(),
             policy: z.string(),
-            evidenceHash: z.string().optional(),
+            context: z.string().optional(),
+            insecureSetup: z.boolean(),
           }),
         },
       },
-      handler: async ({ body, deps }) => {
-        const result = await acceptPolicyProof(deps.db, {
-          policyId: body.policy,
-          proof: body.proof,
-          publicSignals: body.publicSignals,
-        });
+      handler: async ({ body }) => {
+        const result = await verifyPolicyProof(body.policy, body.proof, body.publicSignals);
+        const { insecure } = circuitSetup();
+        if (!result.valid) {
+          return {
+            status: 200,
+            body: { valid: false, reason: result.reason, policy: body.policy, insecureSetup: insecure },
+          };
+        }
+        // Valid means well formed: the signals are decimal strings in the policy's circuit order.
+        const context = (body.publicSignals as string[])[signalIndex(getPolicy(body.policy), 'context')];
         return {
           status: 200,
-          body: result.valid
-            ? { valid: true, policy: body.policy, evidenceHash: result.evidenceHash }
-            : { valid: false, reason: result.reason, policy: body.policy },
+          body: { valid: true, policy: body.policy, context, insecureSetup: insecure },
         };
       },
     })
@@ -258,6 +312,7 @@ export function blindPolicyRoutes(table: RouteTable): RouteTable {
           status: 200,
           headers: { 'Cache-Control': 'no-store' },
           body: {
+            setup: circuitSetup(),
             policies: describePolicies(),
             prover: {
               configuredBackend: env.PROVER_BACKEND,
@@ -280,4 +335,15 @@ function proofLinks(req: Request, deps: AppDeps, id: string, status: string): Re
   };
   if (status === 'held') links.purchase = `${origin(req, deps, 'base')}/api/jobs`;
   return links;
+}
+
+/** Of these proof ids, the ones still queued or running. */
+async function proofsInFlight(db: AppDeps['db'], ids: string[]): Promise<Set<string>> {
+  const rows = (await db('proofs')
+    .whereIn('id', ids)
+    .whereIn('status', ['queued', 'running'])
+    .select('id')) as Array<{
+    id: string;
+  }>;
+  return new Set(rows.map((r) => r.id));
 }

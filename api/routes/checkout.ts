@@ -10,6 +10,8 @@ import {
   resolveLicenseToken,
   submitCheckoutPayment,
 } from '../../shared/commercial/checkouts';
+import type { LicenseRow } from '../../shared/commercial/checkouts';
+import { AppError } from '../../shared/errors';
 import {
   gateOverview,
   gateStatuses,
@@ -18,14 +20,26 @@ import {
   prepareGateRequest,
   verifyGateRequest,
 } from '../../shared/commercial/gate';
-import { licenseTiers, licenseTypes, trialTerms } from '../../shared/commercial/tiers';
+import { licenseUsage } from '../../shared/commercial/entitlements';
+import {
+  licenseTiers,
+  licenseTypes,
+  productLines,
+  tierEntitlements,
+  trialTerms,
+} from '../../shared/commercial/tiers';
+import { issueTrialChallenge, trialAddressKey } from '../../shared/commercial/trials';
+import { env } from '../../shared/env';
+import { walletPublicKeySchema, walletSignatureSchema } from '../../shared/exchange/wallet';
 import { idPattern } from '../../shared/ids';
 import { serviceSigningKey } from '../../shared/keys';
-import { assetIds, chainFamilies, treasuryFor } from '../../shared/payments/assets';
+import { assetIds, canReceive, chainFamilies } from '../../shared/payments/assets';
 import { assetAvailability } from '../../shared/payments/payments';
 import { registerKeyResolver } from '../http/auth';
+import { clientAddress } from '../http/ratelimit';
 import { origin } from '../http/links';
 import type { RouteTable } from '../http/route';
+import { bindingSchema, paymentInstructionsSchema } from './payments';
 
 registerKeyResolver('lk_', (token, deps) => resolveLicenseToken(deps.db, token));
 
@@ -74,8 +88,10 @@ const checkoutSchema = z
         payTo: z.string(),
         reference: z.string(),
         rate: z.object({ usd: z.string(), asOf: z.string(), source: z.string() }).optional(),
+        binding: bindingSchema.optional(),
         expiresAt: z.string(),
         watchUntil: z.string(),
+        paymentInstructions: paymentInstructionsSchema,
       })
       .nullable(),
     transaction: z
@@ -84,6 +100,7 @@ const checkoutSchema = z
         payer: z.string().nullable(),
         amountReceived: baseUnits.nullable(),
         confirmations: z.number().int().nullable(),
+        blockTime: z.string().nullable().describe('When the chain says the transfer was made'),
         submittedAt: z.string().nullable(),
         nextCheckAt: z.string().nullable(),
       })
@@ -106,6 +123,8 @@ const gateSchema = z
     decimals: z.number().int(),
     contract: z.string().optional(),
     payTo: z.string(),
+    binding: bindingSchema.optional(),
+    paymentInstructions: paymentInstructionsSchema,
     usdCents: z.number().int().nullable(),
     status: z.enum(gateStatuses),
     txRef: z.string().nullable(),
@@ -163,6 +182,7 @@ export function checkoutRoutes(table: RouteTable): RouteTable {
               trial: z.object({
                 days: z.number().int(),
                 perOrganization: z.number().int(),
+                perWallet: z.number().int(),
                 detail: z.string(),
               }),
               assets: z.array(z.object({ id: z.enum(assetIds), enabled: z.boolean() }).passthrough()),
@@ -187,7 +207,7 @@ export function checkoutRoutes(table: RouteTable): RouteTable {
           body: {
             tiers: licenseTiers(),
             trial: trialTerms,
-            assets: assetAvailability().map((s) => ({
+            assets: (await assetAvailability()).map((s) => ({
               id: s.asset.id,
               symbol: s.asset.symbol,
               network: s.asset.network,
@@ -195,7 +215,7 @@ export function checkoutRoutes(table: RouteTable): RouteTable {
               enabled: s.enabled,
               ...(s.enabled ? {} : { reason: s.reason, detail: s.detail }),
             })),
-            treasuries: Object.fromEntries(chainFamilies.map((f) => [f, !!treasuryFor(f)])),
+            treasuries: Object.fromEntries(chainFamilies.map((f) => [f, canReceive(f)])),
             licenseKey: { keyId: key.keyId, publicKey: key.publicKey },
           },
         };
@@ -207,13 +227,23 @@ export function checkoutRoutes(table: RouteTable): RouteTable {
       operationId: 'prepareCheckout',
       summary: 'Prepare a license checkout (a TRIAL license is issued at once)',
       description:
-        'Paid tiers answer the amount in the chosen asset (base units), the receiving address, the reference and the expiry; pay, then call verify. `TRIAL` needs no asset and issues a 14-day license at once, once per organization (409 trial_already_used).',
+        'Paid tiers answer the amount in the chosen asset (base units), the receiving address, the reference and the expiry; pay, then call verify. `TRIAL` needs no asset: it is claimed with `wallet`, a `challenge` from POST /api/v1/commercial/trial/challenge and the wallet’s `signature` over it, and issues a 14-day license at once — once per wallet and per organization (409 trial_already_used), a few per address a day (429 trial_limit_reached). A trial carries no exchange credit: priced jobs are quoted.',
       tags,
       body: z.strictObject({
         license: z.enum(licenseTypes),
         asset: z.enum(assetIds).optional().describe('Required for paid licenses'),
         organization: z.string().trim().min(1).max(200),
         email: z.email().max(254).describe('Kept with the license record; never shown on public replies'),
+        wallet: walletPublicKeySchema.optional().describe('TRIAL: the wallet that claims it'),
+        challenge: z
+          .string()
+          .min(1)
+          .max(1000)
+          .optional()
+          .describe('TRIAL: the challenge text, exactly as issued'),
+        signature: walletSignatureSchema
+          .optional()
+          .describe('TRIAL: the wallet’s ed25519 signature over the text'),
       }),
       responses: {
         201: {
@@ -222,7 +252,18 @@ export function checkoutRoutes(table: RouteTable): RouteTable {
         },
       },
       handler: async ({ body, req, deps }) => {
-        const { checkout, license } = await prepareCheckout(deps.db, body);
+        const { wallet, challenge, signature, ...rest } = body;
+        const { checkout, license } = await prepareCheckout(deps.db, {
+          ...rest,
+          trial:
+            wallet && challenge && signature
+              ? {
+                  proof: { wallet, challenge, signature },
+                  addressKey: trialAddressKey(clientAddress(req)),
+                  perAddressPerDay: env.TRIAL_PER_ADDRESS_PER_DAY,
+                }
+              : undefined,
+        });
         const api = origin(req, deps, 'api');
         return {
           status: 201,
@@ -230,6 +271,98 @@ export function checkoutRoutes(table: RouteTable): RouteTable {
           body: {
             checkout: checkoutView(checkout, license),
             links: { ...links(api), self: `${links(api).status}?checkoutId=${checkout.id}` },
+          },
+        };
+      },
+    })
+    .add({
+      method: 'get',
+      path: '/api/v1/commercial/license',
+      operationId: 'licenseEntitlements',
+      summary: 'The calling license: its tier, what it grants, the quota used and the credit left',
+      tags,
+      auth: 'operator-or-license',
+      responses: {
+        200: {
+          description: 'The license’s entitlements and usage',
+          schema: z.object({
+            licenseId: z.string(),
+            tier: z.enum(licenseTypes),
+            organization: z.string(),
+            expiresAt: z.string(),
+            productLines: z.array(z.enum(productLines)),
+            usage: z.array(
+              z.object({
+                line: z.enum(productLines),
+                unit: z.string(),
+                quota: z.number().int().nullable(),
+                used: z.number().int(),
+                left: z.number().int().nullable(),
+              }),
+            ),
+            creditUsdCents: z.number().int(),
+          }),
+        },
+      },
+      handler: async ({ auth, deps }) => {
+        if (auth.kind !== 'license') {
+          throw new AppError(
+            400,
+            'license_required',
+            'Send a license key (Bearer lk_…): the operator holds none.',
+          );
+        }
+        const row = (await deps.db('licenses').where({ id: auth.licenseId }).first()) as LicenseRow;
+        return {
+          status: 200,
+          headers: { 'Cache-Control': 'no-store' },
+          body: {
+            licenseId: row.id,
+            tier: row.tier,
+            organization: row.organization,
+            expiresAt: new Date(row.expires_at).toISOString(),
+            productLines: [...tierEntitlements[row.tier].productLines],
+            usage: await licenseUsage(deps.db, auth),
+            creditUsdCents: row.credit_usd_cents,
+          },
+        };
+      },
+    })
+    .add({
+      method: 'post',
+      path: '/api/v1/commercial/trial/challenge',
+      operationId: 'trialChallenge',
+      summary: 'A challenge for a wallet to sign to claim a TRIAL license',
+      description: `The text names the wallet, a random nonce, and when it was issued and expires (${env.TRIAL_CHALLENGE_TTL_SECONDS} s). Sign its UTF-8 bytes with the wallet (ed25519, as Solana wallets sign messages) and send wallet, challenge and signature with a TRIAL checkout/prepare. A challenge claims at most one trial.`,
+      tags,
+      // Each challenge is a row: a caller gets a few a minute, enough for any honest claim.
+      budget: { name: 'trial-challenge', perMinute: () => 30, what: 'trial challenges from this address' },
+      body: z.strictObject({ wallet: walletPublicKeySchema }),
+      responses: {
+        201: {
+          description: 'The challenge to sign',
+          schema: z.object({
+            wallet: z.string(),
+            challenge: z.string(),
+            nonce: z.string(),
+            issuedAt: z.string(),
+            expiresAt: z.string(),
+          }),
+        },
+      },
+      handler: async ({ body, deps }) => {
+        const issued = await issueTrialChallenge(deps.db, body.wallet, {
+          ttlSeconds: env.TRIAL_CHALLENGE_TTL_SECONDS,
+        });
+        return {
+          status: 201,
+          headers: { 'Cache-Control': 'no-store' },
+          body: {
+            wallet: body.wallet,
+            challenge: issued.challenge,
+            nonce: issued.nonce,
+            issuedAt: issued.issuedAt.toISOString(),
+            expiresAt: issued.expiresAt.toISOString(),
           },
         };
       },
@@ -271,7 +404,14 @@ export function checkoutRoutes(table: RouteTable): RouteTable {
               windowSeconds: z.number().int(),
               randomSpread: z.object({ min: z.number().int(), max: z.number().int() }),
               open: z.record(z.string(), z.number().int()),
-              assets: z.array(z.object({ id: z.enum(assetIds), enabled: z.boolean() })),
+              assets: z.array(
+                z.object({
+                  id: z.enum(assetIds),
+                  enabled: z.boolean(),
+                  reason: z.string().optional(),
+                  detail: z.string().optional(),
+                }),
+              ),
             }),
           ]),
         },
@@ -288,7 +428,11 @@ export function checkoutRoutes(table: RouteTable): RouteTable {
           status: 200,
           body: {
             ...(await gateOverview(deps.db)),
-            assets: assetAvailability().map((s) => ({ id: s.asset.id, enabled: s.enabled })),
+            assets: (await assetAvailability()).map((s) => ({
+              id: s.asset.id,
+              enabled: s.enabled,
+              ...(s.enabled ? {} : { reason: s.reason, detail: s.detail }),
+            })),
           },
         };
       },

@@ -2,7 +2,7 @@
 // agent card at /.well-known/agent-card.json) and acquisition (licenses, trial, checkout, referrals).
 import type { Request, RequestHandler } from 'express';
 import { z } from 'zod';
-import { licenseTiers, licenseTypes, trialTerms } from '../../shared/commercial/tiers';
+import { licenseTiers, licenseTypes, productLines, trialTerms } from '../../shared/commercial/tiers';
 import { referralTerms } from '../../shared/exchange/referrals';
 import { assetStatus } from '../../shared/payments/assets';
 import type { AppDeps } from '../deps';
@@ -191,9 +191,20 @@ const acquisitionSchema = z
         period: z.enum(['trial', 'month', 'year']),
         periodDays: z.number().int(),
         description: z.string(),
+        entitlements: z.object({
+          productLines: z.array(z.enum(productLines)),
+          quotas: z.record(z.string(), z.number().int().nullable()),
+          creditUsdCents: z.number().int(),
+        }),
       }),
     ),
-    trial: z.object({ days: z.number().int(), perOrganization: z.number().int(), detail: z.string() }),
+    trial: z.object({
+      days: z.number().int(),
+      perOrganization: z.number().int(),
+      perWallet: z.number().int(),
+      detail: z.string(),
+      challenge: z.string(),
+    }),
     checkout: z.object({ prepare: z.string(), status: z.string(), method: z.literal('POST') }),
     payPerJob: z.object({ createJob: z.string(), pricing: z.string(), detail: z.string() }),
     referrals: z.object({
@@ -238,7 +249,7 @@ export function discoveryRoutes(table: RouteTable): RouteTable {
           status: 200,
           body: {
             licenses: licenseTiers(),
-            trial: { ...trialTerms },
+            trial: { ...trialTerms, challenge: `${api}/api/v1/commercial/trial/challenge` },
             checkout: {
               prepare: `${api}/api/v1/commercial/checkout/prepare`,
               status: `${api}/api/v1/commercial/checkout/status`,
@@ -247,7 +258,8 @@ export function discoveryRoutes(table: RouteTable): RouteTable {
             payPerJob: {
               createJob: `${base}/api/jobs`,
               pricing: `${base}/api/pricing`,
-              detail: 'Without a license, each priced job is paid on its own quote in any enabled asset.',
+              detail:
+                'Each priced job is paid on its own quote in any enabled asset, unless the prepaid credit of a license (sent as Bearer) covers it.',
             },
             referrals: { create: `${base}/api/referrals`, ...referralTerms() },
             registration: `${base}/api/registry/register`,

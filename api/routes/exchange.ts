@@ -161,7 +161,7 @@ export function exchangeRoutes(table = new RouteTable('exchange')): RouteTable {
             usdCents: s.priceUsdCents,
             free: s.priceUsdCents === 0,
           })),
-          assets: pricingAssets(),
+          assets: await pricingAssets(),
           quotes: quotePolicy(),
         },
       }),
@@ -190,15 +190,21 @@ export function exchangeRoutes(table = new RouteTable('exchange')): RouteTable {
       handler: async ({ body, query, auth, req, deps }) => {
         const agentId = auth.kind === 'agent' ? auth.agentId : null;
         const referral = await referralForJob(deps.db, query.ref ?? req.header('x-referral-code'), agentId);
-        const prepared = await quoteForNewJob(body.service, auth.kind === 'license');
+        // A license never makes a priced job free: its prepaid credit (if any) pays it in the same
+        // transaction, else the job is quoted like anyone's.
+        const prepaidLicenseId = auth.kind === 'license' ? auth.licenseId : undefined;
+        const quoting = quoteForNewJob(body.service);
+        const prepared = prepaidLicenseId ? await quoting.catch(() => undefined) : await quoting;
         await checkJobWebhook(body.webhook);
         let webhook: z.infer<typeof jobWebhookSchema> | undefined;
         const row = await createJob(
           deps.db,
           deps.queues,
-          { service: body.service, input: body.input, agentId, licensed: auth.kind === 'license' },
-          referral || prepared || body.webhook
+          { service: body.service, input: body.input, agentId, prepaidLicenseId },
+          referral || prepared || body.webhook || prepaidLicenseId
             ? async (trx, created) => {
+                // Credit did not cover it and it cannot be quoted either: nothing is written.
+                if (created.status === 'awaiting_payment' && !prepared) await quoting;
                 if (referral) await attributeJob(trx, created.id, referral.id);
                 if (prepared && created.status === 'awaiting_payment')
                   await attachQuotes(trx, created, prepared);

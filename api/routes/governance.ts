@@ -1,9 +1,18 @@
-// Table C, private governance: rooms, committees, proposals (review, sealed ballots, close, execution),
-// public state (status and time remaining while the vote is open), packages and their verification.
+// Table C, private governance: rooms, committees, identity trees, proposals (review, anonymous ballots,
+// close, execution), public state (status and time remaining while the vote is open), packages and
+// their verification.
+import { cachedStatus } from '../../shared/commercial/providers';
 import { z } from 'zod';
 import { walletPublicKeySchema, walletSignatureSchema } from '../../shared/exchange/wallet';
 import { idPattern } from '../../shared/ids';
 import { servicePublicKey } from '../../shared/workflows/seal';
+import { loadVerificationKey } from '../../shared/zk/verify';
+import {
+  BALLOT_CIPHERTEXT_BYTES,
+  BALLOT_CIRCUIT,
+  DECIMAL_FIELD,
+} from '../../shared/governance/ballot-protocol';
+import { addIdentities, registerIdentity, roomTree } from '../../shared/governance/identities';
 import {
   checkReceiptAgainstPackage,
   governancePackageSchema,
@@ -12,6 +21,7 @@ import {
 } from '../../shared/governance/package';
 import {
   adminProposal,
+  ballotKeyInfo,
   castBallot,
   closeProposalNow,
   createProposal,
@@ -44,6 +54,35 @@ export const roomIdSchema = z.string().regex(idPattern('room'), 'a room id (room
 const proposalIdSchema = z.string().regex(idPattern('prop'), 'a proposal id (prop_…)');
 const slugSchema = z.string().regex(/^[a-z0-9][a-z0-9-]{0,39}$/, 'lowercase letters, digits and dashes');
 const membersSchema = z.array(walletPublicKeySchema).max(1000);
+const fieldSchema = z.string().regex(DECIMAL_FIELD, 'a BN254 field element, decimal');
+const identitySchema = fieldSchema.describe('An identity commitment: Poseidon(identity secret), decimal');
+const g1Schema = z.array(fieldSchema).length(3);
+const ballotProofSchema = z
+  .object({
+    pi_a: g1Schema,
+    pi_b: z.array(z.array(fieldSchema).length(2)).length(3),
+    pi_c: g1Schema,
+    protocol: z.literal('groth16').optional(),
+    curve: z.literal('bn128').optional(),
+  })
+  .strict();
+const treeSchema = z
+  .object({
+    roomId: z.string(),
+    depth: z.number().int(),
+    identityCommitments: z.array(z.string()),
+    root: z.string(),
+    acceptedRoots: z.array(z.string()),
+    levels: z.array(z.array(z.string())).optional(),
+    zeros: z.array(z.string()).optional(),
+  })
+  .meta({ id: 'RoomIdentityTree' });
+
+/** The keys an offline verifier needs, as the service holds them. */
+const verifierKeys = async () => ({
+  ...signingKey(),
+  ballotVerificationKey: await loadVerificationKey(BALLOT_CIRCUIT),
+});
 
 /** Who administers: the operator, or the license that created the room. */
 export const ownerOf = (auth: Principal): string => (auth.kind === 'license' ? auth.licenseId : 'operator');
@@ -140,6 +179,7 @@ export function governanceRoutes(table: RouteTable): RouteTable {
       summary: 'Create a room; members are stored only as salted commitments of their wallet keys',
       tags,
       auth: 'operator-or-license',
+      product: 'governance',
       body: z.strictObject({ name: z.string().min(1).max(200), members: membersSchema.default([]) }),
       responses: {
         201: {
@@ -159,6 +199,7 @@ export function governanceRoutes(table: RouteTable): RouteTable {
       summary: 'A room: member count and committees',
       tags,
       auth: 'operator-or-license',
+      product: 'governance',
       params: z.strictObject({ roomId: roomIdSchema }),
       responses: { 200: { description: 'The room', schema: roomSchema } },
       handler: async ({ params, auth, deps }) => ({
@@ -173,6 +214,7 @@ export function governanceRoutes(table: RouteTable): RouteTable {
       summary: 'Add members (wallet keys, committed and discarded)',
       tags,
       auth: 'operator-or-license',
+      product: 'governance',
       params: z.strictObject({ roomId: roomIdSchema }),
       body: z.strictObject({ members: membersSchema.min(1) }),
       responses: {
@@ -193,6 +235,7 @@ export function governanceRoutes(table: RouteTable): RouteTable {
       summary: 'Create a committee of room members with an approval threshold (m of n)',
       tags,
       auth: 'operator-or-license',
+      product: 'governance',
       params: z.strictObject({ roomId: roomIdSchema }),
       body: z.strictObject({
         slug: slugSchema,
@@ -276,6 +319,78 @@ export function governanceRoutes(table: RouteTable): RouteTable {
     })
     .add({
       method: 'post',
+      path: '/api/governance/rooms/{roomId}/identities',
+      operationId: 'addGovernanceRoomIdentities',
+      summary: 'Add anonymous-voter identity commitments to the room’s member tree',
+      description:
+        'Each member makes an identity (`npm run ballot -- identity`) and hands over only its commitment, Poseidon(secret). The tree (depth 10, up to 1024 identities) gets a new root; ballots are accepted against the last 8 roots.',
+      tags,
+      auth: 'operator-or-license',
+      params: z.strictObject({ roomId: roomIdSchema }),
+      body: z.strictObject({ identityCommitments: z.array(identitySchema).min(1).max(1024) }),
+      responses: {
+        200: {
+          description: 'The commitments added (those already present are skipped) and the new root',
+          schema: z.object({
+            added: z.array(z.string()),
+            identityCount: z.number().int(),
+            root: z.string().nullable(),
+          }),
+        },
+      },
+      handler: async ({ params, body, auth, deps }) => ({
+        status: 200,
+        body: await addIdentities(deps.db, params.roomId, body.identityCommitments, ownerOf(auth)),
+      }),
+    })
+    .add({
+      method: 'post',
+      path: '/api/governance/rooms/{roomId}/identities/register',
+      operationId: 'registerGovernanceIdentity',
+      summary: 'A wallet member registers their own identity commitment (once per wallet)',
+      description:
+        'Sign `proof-exchange/governance/identity/v1\\nroom:<roomId>\\nidentity:<commitment>` with the member wallet. The service records that the wallet registered and, apart, the identity: nothing joins the two.',
+      tags,
+      params: z.strictObject({ roomId: roomIdSchema }),
+      body: z.strictObject({
+        walletPublicKey: walletPublicKeySchema,
+        identityCommitment: identitySchema,
+        signature: walletSignatureSchema,
+      }),
+      responses: {
+        201: {
+          description: 'The tree’s new size and root',
+          schema: z.object({ identityCount: z.number().int(), root: z.string() }),
+        },
+      },
+      handler: async ({ params, body, deps }) => ({
+        status: 201,
+        body: await registerIdentity(deps.db, params.roomId, body),
+      }),
+    })
+    .add({
+      method: 'get',
+      path: '/api/governance/rooms/{roomId}/tree',
+      operationId: 'getGovernanceRoomTree',
+      summary: 'The room’s member tree: every identity commitment in order, and the accepted roots',
+      description:
+        'Public, and whole on purpose: a voter builds their own path from it, so the service never learns which member is about to vote.',
+      tags,
+      params: z.strictObject({ roomId: roomIdSchema }),
+      query: z.strictObject({
+        levels: z
+          .enum(['true', 'false'])
+          .optional()
+          .describe('Also every node, level by level, and the empty-subtree hashes'),
+      }),
+      responses: { 200: { description: 'The tree', schema: treeSchema } },
+      handler: async ({ params, query, deps }) => ({
+        status: 200,
+        body: await roomTree(deps.db, params.roomId, { levels: query.levels === 'true' }),
+      }),
+    })
+    .add({
+      method: 'post',
       path: '/api/governance/proposals',
       operationId: 'createGovernanceProposal',
       summary: 'Create a proposal (Proposal → Review → Vote → Execution → Proof)',
@@ -283,6 +398,8 @@ export function governanceRoutes(table: RouteTable): RouteTable {
         'The vote opens when the review committee’s threshold of signed approvals is reached. Give `votingEndsAt` (absolute) or `votingSeconds` (from the opening).',
       tags,
       auth: 'operator-or-license',
+      product: 'governance',
+      quota: true,
       body: z.strictObject({
         roomId: roomIdSchema,
         title: z.string().min(1).max(300),
@@ -340,6 +457,7 @@ export function governanceRoutes(table: RouteTable): RouteTable {
       summary: 'The proposal for its administrator (no live counts either)',
       tags,
       auth: 'operator-or-license',
+      product: 'governance',
       params: z.strictObject({ proposalId: proposalIdSchema }),
       responses: { 200: { description: 'The state', schema: publicProposalSchema } },
       handler: async ({ params, auth, deps }) => ({
@@ -373,19 +491,47 @@ export function governanceRoutes(table: RouteTable): RouteTable {
       }),
     })
     .add({
+      method: 'get',
+      path: '/api/governance/proposals/{proposalId}/ballot-key',
+      operationId: 'getGovernanceBallotKey',
+      summary: 'What a voter encrypts to and proves for: the proposal’s ballot key, scope and room',
+      tags,
+      params: z.strictObject({ proposalId: proposalIdSchema }),
+      responses: {
+        200: {
+          description: 'The same for every voter at every moment: it says nothing of the vote',
+          schema: z.object({
+            proposalId: z.string(),
+            roomId: z.string(),
+            scope: z.string(),
+            publicKey: z.string().describe('X25519, base64url'),
+            circuit: z.string(),
+            depth: z.number().int(),
+          }),
+        },
+      },
+      handler: async ({ params, deps }) => ({
+        status: 200,
+        body: await ballotKeyInfo(deps.db, params.proposalId),
+      }),
+    })
+    .add({
       method: 'post',
       path: '/api/governance/proposals/{proposalId}/ballots',
       operationId: 'castGovernanceBallot',
-      summary: 'Cast a sealed ballot; returns a signed receipt',
+      summary: 'Cast an anonymous ballot; returns a signed receipt',
       description:
-        'commitment = sha256(canonical JSON [choice, salt, proposalId]); sign `proof-exchange/governance/ballot/v1\\nproposal:<id>\\ncommitment:<commitment>` with the member wallet. One ballot per member, final (no revote). The ballot is stored encrypted until the close.',
+        'Made on the voter’s side (`npm run ballot -- vote`): the vote encrypted to the proposal’s ballot key (X25519, HKDF-SHA256, AES-256-GCM, padded to a fixed length) and a Groth16 proof (circuit `ballot`) that the sender holds an identity of the room’s member tree at `root`, with `nullifier` = Poseidon(identity secret, scope) and the ciphertext’s hash as public signals. One ballot per identity and proposal, final. Nothing that names the voter is sent or stored.',
       tags,
       params: z.strictObject({ proposalId: proposalIdSchema }),
       body: z.strictObject({
-        walletPublicKey: walletPublicKeySchema,
-        choice: z.string().min(1).max(200),
-        salt: hex64.describe('32 random bytes the voter keeps, hex'),
-        signature: walletSignatureSchema,
+        nullifier: fieldSchema,
+        root: fieldSchema,
+        ciphertext: z
+          .string()
+          .regex(/^[A-Za-z0-9_-]+$/, 'base64url')
+          .length(Math.ceil((BALLOT_CIPHERTEXT_BYTES * 4) / 3)),
+        proof: ballotProofSchema,
       }),
       responses: { 201: { description: 'The ballot receipt', schema: receiptSchema } },
       handler: async ({ params, body, res, deps }) => {
@@ -400,6 +546,7 @@ export function governanceRoutes(table: RouteTable): RouteTable {
       summary: 'Close a vote whose window has passed: open, tally, publish the package',
       tags,
       auth: 'operator-or-license',
+      product: 'governance',
       params: z.strictObject({ proposalId: proposalIdSchema }),
       responses: { 200: { description: 'The public state after the close', schema: publicProposalSchema } },
       handler: async ({ params, auth, deps }) => ({
@@ -415,6 +562,7 @@ export function governanceRoutes(table: RouteTable): RouteTable {
         'Record the execution of a passed proposal (a hash of what was done); publishes the final package',
       tags,
       auth: 'operator-or-license',
+      product: 'governance',
       params: z.strictObject({ proposalId: proposalIdSchema }),
       body: z.strictObject({ evidenceHash: hex64 }),
       responses: { 200: { description: 'The public state', schema: publicProposalSchema } },
@@ -447,16 +595,19 @@ export function governanceRoutes(table: RouteTable): RouteTable {
       body: z.strictObject({
         package: z.record(z.string(), z.unknown()),
         receipt: z.record(z.string(), z.unknown()).optional(),
-        opening: z.strictObject({ choice: z.string().max(200), salt: hex64 }).optional(),
+        opening: z.strictObject({ choice: z.string().max(200) }).optional(),
       }),
       responses: { 200: { description: 'The verdict', schema: verdictSchema } },
       handler: async ({ body }) => {
-        const keys = signingKey();
-        const verdict = verifyGovernancePackage(body.package, keys);
+        const keys = await verifierKeys();
+        const verdict = await verifyGovernancePackage(body.package, keys);
         const receipt = body.receipt
-          ? checkReceiptAgainstPackage(body.receipt, body.package, keys, body.opening)
+          ? await checkReceiptAgainstPackage(body.receipt, body.package, keys, body.opening)
           : undefined;
-        return { status: 200, body: { ...verdict, ...(receipt ? { receipt } : {}), signingKey: keys } };
+        return {
+          status: 200,
+          body: { ...verdict, ...(receipt ? { receipt } : {}), signingKey: signingKey() },
+        };
       },
     })
     .add({
@@ -489,7 +640,10 @@ export function governanceRoutes(table: RouteTable): RouteTable {
           schema: z.object({ providers: z.array(z.record(z.string(), z.unknown())), checkedAt: z.string() }),
         },
       },
-      handler: async () => ({ status: 200, body: await intelligenceProviders() }),
+      handler: async () => ({
+        status: 200,
+        body: await cachedStatus('intelligence-providers', () => intelligenceProviders()),
+      }),
     })
     .add({
       method: 'get',

@@ -6,7 +6,9 @@ import { z } from 'zod';
 import { env } from '../../shared/env';
 import type { JobRow } from '../../shared/jobs/jobs';
 import { jobIdSchema } from '../../shared/jobs/jobs';
+import { idPattern } from '../../shared/ids';
 import { assetIds } from '../../shared/payments/assets';
+import { bindingKindFor, bindingKinds } from '../../shared/payments/binding';
 import {
   assetAvailability,
   getReceipt,
@@ -27,6 +29,33 @@ import { jobView } from './jobs-view';
 
 const baseUnits = z.string().regex(/^\d+$/).describe('Integer base units of the asset');
 
+export const bindingSchema = z
+  .enum(bindingKinds)
+  .describe(
+    'What ties a transfer to this quote: reference (Solana Pay reference key among the account keys), amount (exactly this amount, unique among open quotes), address (an address of its own)',
+  );
+
+export const paymentInstructionsSchema = z
+  .object({
+    scheme: z.enum(['solana-pay', 'eip-681', 'bip-21', 'monero']),
+    uri: z
+      .string()
+      .describe('A wallet payment request: Solana Pay transfer request, EIP-681, BIP21 or monero: URI'),
+    payTo: z.string(),
+    asset: z.string(),
+    network: z.string(),
+    contract: z.string().optional(),
+    amount: baseUnits,
+    amountDisplay: z.string(),
+    exactAmount: z.boolean().describe('The amount identifies the quote: send exactly this'),
+    reference: z
+      .string()
+      .optional()
+      .describe('Solana Pay: include this public key as a read-only account of the transfer'),
+    notes: z.array(z.string()),
+  })
+  .meta({ id: 'PaymentInstructions', description: 'What to send, where, and what to include' });
+
 export const paymentSchema = z
   .object({
     id: z.string(),
@@ -41,6 +70,10 @@ export const paymentSchema = z
     detail: z.string().nullable(),
     amountReceived: baseUnits.nullable(),
     confirmations: z.number().int().nullable(),
+    blockTime: z
+      .string()
+      .nullable()
+      .describe('When the chain says the transfer was made; lateness is judged by it'),
     createdAt: z.string(),
     updatedAt: z.string(),
     settledAt: z.string().nullable(),
@@ -61,8 +94,10 @@ const quoteSchema = z
     payTo: z.string(),
     usdCents: z.number().int(),
     rate: z.object({ usd: z.string(), asOf: z.string(), source: z.string() }).optional(),
+    binding: bindingSchema.optional(),
     createdAt: z.string(),
     expiresAt: z.string(),
+    paymentInstructions: paymentInstructionsSchema,
   })
   .meta({ id: 'Quote' });
 
@@ -111,15 +146,16 @@ export const assetPricingSchema = z
     contract: z.string().optional(),
     stable: z.boolean(),
     enabled: z.boolean(),
-    payTo: z.string().optional(),
+    payTo: z.string().optional().describe('Absent where every quote gets an address of its own'),
+    binding: bindingSchema.optional(),
     reason: z.string().optional(),
     detail: z.string().optional(),
   })
   .meta({ id: 'PaymentAsset' });
 
-/** For GET /api/pricing: the nine assets, enabled or not and why. */
-export function pricingAssets(): z.infer<typeof assetPricingSchema>[] {
-  return assetAvailability().map((s) => ({
+/** For GET /api/pricing: the nine assets, enabled or not and why (a wrong-network endpoint included). */
+export async function pricingAssets(): Promise<z.infer<typeof assetPricingSchema>[]> {
+  return (await assetAvailability()).map((s) => ({
     id: s.asset.id,
     symbol: s.asset.symbol,
     name: s.asset.name,
@@ -128,7 +164,9 @@ export function pricingAssets(): z.infer<typeof assetPricingSchema>[] {
     ...(s.asset.contract ? { contract: s.asset.contract } : {}),
     stable: s.asset.stable,
     enabled: s.enabled,
-    ...(s.enabled ? { payTo: s.payTo } : { reason: s.reason, detail: s.detail }),
+    ...(s.enabled
+      ? { ...(s.payTo ? { payTo: s.payTo } : {}), binding: bindingKindFor(s.asset.family) }
+      : { reason: s.reason, detail: s.detail }),
   }));
 }
 
@@ -138,8 +176,8 @@ export const quotePolicy = () => ({
 });
 
 /** For createJob: prices the job before it is stored (undefined when it needs no payment). */
-export function quoteForNewJob(service: string, licensed: boolean): Promise<PreparedQuotes | undefined> {
-  return prepareQuotes(service, { licensed });
+export function quoteForNewJob(service: string): Promise<PreparedQuotes | undefined> {
+  return prepareQuotes(service);
 }
 
 /** For createJob: stores the quotes of the new job and shapes its payment part. */
@@ -156,7 +194,7 @@ export async function newJobPayment(
 /** For jobStatus: the job with its payment part and, once paid, its receipt link. */
 export async function jobStatusBody(row: JobRow, req: Request, deps: AppDeps) {
   const job = jobView(row, req, deps);
-  // Free and licensed jobs carry no price, so no quotes: skip the lookups on the hot path.
+  // Free jobs carry no price, so no quotes: skip the lookups on the hot path.
   const payment =
     row.price_usd_cents > 0 ? await jobPayment(deps.db, row, origin(req, deps, 'base')) : undefined;
   if (payment?.links.receipt) job.links.receipt = payment.links.receipt;
@@ -239,6 +277,11 @@ const submitPaymentBody = z
   .strictObject({
     asset: z.enum(assetIds).describe('The asset paid in; the job must have a quote in it'),
     txRef: z.string().min(1).max(200).describe('Transaction hash / signature / txid'),
+    reference: z
+      .string()
+      .regex(idPattern('pay'), 'a quote reference (pay_…)')
+      .optional()
+      .describe("The quote paid (its reference), checked against the job's quote in `asset`"),
     payer: z.string().min(1).max(200).optional().describe('The paying address, for the record'),
     txKey: z.string().min(1).max(200).optional().describe('XMR only: the transaction key (get_tx_key)'),
   })

@@ -3,9 +3,15 @@
 // proof, login challenge and its redemption, proxied balances). Also the chain adapters' readiness check.
 import { z } from 'zod';
 import { privacyClaims, privacyExecutionMatrix, executionPlaces } from '../../shared/commercial/privacy';
-import { issueLoginChallenge, redeemLoginChallenge } from '../../shared/commercial/login-challenges';
+import {
+  PROVIDER_SIGNATURE_HEADER,
+  authenticateProvider,
+  issueLoginChallenge,
+  redeemLoginChallenge,
+} from '../../shared/commercial/login-challenges';
 import {
   ProviderUnreachable,
+  cachedStatus,
   chainReadiness,
   challengeTitle,
   localAiRuntimeProof,
@@ -56,7 +62,7 @@ export function statusV1Routes(table: RouteTable): RouteTable {
       summary:
         'Signed statement of the configured local AI runtime (endpoint, model digest, probed reachability)',
       description:
-        'The statement (every field but `signature`) is signed with the service key (ed25519 over its canonical JSON). `configured: false` when no runtime is set.',
+        'The statement (every field but `signature`) is signed with the service key (ed25519 over its canonical JSON). It says what was checked: `probe` is `GET /v1/models` just now; `digest.observed` is the digest the runtime itself reported for the model (Ollama `GET /api/tags`), compared with the configured LOCAL_AI_MODEL_DIGEST (`digest.status`: matches, mismatch, observed, configured_not_observed, unknown). A runtime whose API gives no digest leaves it configured, not observed, and the statement says so. It is the runtime’s report, not an attestation of its hardware. `configured: false` when no runtime is set.',
       tags,
       responses: {
         200: {
@@ -68,7 +74,19 @@ export function statusV1Routes(table: RouteTable): RouteTable {
               configured: z.literal(true),
               endpoint: z.string(),
               model: z.string().nullable(),
-              modelDigest: z.string().nullable(),
+              modelDigest: z
+                .string()
+                .nullable()
+                .describe(
+                  'The digest the runtime reported, when it did; else the configured one (see digest)',
+                ),
+              digest: z.object({
+                configured: z.string().nullable(),
+                observed: z.string().nullable(),
+                source: z.string().nullable(),
+                status: z.enum(['matches', 'mismatch', 'observed', 'configured_not_observed', 'unknown']),
+                detail: z.string(),
+              }),
               probe: z.object({
                 reachable: z.boolean(),
                 latencyMs: z.number().nullable(),
@@ -84,7 +102,7 @@ export function statusV1Routes(table: RouteTable): RouteTable {
       },
       handler: async () => {
         const key = serviceSigningKey();
-        const proof = await localAiRuntimeProof(key);
+        const proof = await cachedStatus('local-ai-runtime-proof', () => localAiRuntimeProof(key));
         return {
           status: 200,
           headers: { 'Cache-Control': 'no-store' },
@@ -163,7 +181,7 @@ export function statusV1Routes(table: RouteTable): RouteTable {
       handler: async () => ({
         status: 200,
         headers: { 'Cache-Control': 'no-store' },
-        body: await providerIntegrations(),
+        body: await cachedStatus('provider-integrations', () => providerIntegrations()),
       }),
     })
     .add({
@@ -208,14 +226,17 @@ export function statusV1Routes(table: RouteTable): RouteTable {
       handler: async () => {
         if (!env.PAYMENTS_PROVIDER_URL)
           return { status: 200, body: { ...unconfigured('health'), reachable: null, latencyMs: null } };
-        const probe = await probePaymentsProvider();
-        let provider: unknown = null;
-        let healthy = false;
-        if (probe.reachable) {
-          const answer = await providerGet('/health').catch(() => undefined);
-          healthy = !!answer && answer.status >= 200 && answer.status < 300;
-          provider = answer?.body ?? null;
-        }
+        const { probe, healthy, provider } = await cachedStatus('payments-provider-health', async () => {
+          const probe = await probePaymentsProvider();
+          let provider: unknown = null;
+          let healthy = false;
+          if (probe.reachable) {
+            const answer = await providerGet('/health').catch(() => undefined);
+            healthy = !!answer && answer.status >= 200 && answer.status < 300;
+            provider = answer?.body ?? null;
+          }
+          return { probe, healthy, provider };
+        });
         return {
           status: healthy ? 200 : 503,
           headers: { 'Cache-Control': 'no-store', ...(healthy ? {} : { 'Retry-After': '10' }) },
@@ -264,7 +285,7 @@ export function statusV1Routes(table: RouteTable): RouteTable {
       operationId: 'paymentsProviderChallenge',
       summary: 'The login challenge for a wallet (spec Authentication 3, field for field)',
       description:
-        'Sign `challenge.challenge` with the wallet and post it to the provider’s login (see `next.login`); then query balances with the token. The service records each challenge: the provider redeems it once (`…/challenge/redeem`) within LOGIN_CHALLENGE_TTL_SECONDS.',
+        'Sign `challenge.challenge` with the wallet and post it to the provider’s login (see `next.login`); then query balances with the token. The title line carries a random nonce. The service records each challenge: the provider, authenticated by PAYMENTS_PROVIDER_SECRET, redeems it once (`…/challenge/redeem`) within LOGIN_CHALLENGE_TTL_SECONDS.',
       tags,
       query: z.strictObject({ wallet: walletPublicKeySchema }),
       responses: {
@@ -287,6 +308,14 @@ export function statusV1Routes(table: RouteTable): RouteTable {
             'No private-payments provider is configured (PAYMENTS_PROVIDER_URL).',
           );
         }
+        if (!env.PAYMENTS_PROVIDER_SECRET) {
+          // A challenge nobody could redeem would only waste the caller's signature.
+          throw new AppError(
+            503,
+            'payments_provider_secret_unset',
+            'The provider cannot redeem login challenges: PAYMENTS_PROVIDER_SECRET is not configured.',
+          );
+        }
         const ttlSeconds = env.LOGIN_CHALLENGE_TTL_SECONDS;
         const { challenge } = await issueLoginChallenge(deps.db, query.wallet, {
           title: challengeTitle(),
@@ -304,8 +333,7 @@ export function statusV1Routes(table: RouteTable): RouteTable {
       path: `${pp}/challenge/redeem`,
       operationId: 'paymentsProviderRedeemChallenge',
       summary: 'For the provider: redeem a wallet-signed login challenge once, before it expires',
-      description:
-        'The provider calls this while handling a login, after its own checks. 200 means the service issued this exact text to this wallet, the signature verifies, and it had not been redeemed nor expired; it is now spent. Anything else is a refusal: log the wallet in only on 200.',
+      description: `Only the provider may call this, while handling a login, after its own checks: the request carries \`${PROVIDER_SIGNATURE_HEADER}: t=<unix seconds>,v1=<hex>\`, an HMAC-SHA256 under PAYMENTS_PROVIDER_SECRET over \`proof-exchange/challenge-redeem/v1\\n<t>\\n<canonical JSON of the body>\` (5 minutes either side). 200 means the service issued this exact text to this wallet, the wallet's signature over it verifies (checked here again; nothing of it is stored), and it had not been redeemed nor expired; it is now spent. Anything else is a refusal: log the wallet in only on 200.`,
       tags,
       body: z.strictObject({
         wallet: walletPublicKeySchema,
@@ -323,15 +351,19 @@ export function statusV1Routes(table: RouteTable): RouteTable {
             redeemedAt: z.string(),
           }),
         },
-        401: { description: 'challenge_signature_invalid' },
+        401: { description: 'provider_unauthenticated, or challenge_signature_invalid' },
+        503: { description: 'payments_provider_secret_unset: no provider can redeem' },
         404: { description: 'challenge_unknown: not issued to this wallet, or altered' },
         409: { description: 'challenge_used or challenge_expired' },
       },
-      handler: async ({ body, deps }) => ({
-        status: 200,
-        headers: { 'Cache-Control': 'no-store' },
-        body: { ok: true, ...(await redeemLoginChallenge(deps.db, body)) },
-      }),
+      handler: async ({ body, req, deps }) => {
+        authenticateProvider(env.PAYMENTS_PROVIDER_SECRET, req.header(PROVIDER_SIGNATURE_HEADER), body);
+        return {
+          status: 200,
+          headers: { 'Cache-Control': 'no-store' },
+          body: { ok: true, ...(await redeemLoginChallenge(deps.db, body)) },
+        };
+      },
     })
     .add({
       method: 'get',

@@ -79,6 +79,7 @@ export function treasuryCoordinationRoutes(table: RouteTable): RouteTable {
       summary: 'Set a room’s spending limit for one asset per period (pending and approved requests count)',
       tags,
       auth: 'operator-or-license',
+      product: 'treasury',
       body: z.strictObject({
         roomId: roomIdSchema,
         asset: assetSchema,
@@ -102,6 +103,7 @@ export function treasuryCoordinationRoutes(table: RouteTable): RouteTable {
       summary: 'A room’s limits with what remains in the current period',
       tags,
       auth: 'operator-or-license',
+      product: 'treasury',
       query: z.strictObject({ roomId: roomIdSchema }),
       responses: {
         200: {
@@ -123,6 +125,8 @@ export function treasuryCoordinationRoutes(table: RouteTable): RouteTable {
         'Nothing is paid or minted: the request, its decisions and its package are records. A request over the period’s allowance is 422 `spending_limit_exceeded` with `allowance.remaining` in the problem.',
       tags,
       auth: 'operator-or-license',
+      product: 'treasury',
+      quota: true,
       body: z.strictObject({
         roomId: roomIdSchema,
         committee: z.string().regex(/^[a-z0-9][a-z0-9-]{0,39}$/),
@@ -156,6 +160,7 @@ export function treasuryCoordinationRoutes(table: RouteTable): RouteTable {
       summary: 'A treasury request with its decisions',
       tags,
       auth: 'operator-or-license',
+      product: 'treasury',
       params: z.strictObject({ requestId: requestIdSchema }),
       responses: { 200: { description: 'The request', schema: requestViewSchema } },
       handler: async ({ params, auth, deps }) => ({
@@ -190,6 +195,7 @@ export function treasuryCoordinationRoutes(table: RouteTable): RouteTable {
       summary: 'The decided request’s proof package',
       tags,
       auth: 'operator-or-license',
+      product: 'treasury',
       params: z.strictObject({ requestId: requestIdSchema }),
       responses: { 200: { description: 'The package', schema: treasuryPackageSchema } },
       handler: async ({ params, auth, deps }) => ({

@@ -9,6 +9,7 @@ import {
   signedTreeHeadSchema,
 } from '../../shared/translog/treeHead';
 import { ruleCodes } from '../../shared/workflows/engine';
+import { policyGateCodes } from '../../shared/workflows/policyGate';
 import { stageRecordSchema, stageStatuses, workflowEventSchema } from '../../shared/workflows/records';
 import { servicePublicKey } from '../../shared/workflows/seal';
 import {
@@ -21,7 +22,9 @@ import {
   verifyStored,
 } from '../../shared/workflows/store';
 import { templateNames } from '../../shared/workflows/templates';
+import { circuitSetup } from '../../shared/zk/setup';
 import type { Principal } from '../http/auth';
+import { circuitSetupSchema } from './blind-policy';
 import type { RouteTable } from '../http/route';
 
 const tags = ['Proof workflows'];
@@ -69,6 +72,7 @@ const templateSummarySchema = z.object({
       actions: z.array(z.string()),
       evidenceRequired: z.boolean(),
       requiresBlindPolicyProof: z.boolean(),
+      policy: z.string().nullable().describe('The policy a stage’s blind policy proof must be of'),
     }),
   ),
   counts: z.object({ active: z.number(), completed: z.number(), rejected: z.number(), total: z.number() }),
@@ -103,6 +107,11 @@ const verificationSchema = z
     packageStatus: z.string().optional(),
     latestTreeHead: signedTreeHeadSchema.optional(),
     signingKey: z.object({ keyId: z.string(), publicKey: z.string() }),
+    insecureSetup: z
+      .boolean()
+      .describe(
+        'The blind policy proofs this service accepts are checked with keys from the insecure development setup (forgeable)',
+      ),
   })
   .meta({ id: 'WorkflowVerification' });
 
@@ -114,6 +123,19 @@ const preparedSchema = z
     templateVersion: z.number().int(),
     status: z.literal('active'),
     stages: z.array(z.record(z.string(), z.unknown())),
+    policyGates: z.array(
+      z.object({
+        index: z.number().int(),
+        stage: z.string(),
+        policy: z.string(),
+        commitments: z.record(z.string(), z.string()),
+        context: z.string(),
+        salts: z
+          .record(z.string(), z.string())
+          .optional()
+          .describe('Only for parameters the service committed: returned once, stored nowhere'),
+      }),
+    ),
   })
   .meta({ id: 'PreparedWorkflow' });
 
@@ -124,10 +146,13 @@ const eventBody = z
     action: workflowEventSchema.shape.action,
     actorCommitment: workflowEventSchema.shape.actorCommitment,
     evidenceHash: workflowEventSchema.shape.evidenceHash,
+    policyProof: workflowEventSchema.shape.policyProof.describe(
+      'A blind policy proof for a stage that needs one: { policy, proof, publicSignals } as the prove route returns them, made for this stage (see policyGates at prepare)',
+    ),
   })
   .meta({
     id: 'WorkflowEventRequest',
-    description: 'Only hashes and commitments: never documents, notes or identities.',
+    description: 'Only hashes, commitments and public proofs: never documents, notes or identities.',
   });
 
 const recordedSchema = z
@@ -139,6 +164,14 @@ const recordedSchema = z
     entry: z.record(z.string(), z.unknown()),
     chainHead: hex64,
     currentStage: z.string().nullable(),
+    policyProof: z
+      .object({
+        policy: z.string(),
+        context: z.string(),
+        verified: z.literal(true),
+        insecureSetup: z.boolean(),
+      })
+      .optional(),
   })
   .meta({ id: 'RecordedWorkflowEvent' });
 
@@ -177,6 +210,7 @@ export function workflowRoutes(table: RouteTable): RouteTable {
             z.object({
               templates: z.array(templateSummarySchema),
               signingKey: z.object({ keyId: z.string(), publicKey: z.string() }),
+              circuitSetup: circuitSetupSchema,
             }),
             z.object({ workflow: publicStateSchema }),
           ]),
@@ -190,7 +224,11 @@ export function workflowRoutes(table: RouteTable): RouteTable {
         }
         return {
           status: 200,
-          body: { templates: await templateSummaries(deps.db), signingKey: signingKey() },
+          body: {
+            templates: await templateSummaries(deps.db),
+            signingKey: signingKey(),
+            circuitSetup: circuitSetup(),
+          },
         };
       },
     })
@@ -200,11 +238,19 @@ export function workflowRoutes(table: RouteTable): RouteTable {
       operationId: 'prepareProofWorkflow',
       summary: 'Start a workflow from a template',
       description:
-        'Returns the private `workflowId` (needed to post events; keep it) and the public `proofId`.',
+        'Returns the private `workflowId` (needed to post events; keep it) and the public `proofId`. A template with stages that need a blind policy proof (Underwriting’s risk_assessment: threshold) needs `policyParameters` for each: the commitments (`{ thresholdCommitment }`), or the plain parameters (`{ threshold, thresholdSalt? }`) for the service to commit — it keeps only the commitments and returns the salts once. `policyGates` gives, per such stage, the policy, the commitments and the context a proof for it must carry. Missing parameters are 422 policy_parameters_required.',
       tags,
       auth: 'operator-or-license',
+      product: 'workflows',
+      quota: true,
       body: z.strictObject({
         template: z.string().min(1).max(100).describe('One of the six template names'),
+        policyParameters: z
+          .record(z.string(), z.unknown())
+          .optional()
+          .describe(
+            'Per policy stage key: its parameter commitments, or its plain parameters (never stored)',
+          ),
       }),
       responses: {
         201: { description: 'The workflow with its stages, all pending', schema: preparedSchema },
@@ -213,8 +259,9 @@ export function workflowRoutes(table: RouteTable): RouteTable {
         const prepared = await prepareWorkflow(deps.db, {
           template: body.template,
           owner: ownerOf(auth).owner,
+          policyParameters: body.policyParameters,
         });
-        return { status: 201, body: prepared };
+        return { status: 201, headers: { 'Cache-Control': 'no-store' }, body: prepared };
       },
     })
     .add({
@@ -224,9 +271,12 @@ export function workflowRoutes(table: RouteTable): RouteTable {
       summary: 'Record a stage event (hashes and commitments only)',
       description: `Enforces the stage sequence and approvals; a broken rule is a 409 whose code names it (${ruleCodes
         .filter((c) => c !== 'unknown_stage')
-        .join(', ')}). An unknown stage is 422 unknown_stage.`,
+        .join(
+          ', ',
+        )}). An unknown stage is 422 unknown_stage. A \`policyProof\` counts as the stage's blind policy proof only when it is of the stage's policy, commits to the parameters fixed at prepare, carries this stage's context, verifies, and was never used before; otherwise 409 (${policyGateCodes.join(', ')}) or 400 invalid_proof_format, and nothing is recorded.`,
       tags,
       auth: 'operator-or-license',
+      product: 'workflows',
       body: eventBody,
       responses: {
         200: { description: 'The stage record after the event and the chain head', schema: recordedSchema },
@@ -249,7 +299,10 @@ export function workflowRoutes(table: RouteTable): RouteTable {
       handler: async ({ body, deps }) => {
         const verdict =
           'proofId' in body ? await verifyStored(deps.db, body.proofId) : verifyGivenPackage(body.package);
-        return { status: 200, body: { ...verdict, signingKey: signingKey() } };
+        return {
+          status: 200,
+          body: { ...verdict, signingKey: signingKey(), insecureSetup: circuitSetup().insecure },
+        };
       },
     })
     .add({

@@ -1,4 +1,5 @@
-// Building blocks shared by the blind-policy circuits: value bounds, salted commitments, policy ids.
+// Building blocks shared by the blind-policy circuits: value bounds, salted commitments, policy ids,
+// and the context a proof is bound to.
 pragma circom 2.1.0;
 
 include "circomlib/circuits/bitify.circom";
@@ -30,4 +31,13 @@ template Commitment() {
 template PolicyId(ID) {
     signal input in;
     in === ID;
+}
+
+// The public context says where a proof may be used (for a workflow stage: Poseidon(proof id field,
+// stage index)); the verifier checks it against the place it is presented. Squaring it puts the
+// signal in a constraint of its own, so no compiler pass or setup leaves it out of the statement.
+template Context() {
+    signal input in;
+    signal square;
+    square <== in * in;
 }

@@ -6,7 +6,7 @@ import { AppError, conflict, notFound, unprocessable } from '../errors';
 import { newId } from '../ids';
 import { serviceSigningKey } from '../keys';
 import { findAsset } from '../payments/assets';
-import { bidCommitment, bidMessage } from '../governance/commitments';
+import { bidCommitment, bidMessage, legacyBidCommitment } from '../governance/commitments';
 import { appendPackageToLog } from '../governance/ledger';
 import { assertOwner, isMember, roomOrThrow, walletCommitment } from '../governance/rooms';
 import { verifyWalletSignature } from '../exchange/wallet';
@@ -187,7 +187,10 @@ export async function revealBid(
       .where({ auction_id: auctionId, bidder: input.bidder })
       .forUpdate()
       .first()) as BidRow | undefined;
-    if (!bid || bidCommitment(input.amount, input.salt, input.bidder) !== bid.commitment)
+    const opens = (commit: typeof bidCommitment) =>
+      commit(input.amount, input.salt, input.bidder) === bid?.commitment;
+    // Bids committed before bidder tags open with the first formula.
+    if (!bid || !(opens(bidCommitment) || opens(legacyBidCommitment)))
       throw unprocessable('reveal_mismatch', 'No bid of this bidder matches this amount and salt.');
     if (bid.revealed_at) throw conflict('already_revealed', 'This bid is already revealed.');
     const revealedAt = now.toISOString();

@@ -1,12 +1,16 @@
 // The sealed auction proof package: every commitment and reveal under two Merkle roots, the outcome,
 // and the service's signature and log proof. Verification recomputes all of it from the bids alone.
+// Only the winner is named: every other bid shows its commitment, its bidder tag and amount (which
+// recompute the commitment) and its fate, never a wallet, a deposit reference or the salt that would let
+// anyone confirm a guessed wallet (in a private room, that would be a membership test).
 import { z } from 'zod';
 import { canonicalJson } from '../canonical';
+import { sha256Hex } from '../crypto';
 import type { Signer } from '../crypto';
 import { leafHash, rootHash, toHex, fromHex } from '../translog/merkle';
 import { checkEnvelope, envelopeShape, signPackage } from '../workflows/envelope';
 import type { Envelope, Reason } from '../workflows/envelope';
-import { HEX64, bidCommitment } from '../governance/commitments';
+import { HEX64, bidCommitment, bidderTag, legacyBidCommitment } from '../governance/commitments';
 import { decideAuction, statedRules } from './rules';
 import type { AuctionOutcome, AuctionTerms, BidRecord } from './rules';
 
@@ -16,16 +20,19 @@ const amount = z.string().regex(/^(0|[1-9]\d{0,77})$/);
 const bidSchema = z
   .object({
     commitment: hex64,
-    bidder: z.string().max(100),
-    depositRef: z.string().max(200),
+    bidder: z.string().max(100).nullable(),
+    depositRef: z.string().max(200).nullable(),
     committedAt: z.iso.datetime(),
-    reveal: z.object({ amount, salt: hex64, revealedAt: z.iso.datetime() }).strict().nullable(),
+    reveal: z
+      .object({ amount, salt: hex64.nullable(), bidderTag: hex64.optional(), revealedAt: z.iso.datetime() })
+      .strict()
+      .nullable(),
   })
   .strict();
 
 const outcomeSchema = z
   .object({
-    winner: z.string().nullable(),
+    winner: z.string().max(100).nullable(),
     winningCommitment: hex64.nullable(),
     price: amount.nullable(),
     reason: z.enum(['highest_bid', 'tie_earliest_commit', 'sole_bidder', 'no_valid_bids']),
@@ -105,19 +112,38 @@ export function revealsRoot(bids: readonly BidRecord[]): string {
   return toHex(rootHash(leaves, leaves.length));
 }
 
+/**
+ * A bid as the package shows it. The winner in full; a bid under the first formula (no bidder tag)
+ * in full too, since nothing else can check it; every other bid without wallet, deposit or salt.
+ */
+function published(b: BidRecord, winning: string | null): BidRecord {
+  const reveal = b.reveal;
+  const tagged =
+    reveal && b.bidder && reveal.salt && bidCommitment(reveal.amount, reveal.salt, b.bidder) === b.commitment;
+  const named = b.commitment === winning || (reveal !== null && !tagged);
+  return {
+    commitment: b.commitment,
+    bidder: named ? b.bidder : null,
+    depositRef: named ? b.depositRef : null,
+    committedAt: b.committedAt,
+    reveal: reveal
+      ? {
+          amount: reveal.amount,
+          salt: named ? reveal.salt : null,
+          ...(tagged ? { bidderTag: bidderTag(reveal.salt!, b.bidder!) } : {}),
+          revealedAt: reveal.revealedAt,
+        }
+      : null,
+  };
+}
+
 export function buildAuctionPackage(
   input: { proofId: string; issuedAt: Date; subject: AuctionSubject; bids: readonly BidRecord[] },
   key: Signer,
 ): AuctionPackage {
-  const bids = ordered(input.bids).map((b) => ({
-    commitment: b.commitment,
-    bidder: b.bidder,
-    depositRef: b.depositRef,
-    committedAt: b.committedAt,
-    reveal: b.reveal
-      ? { amount: b.reveal.amount, salt: b.reveal.salt, revealedAt: b.reveal.revealedAt }
-      : null,
-  }));
+  const all = ordered(input.bids);
+  const outcome = decideAuction(input.subject, all);
+  const bids = all.map((b) => published(b, outcome.winningCommitment));
   return signPackage<AuctionPackage>(
     {
       version: 1,
@@ -128,10 +154,24 @@ export function buildAuctionPackage(
       bids,
       commitmentsRoot: commitmentsRoot(bids),
       revealsRoot: revealsRoot(bids),
-      outcome: decideAuction(input.subject, bids),
+      outcome,
     },
     key,
   );
+}
+
+/**
+ * A revealed bid against its commitment: with its bidder tag, sha256 [amount, tag] (and, when the bidder
+ * is named, the tag from salt and bidder); without one, the first formula, which needs all three.
+ */
+function opensCommitment(b: BidRecord): boolean {
+  const r = b.reveal!;
+  if (r.bidderTag) {
+    const named = b.bidder !== null || r.salt !== null;
+    if (named && (!b.bidder || !r.salt || bidderTag(r.salt, b.bidder) !== r.bidderTag)) return false;
+    return sha256Hex(canonicalJson([r.amount, r.bidderTag])) === b.commitment;
+  }
+  return !!b.bidder && !!r.salt && legacyBidCommitment(r.amount, r.salt, b.bidder) === b.commitment;
 }
 
 export interface AuctionVerdict {
@@ -173,7 +213,7 @@ export function verifyAuctionPackage(
 
   let revealsValid = true;
   for (const b of pkg.bids) {
-    if (b.reveal && bidCommitment(b.reveal.amount, b.reveal.salt, b.bidder) !== b.commitment) {
+    if (b.reveal && !opensCommitment(b)) {
       revealsValid = false;
       altered('reveal_mismatch', `the reveal of ${b.commitment.slice(0, 12)}… does not open its commitment`);
       break;
@@ -189,9 +229,10 @@ export function verifyAuctionPackage(
 
   const t: AuctionTerms = pkg.subject;
   const recomputed = decideAuction(t, pkg.bids);
+  const rules = canonicalJson(pkg.subject.rules);
   const outcomeValid =
     canonicalJson(recomputed) === canonicalJson(pkg.outcome) &&
-    canonicalJson(statedRules(t)) === canonicalJson(pkg.subject.rules);
+    (canonicalJson(statedRules(t)) === rules || canonicalJson(statedRules(t, true)) === rules);
   if (!outcomeValid) altered('outcome_mismatch', 'The outcome or stated rules do not follow from the bids.');
   return {
     valid: env.signatureValid && env.inclusionValid !== false && revealsValid && rootsValid && outcomeValid,

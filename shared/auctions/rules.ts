@@ -15,10 +15,15 @@ export interface AuctionTerms {
 
 export interface BidRecord {
   commitment: string;
-  bidder: string;
-  depositRef: string;
+  /** Null in a package for every bid but the winner's: losing bidders appear as commitments only. */
+  bidder: string | null;
+  depositRef: string | null;
   committedAt: string;
-  reveal: { amount: string; salt: string; revealedAt: string } | null;
+  /**
+   * A losing bid's reveal in a package keeps the amount and the bidder tag (enough to check the
+   * commitment) and drops the salt, which with a guessed wallet would confirm the bidder.
+   */
+  reveal: { amount: string; salt: string | null; bidderTag?: string; revealedAt: string } | null;
 }
 
 export type BidStatus = 'valid' | 'unrevealed' | 'late' | 'below_reserve';
@@ -33,13 +38,21 @@ export interface AuctionOutcome {
   counts: { bids: number; valid: number; unrevealed: number; late: number; belowReserve: number };
 }
 
+/** The commitment and secrecy rules of auctions made before bidder tags (their packages still verify). */
+const firstRules = {
+  commitment:
+    'Bid by committing sha256 of the canonical JSON array [amount, salt, bidder] (amount in base units as a decimal string, salt 32 random bytes hex, bidder your wallet address) with a deposit reference, signed by your wallet. One bid per wallet; a bid cannot be changed.',
+  secrecy:
+    'Until the reveal window ends nothing about bids is shown: no amounts, no leader, no bidders, not even how many bids there are.',
+};
+
 /** The rules as every bidder reads them in the auction's public view before bidding. */
-export function statedRules(t: AuctionTerms): Record<string, string> {
+export function statedRules(t: AuctionTerms, first = false): Record<string, string> {
   return {
     commitment:
-      'Bid by committing sha256 of the canonical JSON array [amount, salt, bidder] (amount in base units as a decimal string, salt 32 random bytes hex, bidder your wallet address) with a deposit reference, signed by your wallet. One bid per wallet; a bid cannot be changed.',
+      'Bid by committing sha256 of the canonical JSON array [amount, bidderTag], where bidderTag is sha256 of the canonical JSON array [salt, bidder] (amount in base units as a decimal string, salt 32 random bytes hex, bidder your wallet address), with a deposit reference, signed by your wallet. One bid per wallet; a bid cannot be changed.',
     secrecy:
-      'Until the reveal window ends nothing about bids is shown: no amounts, no leader, no bidders, not even how many bids there are.',
+      'Until the reveal window ends nothing about bids is shown: no amounts, no leader, no bidders, not even how many bids there are. Afterwards the package names the winner only: every other bid appears as its commitment, bidder tag, amount and fate, never its wallet or deposit reference.',
     reveal: `Reveal amount and salt after bidding ends (${t.biddingEndsAt}) and before ${t.revealEndsAt}.`,
     pricing:
       t.pricing === 'first'
@@ -56,6 +69,7 @@ export function statedRules(t: AuctionTerms): Record<string, string> {
       'A reveal after the reveal window (accepted until the auction is finalized) is recorded as late, excluded from winning, and its deposit refunded.',
     deposits:
       'The winner’s deposit is applied to the price; every other counted, late or below-reserve deposit is refunded. The service records these outcomes; it moves no funds itself.',
+    ...(first ? firstRules : {}),
   };
 }
 

@@ -2,11 +2,14 @@
 import { createDb } from '../db/knex';
 import { migrateLatest } from '../db/migrate';
 import { syncServiceCatalog } from '../jobs/catalog';
+import { sealLegacyRoomSalts } from '../governance/rooms';
 import type { Db } from '../db/knex';
 
 export async function release(db: Db): Promise<string[]> {
   const applied = await migrateLatest(db);
   await syncServiceCatalog(db);
+  // Rooms made before salts were sealed: the migration cannot seal them (the key is the service's).
+  await sealLegacyRoomSalts(db);
   return applied;
 }
 

@@ -1,25 +1,47 @@
-// `npm start`: the whole service on one machine for a newcomer — Postgres and Redis resolved (embedded
-// when unset), migrations, then web + worker (+ prover) as supervised child processes.
-import { spawn } from 'node:child_process';
-import type { ChildProcess } from 'node:child_process';
+// `npm start`: the whole service on one machine for a newcomer. Postgres and Redis are resolved (started
+// when needed), migrations run, then web, worker and prover start as supervised processes. "running" is
+// printed only once every process is ready; a process that cannot start ends everything with one line
+// saying what failed and how to fix it. Ctrl-C stops everything gracefully; a second Ctrl-C forces.
+//
+// Another local process (a development chain, say) joins as one more `ProcessSpec` group started before
+// the process types, with its address passed to them in `childEnv`.
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startStandInProvider } from '../commercial/standin-provider';
 import { createDb } from '../db/knex';
+import { banner } from '../devstack/banner';
+import {
+  StartupFailure,
+  explainFileError,
+  explainListenError,
+  explainPostgresError,
+  urlTarget,
+} from '../devstack/failures';
 import { resolvePostgres } from '../devstack/postgres';
-import { RedisUnavailableError, resolveRedis } from '../devstack/redis';
+import { resolveRedis } from '../devstack/redis';
+import { Supervisor } from '../devstack/supervisor';
+import type { Exit, ProcessSpec } from '../devstack/supervisor';
 import { childProcessEnv, env } from '../env';
 import { release } from './release';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const say = (line: string) => process.stdout.write(`[start] ${line}\n`);
+const refuse = (line: string) => process.stderr.write(`[start] ${line}\n`);
+
+export const processTypes = {
+  web: 'api/main.ts',
+  worker: 'workers/main.ts',
+  prover: 'workers/prover/main.ts',
+} as const;
+
+/** The slowest first start (prover: circuits and native keys loaded) on a small, busy machine. */
+const READY_TIMEOUT_MS = 180_000;
 
 /** A development operator token, kept under DATA_DIR so it survives restarts. */
-function operatorToken(): string {
-  if (env.OPERATOR_TOKEN) return env.OPERATOR_TOKEN;
-  const file = join(env.DATA_DIR, 'keys', 'operator-token');
+function operatorToken(file: string): string {
   try {
     return readFileSync(file, 'utf8').trim();
   } catch {
@@ -30,22 +52,117 @@ function operatorToken(): string {
   }
 }
 
-export const processTypes: Record<string, string> = {
-  web: 'api/main.ts',
-  worker: 'workers/main.ts',
-  prover: 'workers/prover/main.ts',
-};
+/** web is ready when /api/health answers on its port: the port it just reported listening on. */
+async function healthAnswers(): Promise<void> {
+  const host = ['0.0.0.0', '::', ''].includes(env.HOST)
+    ? '127.0.0.1'
+    : env.HOST.includes(':')
+      ? `[${env.HOST}]`
+      : env.HOST;
+  const url = `http://${host}:${env.PORT}/api/health`;
+  const deadline = Date.now() + 15_000;
+  while (Date.now() < deadline) {
+    const ok = await fetch(url, { signal: AbortSignal.timeout(2000) }).then(
+      (r) => r.ok,
+      () => false,
+    );
+    if (ok) return;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new StartupFailure(
+    `web listens on port ${env.PORT} but ${url} does not answer`,
+    'its log lines above say why',
+  );
+}
+
+/**
+ * A taken port found before Postgres and three processes are started for nothing. The processes still
+ * report their own listen errors: a port can be taken in between.
+ */
+async function checkPortFree(port: number, variable: string): Promise<void> {
+  const err = await new Promise<unknown>((resolve) => {
+    const probe = createServer();
+    probe.once('error', resolve);
+    probe.listen(port, env.HOST, () => probe.close(() => resolve(undefined)));
+  });
+  if (err) throw explainListenError(err, { port, host: env.HOST, variable }) ?? err;
+}
+
+function asFailure(err: unknown, pgSource: string, pgUrl: string | undefined): StartupFailure {
+  if (err instanceof StartupFailure) return err;
+  const file = explainFileError(err);
+  if (file) return file;
+  const e = err as { code?: unknown; message?: string };
+  // Errors of the pg driver: a network code or a five-character SQLSTATE.
+  if (pgUrl && typeof e?.code === 'string' && /^(E[A-Z]+|[0-9A-Z]{5})$/.test(e.code)) {
+    return explainPostgresError(err, pgSource, urlTarget(pgUrl));
+  }
+  return new StartupFailure(
+    `unexpected error: ${e?.message ?? String(err)}`,
+    'run again with LOG_LEVEL=debug to see where it came from',
+  );
+}
+
+const describe = (exit: Exit) => (exit.signal ? `signal ${exit.signal}` : `exit code ${exit.code}`);
 
 async function main() {
-  let pgStop = async () => undefined as unknown;
-  let redisStop = async () => undefined as unknown;
-  let standInStop = async () => undefined as unknown;
+  const supervisor = new Supervisor();
+  const run: { state: 'starting' | 'running' | 'stopping' } = { state: 'starting' };
+  let closeStandIn: () => Promise<unknown> = async () => undefined;
+
+  /** Everything down, processes first (latest group first), then what runs inside this process. */
+  const stopAll = async () => {
+    const limit = setTimeout(() => supervisor.kill(), env.SHUTDOWN_TIMEOUT_MS + 5000);
+    await supervisor.stop();
+    clearTimeout(limit);
+    await closeStandIn().catch(() => undefined);
+  };
+
+  let signals = 0;
+  const onSignal = (sig: NodeJS.Signals) => {
+    signals += 1;
+    if (signals > 1) {
+      supervisor.kill();
+      refuse('forced stop: every process killed');
+      process.exit(130);
+    }
+    run.state = 'stopping';
+    say(`stopping (${sig}); press Ctrl-C again to force`);
+    void stopAll().then(() => {
+      say('stopped');
+      process.exit(0);
+    });
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  process.on('SIGHUP', onSignal);
+
+  supervisor.onUnexpectedExit((name, exit) => {
+    if (run.state === 'stopping') return;
+    run.state = 'stopping';
+    refuse(
+      `${name} stopped unexpectedly (${describe(exit)}); its log lines above say why. Stopping everything.`,
+    );
+    void stopAll().then(() => process.exit(1));
+  });
+
+  let pgUrl: string | undefined;
+  let pgSource = 'DATABASE_URL';
+  const metricsPort = env.WORKER_METRICS_PORT ?? env.PORT + 1;
+  const metricsVariable =
+    env.WORKER_METRICS_PORT === undefined ? "PORT (the worker's metrics take PORT+1)" : 'WORKER_METRICS_PORT';
   try {
-    const pgInfo = await resolvePostgres(say);
-    pgStop = pgInfo.stop;
-    say(`postgres: ${pgInfo.source}`);
-    const redisInfo = await resolveRedis();
-    redisStop = redisInfo.stop;
+    await checkPortFree(env.PORT, 'PORT');
+    await checkPortFree(metricsPort, metricsVariable);
+    const pgInfo = await resolvePostgres({ log: say, supervisor });
+    pgUrl = pgInfo.url;
+    pgSource = pgInfo.source === 'DATABASE_URL' ? 'DATABASE_URL' : 'the embedded Postgres';
+    say(
+      pgInfo.source === 'embedded'
+        ? `postgres: embedded on 127.0.0.1:${env.EMBEDDED_PG_PORT} (data in ${pgInfo.dataDir}, log in ${pgInfo.logFile})`
+        : `postgres: ${pgInfo.source}`,
+    );
+    const redisInfo = await resolveRedis({ supervisor });
     say(`redis: ${redisInfo.source}`);
 
     const db = createDb(pgInfo.url, { poolMax: 2 });
@@ -59,95 +176,66 @@ async function main() {
     // Without a provider the hand-off can still be tried end to end, against a stand-in that says it is
     // one (demo balances, [MOCK] in the challenge title). Never in production.
     let standInUrl: string | undefined;
+    // The stand-in authenticates its redemptions like a real provider: with a secret shared with web.
+    const standInSecret = randomBytes(32).toString('base64url');
     if (!env.PAYMENTS_PROVIDER_URL && env.NODE_ENV !== 'production') {
       const standIn = await startStandInProvider({
         redeemUrl: `http://127.0.0.1:${env.PORT}/api/v1/${env.PAYMENTS_PROVIDER_SLUG}/challenge/redeem`,
+        providerSecret: standInSecret,
         challengeTtlSeconds: env.LOGIN_CHALLENGE_TTL_SECONDS,
         timeoutMs: env.PROVIDER_TIMEOUT_MS,
       });
-      standInStop = standIn.close;
+      closeStandIn = standIn.close;
       standInUrl = standIn.url;
       say(
         `payments provider: stand-in at ${standIn.url} (demo balances; set PAYMENTS_PROVIDER_URL for a real one)`,
       );
     }
 
-    const token = operatorToken();
+    const tokenFile = join(env.DATA_DIR, 'keys', 'operator-token');
     const childEnv = childProcessEnv({
       DATABASE_URL: pgInfo.url,
       REDIS_URL: redisInfo.url,
-      OPERATOR_TOKEN: token,
-      WORKER_METRICS_PORT: String(env.WORKER_METRICS_PORT ?? env.PORT + 1),
-      ...(standInUrl ? { PAYMENTS_PROVIDER_URL: standInUrl, PAYMENTS_PROVIDER_MOCK: 'true' } : {}),
+      OPERATOR_TOKEN: env.OPERATOR_TOKEN ?? operatorToken(tokenFile),
+      WORKER_METRICS_PORT: String(metricsPort),
+      ...(standInUrl
+        ? {
+            PAYMENTS_PROVIDER_URL: standInUrl,
+            PAYMENTS_PROVIDER_MOCK: 'true',
+            PAYMENTS_PROVIDER_SECRET: standInSecret,
+          }
+        : {}),
     });
-    const children = new Map<string, ChildProcess>();
-    let stopping = false;
-    const launch = (name: string, restarts = 0) => {
-      const child = spawn(process.execPath, ['--import', 'tsx', join(root, processTypes[name]!)], {
-        cwd: root,
-        env: childEnv,
-        stdio: ['ignore', 'inherit', 'inherit'],
-      });
-      children.set(name, child);
-      child.on('exit', (code, signal) => {
-        if (stopping) return;
-        const delay = Math.min(30_000, 500 * 2 ** restarts);
-        say(`${name} exited (${signal ?? code}); restarting in ${delay} ms`);
-        setTimeout(() => launch(name, restarts + 1), delay);
-      });
-    };
-    for (const name of Object.keys(processTypes)) launch(name);
+    const processType = (name: keyof typeof processTypes): ProcessSpec => ({
+      name,
+      command: process.execPath,
+      args: ['--import', 'tsx', join(root, processTypes[name])],
+      cwd: root,
+      env: childEnv,
+      ready: 'ipc',
+      readyTimeoutMs: READY_TIMEOUT_MS,
+      ...(name === 'web' ? { confirm: healthAnswers } : {}),
+    });
+    say('starting web, worker and prover');
+    await supervisor.start([processType('web'), processType('worker'), processType('prover')]);
 
-    const base = env.BASE_URL ?? `http://localhost:${env.PORT}`;
-    for (let i = 0; i < 120; i++) {
-      const ok = await fetch(`http://127.0.0.1:${env.PORT}/api/health`).then(
-        (r) => r.ok,
-        () => false,
-      );
-      if (ok) break;
-      await new Promise((r) => setTimeout(r, 250));
-    }
-    say('proof-exchange is running');
-    say(`  API docs          ${base}/docs`);
-    say(`  health            ${base}/api/health`);
-    say(`  readiness         ${base}/api/v1/readiness`);
-    say(`  Bull Board        ${base}/admin/queues   (user: anything, password: the operator token)`);
-    say(`  verify a proof    ${base}/proof-workflows/verify/`);
-    say(
-      `  operator token    ${env.OPERATOR_TOKEN ? '(from OPERATOR_TOKEN)' : `${token}   (kept in ${join(env.DATA_DIR, 'keys', 'operator-token')})`}`,
-    );
-    say('Ctrl-C stops everything.');
-
-    const stopAll = async (sig: NodeJS.Signals) => {
-      if (stopping) process.exit(1);
-      stopping = true;
-      say(`stopping (${sig})`);
-      await Promise.all(
-        [...children.values()].map(
-          (c) =>
-            new Promise<void>((r) => {
-              if (c.exitCode !== null || c.signalCode) return r();
-              c.once('exit', () => r());
-              c.kill('SIGTERM');
-            }),
-        ),
-      );
-      await standInStop();
-      await redisStop();
-      await pgStop();
-      process.exit(0);
-    };
-    process.on('SIGINT', stopAll);
-    process.on('SIGTERM', stopAll);
+    run.state = 'running';
+    const lines = banner({
+      port: env.PORT,
+      baseUrl: env.BASE_URL,
+      apiUrl: env.API_URL,
+      siteUrl: env.SITE_URL,
+      tokenFile: env.OPERATOR_TOKEN ? undefined : tokenFile,
+    });
+    for (const line of lines) say(line);
   } catch (err) {
-    await standInStop();
-    await redisStop();
-    await pgStop();
-    if (err instanceof RedisUnavailableError) {
-      process.stderr.write(`${err.message}\n`);
-      process.exit(1);
-    }
-    throw err;
+    if (run.state === 'stopping') return; // a signal or a crash is already stopping everything
+    run.state = 'stopping';
+    const failure = asFailure(err, pgSource, pgUrl ?? env.DATABASE_URL);
+    if (env.LOG_LEVEL === 'debug' || env.LOG_LEVEL === 'trace') console.error(err);
+    await stopAll();
+    refuse(`cannot start: ${failure.what}. Fix: ${failure.fix}.`);
+    process.exit(1);
   }
 }
 

@@ -1,7 +1,14 @@
 // Bitcoin adapter over an Esplora-compatible HTTP API (blockstream/esplora, mempool.space, electrs):
 // outputs paying the treasury address, final after N confirmations.
 import type { Asset } from '../payments/assets';
-import { RpcUnreachableError, endpointName, httpRequest, unreachable } from './http';
+import {
+  RpcUnreachableError,
+  endpointName,
+  httpRequest,
+  networkProbe,
+  unreachable,
+  wrongNetwork,
+} from './http';
 import type { RpcOptions } from './http';
 import { judgeTransfers } from './judge';
 import type { Balance, ChainAdapter, Transfer, VerifyRequest, VerifyResult } from './types';
@@ -10,7 +17,7 @@ interface EsploraTx {
   txid: string;
   vin: { prevout?: { scriptpubkey_address?: string } | null; is_coinbase?: boolean }[];
   vout: { scriptpubkey_address?: string; value: number }[];
-  status: { confirmed: boolean; block_height?: number };
+  status: { confirmed: boolean; block_height?: number; block_time?: number };
 }
 
 // Bech32 addresses are case-insensitive; base58 ones are not.
@@ -59,12 +66,30 @@ export function createBitcoinAdapter(options: BitcoinAdapterOptions): ChainAdapt
     }
   }
 
+  // The network is named by its genesis block: CAIP-2's bip122 ids are its hash's first 32 hex digits.
+  const probe = networkProbe(async () => {
+    const answer = await httpRequest(
+      `${base}/block-height/0`,
+      { headers: { accept: 'text/plain' } },
+      options,
+    );
+    const hash = answer.text.trim();
+    if (answer.status !== 200 || !/^[0-9a-f]{64}$/.test(hash))
+      throw new RpcUnreachableError(
+        endpointName(base),
+        `${endpointName(base)} did not name its genesis block`,
+      );
+    return `bip122:${hash.slice(0, 32)}`;
+  });
+
   async function verifyTransfer(req: VerifyRequest): Promise<VerifyResult> {
     if (req.asset.family !== 'bitcoin') return { status: 'mismatch', reason: 'unsupported_asset' };
     if (!/^[0-9a-fA-F]{64}$/.test(req.txRef)) {
       return { status: 'not_found', reason: 'invalid_tx_ref', detail: 'Not a transaction id.' };
     }
     try {
+      const wrong = wrongNetwork(req.asset.network, await probe.get());
+      if (wrong) return wrong;
       const tx = await getJson<EsploraTx>(`/tx/${req.txRef.toLowerCase()}`);
       if (!tx) return { status: 'not_found' };
       let confirmations = 0;
@@ -84,9 +109,10 @@ export function createBitcoinAdapter(options: BitcoinAdapterOptions): ChainAdapt
           reason: confirmations === 0 ? 'in_mempool' : 'too_few_confirmations',
         },
         sameBitcoinAddress,
+        { blockTime: tx.status.block_time ? new Date(tx.status.block_time * 1000) : undefined },
       );
     } catch (err) {
-      const down = unreachable(err);
+      const down = unreachable(err, probe);
       if (down) return down;
       throw err;
     }
@@ -104,5 +130,5 @@ export function createBitcoinAdapter(options: BitcoinAdapterOptions): ChainAdapt
     return { address, asset: asset.id, amount: chain.toString(), pending: pool.toString() };
   }
 
-  return { family: 'bitcoin', verifyTransfer, readBalance };
+  return { family: 'bitcoin', verifyTransfer, readBalance, network: () => probe.get() };
 }

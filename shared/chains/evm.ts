@@ -1,7 +1,7 @@
 // Ethereum (EVM JSON-RPC) adapter: native value sent to the treasury, or ERC-20 `Transfer` logs of the
 // asset's contract to it; final after N confirmations; a reverted transaction pays nothing.
 import type { Asset } from '../payments/assets';
-import { RpcError, jsonRpc, unreachable } from './http';
+import { RpcError, jsonRpc, networkProbe, unreachable, wrongNetwork } from './http';
 import type { RpcOptions } from './http';
 import { judgeTransfers } from './judge';
 import type { Balance, ChainAdapter, Transfer, VerifyRequest, VerifyResult } from './types';
@@ -70,7 +70,7 @@ export interface EvmAdapterOptions extends RpcOptions {
 
 export function createEvmAdapter(options: EvmAdapterOptions): ChainAdapter {
   const rpc = <T>(method: string, params: unknown[]) => jsonRpc<T>(options.rpcUrl, method, params, options);
-  let chainId: Promise<string> | undefined;
+  const probe = networkProbe(async () => `eip155:${BigInt(await rpc<string>('eth_chainId', []))}`);
 
   async function verifyTransfer(req: VerifyRequest): Promise<VerifyResult> {
     if (req.asset.family !== 'evm') return { status: 'mismatch', reason: 'unsupported_asset' };
@@ -79,27 +79,19 @@ export function createEvmAdapter(options: EvmAdapterOptions): ChainAdapter {
     }
     try {
       // A node on another chain (a testnet by mistake) must never confirm mainnet payments.
-      chainId ??= rpc<string>('eth_chainId', []).catch((err) => {
-        chainId = undefined;
-        throw err;
-      });
-      const expected = req.asset.network.split(':')[1];
-      const actual = BigInt(await chainId).toString();
-      if (req.asset.network.startsWith('eip155:') && expected !== actual) {
-        return {
-          status: 'pending',
-          reason: 'rpc_wrong_chain',
-          detail: `The node serves chain ${actual}, not ${expected}.`,
-        };
-      }
+      const wrong = wrongNetwork(req.asset.network, await probe.get());
+      if (wrong) return wrong;
 
       const tx = await rpc<RpcTx | null>('eth_getTransactionByHash', [req.txRef]);
       if (!tx) return { status: 'not_found' };
       if (!tx.blockNumber) return { status: 'pending', reason: 'in_mempool', confirmations: 0 };
       const receipt = await rpc<RpcReceipt | null>('eth_getTransactionReceipt', [req.txRef]);
       if (!receipt) return { status: 'pending', reason: 'in_mempool', confirmations: 0 };
-      const head = BigInt(await rpc<string>('eth_blockNumber', []));
-      const confirmations = Number(head - BigInt(receipt.blockNumber) + 1n);
+      const [head, block] = await Promise.all([
+        rpc<string>('eth_blockNumber', []),
+        rpc<{ timestamp: string } | null>('eth_getBlockByNumber', [receipt.blockNumber, false]),
+      ]);
+      const confirmations = Number(BigInt(head) - BigInt(receipt.blockNumber) + 1n);
       if (receipt.status !== undefined && BigInt(receipt.status) === 0n) {
         return { status: 'mismatch', reason: 'reverted', confirmations, detail: 'The transaction reverted.' };
       }
@@ -110,9 +102,10 @@ export function createEvmAdapter(options: EvmAdapterOptions): ChainAdapter {
         token,
         { final: confirmations >= options.confirmations, confirmations, reason: 'too_few_confirmations' },
         sameEvmAddress,
+        { blockTime: block ? new Date(Number(BigInt(block.timestamp)) * 1000) : undefined },
       );
     } catch (err) {
-      const down = unreachable(err);
+      const down = unreachable(err, probe);
       if (down) return down;
       if (err instanceof RpcError)
         return { status: 'pending', reason: 'rpc_error', detail: `RPC error ${err.code}: ${err.message}` };
@@ -131,5 +124,5 @@ export function createEvmAdapter(options: EvmAdapterOptions): ChainAdapter {
     return { address, asset: asset.id, amount: BigInt(out === '0x' ? 0 : out).toString() };
   }
 
-  return { family: 'evm', verifyTransfer, readBalance };
+  return { family: 'evm', verifyTransfer, readBalance, network: () => probe.get() };
 }

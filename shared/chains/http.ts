@@ -2,6 +2,8 @@
 // transport errors, 5xx and 429. Anything it cannot get through is RpcUnreachableError, which the
 // adapters turn into `pending` (never a rejection of the payer).
 
+import { operatorFetch } from '../egress';
+
 export interface RpcOptions {
   timeoutMs: number;
   retries: number;
@@ -62,7 +64,7 @@ export async function httpRequest(
   for (let attempt = 0; attempt < attempts; attempt++) {
     if (attempt > 0) await sleep(backoff * 2 ** (attempt - 1));
     try {
-      const res = await fetch(url, {
+      const res = await operatorFetch(url, {
         method: init.method ?? 'GET',
         ...(init.body === undefined ? {} : { body: init.body }),
         headers: { accept: 'application/json', ...init.headers },
@@ -125,11 +127,61 @@ export async function jsonRpc<T>(
   return doc.result as T;
 }
 
-/** Adapters' common catch: transport trouble is pending, with the endpoint named but no secrets. */
+/**
+ * Adapters' common catch: transport trouble is pending, with the endpoint named but no secrets. The
+ * network probe, if given, is reset: whatever answers after a reconnect is asked its network again.
+ */
 export function unreachable(
   err: unknown,
+  probe?: NetworkProbe,
 ): { status: 'pending'; reason: 'rpc_unreachable'; detail: string } | undefined {
-  if (err instanceof RpcUnreachableError)
+  if (err instanceof RpcUnreachableError) {
+    probe?.reset();
     return { status: 'pending', reason: 'rpc_unreachable', detail: err.message };
+  }
   return undefined;
+}
+
+export interface NetworkProbe {
+  /** The CAIP-2 network the endpoint serves (cached). */
+  get(): Promise<string>;
+  /** Forget the answer: the endpoint dropped, the next caller asks again. */
+  reset(): void;
+}
+
+/**
+ * Asks an endpoint once which network it serves, and again after a reset (a reconnect) or after
+ * `ttlMs`, so a node swapped behind one URL is noticed. A failed ask is not kept.
+ */
+export function networkProbe(ask: () => Promise<string>, ttlMs = 10 * 60_000): NetworkProbe {
+  let current: { at: number; value: Promise<string> } | undefined;
+  return {
+    get() {
+      if (!current || Date.now() - current.at > ttlMs) {
+        const value = ask();
+        const entry = { at: Date.now(), value };
+        current = entry;
+        value.catch(() => {
+          if (current === entry) current = undefined;
+        });
+      }
+      return current.value;
+    },
+    reset() {
+      current = undefined;
+    },
+  };
+}
+
+/** An endpoint serving another network than the asset's never settles its payments. */
+export function wrongNetwork(
+  expected: string,
+  actual: string,
+): { status: 'pending'; reason: 'rpc_wrong_chain'; detail: string } | undefined {
+  if (expected === actual) return undefined;
+  return {
+    status: 'pending',
+    reason: 'rpc_wrong_chain',
+    detail: `The endpoint serves ${actual}, not ${expected}; nothing is settled until it serves the right network.`,
+  };
 }

@@ -8,9 +8,18 @@ import { createBitcoinAdapter } from './bitcoin';
 import { createEvmAdapter } from './evm';
 import { createMoneroAdapter } from './monero';
 import { createSolanaAdapter } from './solana';
+import type { MoneroAdapter } from './monero';
 import type { Balance, ChainAdapter } from './types';
 
-export type { Balance, ChainAdapter, VerifyRequest, VerifyResult, VerifyStatus, VerifyReason } from './types';
+export type {
+  Balance,
+  ChainAdapter,
+  TransferBinding,
+  VerifyRequest,
+  VerifyResult,
+  VerifyStatus,
+  VerifyReason,
+} from './types';
 
 export type ChainSettings = Pick<
   Env,
@@ -24,6 +33,7 @@ export type ChainSettings = Pick<
   | 'MONERO_CONFIRMATIONS'
   | 'CHAIN_RPC_TIMEOUT_MS'
   | 'CHAIN_RPC_RETRIES'
+  | 'TREASURY_MONERO'
 >;
 
 export type AdapterLookup =
@@ -82,6 +92,7 @@ export function adapterFor(family: ChainFamily, settings: ChainSettings = env): 
           ...rpc,
           walletRpcUrl: settings.MONERO_WALLET_RPC_URL,
           confirmations: settings.MONERO_CONFIRMATIONS,
+          ...(settings.TREASURY_MONERO ? { treasury: settings.TREASURY_MONERO } : {}),
         });
       }
       break;
@@ -136,4 +147,33 @@ export async function treasuryBalance(
   } catch (err) {
     return { available: false, asset: asset.id, reason: 'rpc_unreachable', detail: (err as Error).message };
   }
+}
+
+/**
+ * The CAIP-2 network a family's endpoint serves, for offering assets: waits at most `waitMs` for an
+ * answer not known yet (the ask goes on, and a later call sees it). Undefined when the family has no
+ * endpoint, or it did not answer in time: payments then wait, they are never settled blind.
+ */
+export async function endpointNetwork(
+  family: ChainFamily,
+  settings: ChainSettings = env,
+  waitMs = 1500,
+): Promise<string | undefined> {
+  const lookup = adapterFor(family, settings);
+  if (!lookup.configured) return undefined;
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<undefined>((resolve) => {
+    timer = setTimeout(() => resolve(undefined), waitMs);
+  });
+  try {
+    return await Promise.race([lookup.adapter.network().catch(() => undefined), late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** The Monero adapter, which also hands out subaddresses, when MONERO_WALLET_RPC_URL is set. */
+export function moneroWallet(settings: ChainSettings = env): MoneroAdapter | undefined {
+  const lookup = adapterFor('monero', settings);
+  return lookup.configured ? (lookup.adapter as MoneroAdapter) : undefined;
 }

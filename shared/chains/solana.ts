@@ -1,17 +1,16 @@
-// Solana adapter: getTransaction at `finalized` commitment, SOL by System transfers and SPL tokens by
-// Token/Token-2022 `transfer`/`transferChecked` to a token account the treasury owns.
+// Solana adapter: getTransaction at `finalized` commitment; what the treasury received is read from the
+// balances before and after (SOL per account, SPL and Token-2022 per token account the treasury owns).
 import bs58 from 'bs58';
 import { createHash } from 'node:crypto';
 import type { Asset } from '../payments/assets';
-import { SPL_TOKEN_PROGRAM, TOKEN_2022_PROGRAM } from '../payments/assets';
-import { RpcError, jsonRpc, unreachable } from './http';
+import { SPL_TOKEN_PROGRAM } from '../payments/assets';
+import { RpcError, jsonRpc, networkProbe, unreachable, wrongNetwork } from './http';
 import type { RpcOptions } from './http';
 import { judgeTransfers } from './judge';
 import type { Balance, ChainAdapter, Transfer, VerifyRequest, VerifyResult } from './types';
 
 export const SYSTEM_PROGRAM = '11111111111111111111111111111111';
 export const ASSOCIATED_TOKEN_PROGRAM = 'ATokenGPvbdGVxr1b2hvZbsiqW5xWH25efTNsLJA8knL';
-const TOKEN_PROGRAMS = new Set([SPL_TOKEN_PROGRAM, TOKEN_2022_PROGRAM]);
 
 // --- program derived addresses ------------------------------------------------------------------
 // A PDA must not be a valid ed25519 point; the check is the curve equation solved for x.
@@ -70,12 +69,7 @@ export function associatedTokenAddress(
   ).address;
 }
 
-// --- transaction decoding -----------------------------------------------------------------------
-interface CompiledInstruction {
-  programIdIndex: number;
-  accounts: number[];
-  data: string;
-}
+// --- transaction reading -------------------------------------------------------------------------
 interface TokenBalance {
   accountIndex: number;
   mint: string;
@@ -91,89 +85,73 @@ interface RpcTransaction {
     postBalances: number[];
     preTokenBalances?: TokenBalance[] | null;
     postTokenBalances?: TokenBalance[] | null;
-    innerInstructions?: { index: number; instructions: CompiledInstruction[] }[] | null;
     loadedAddresses?: { writable: string[]; readonly: string[] } | null;
   } | null;
   transaction: {
-    message: { accountKeys: string[]; instructions: CompiledInstruction[] };
+    message: { accountKeys: string[] };
     signatures: string[];
   };
 }
 
-const u64le = (data: Uint8Array, offset: number): bigint | undefined => {
-  if (data.length < offset + 8) return undefined;
-  return Buffer.from(data.buffer, data.byteOffset, data.byteLength).readBigUInt64LE(offset);
-};
-
-/** Every SOL and SPL movement in a transaction (outer and inner instructions), as candidate transfers. */
-export function solanaTransfers(tx: RpcTransaction): Transfer[] {
-  const message = tx.transaction.message;
-  // v0 transactions: static keys, then loaded writable, then loaded readonly — the index space instructions use.
-  const keys = [
-    ...message.accountKeys,
+/** Static keys, then loaded writable, then loaded readonly: the index space balances use (v0 transactions). */
+export function accountKeysOf(tx: RpcTransaction): string[] {
+  return [
+    ...tx.transaction.message.accountKeys,
     ...(tx.meta?.loadedAddresses?.writable ?? []),
     ...(tx.meta?.loadedAddresses?.readonly ?? []),
   ];
-  const balances = new Map<number, TokenBalance>();
-  for (const b of [...(tx.meta?.preTokenBalances ?? []), ...(tx.meta?.postTokenBalances ?? [])]) {
-    balances.set(b.accountIndex, b);
-  }
-  const list: { ix: CompiledInstruction; output: string }[] = [];
-  message.instructions.forEach((ix, i) => {
-    list.push({ ix, output: `${i}` });
-    const inner = tx.meta?.innerInstructions?.find((x) => x.index === i);
-    inner?.instructions.forEach((innerIx, j) => list.push({ ix: innerIx, output: `${i}.${j}` }));
-  });
+}
 
-  const transfers: Transfer[] = [];
-  for (const { ix, output } of list) {
-    const program = keys[ix.programIdIndex];
-    const account = (n: number) => {
-      const index = ix.accounts[n];
-      return index === undefined ? undefined : { index, key: keys[index] };
-    };
-    let data: Uint8Array;
-    try {
-      data = bs58.decode(ix.data);
-    } catch {
-      continue;
-    }
-    if (program === SYSTEM_PROGRAM) {
-      const kind = data.length >= 4 ? Buffer.from(data).readUInt32LE(0) : -1;
-      // 2 = Transfer [from, to]; 11 = TransferWithSeed [from, base, to]
-      const from = account(0)?.key;
-      const to = kind === 2 ? account(1)?.key : kind === 11 ? account(2)?.key : undefined;
-      const lamports = u64le(data, 4);
-      if (to && lamports !== undefined) {
-        transfers.push({ output, to, amount: lamports, token: 'native', ...(from ? { payer: from } : {}) });
-      }
-    } else if (program && TOKEN_PROGRAMS.has(program)) {
-      // 3 = Transfer [source, destination, authority]; 12 = TransferChecked [source, mint, destination, authority]
-      const kind = data[0];
-      if (kind !== 3 && kind !== 12) continue;
-      const dest = account(kind === 3 ? 1 : 2);
-      const source = account(0);
-      const authority = account(kind === 3 ? 2 : 3)?.key;
-      const amount = u64le(data, 1);
-      if (!dest?.key || amount === undefined) continue;
-      const destBalance = balances.get(dest.index);
-      const mint =
-        kind === 12 ? account(1)?.key : (destBalance?.mint ?? (source && balances.get(source.index)?.mint));
-      if (!mint) continue;
-      // The treasury is recognised by the owner the RPC reports for the destination token account;
-      // the raw token account is kept too, for configured or derived account matching.
-      transfers.push({
-        output,
-        to: destBalance?.owner ?? dest.key,
-        amount,
-        token: mint,
-        ...(authority ? { payer: authority } : {}),
-        tokenAccount: dest.key,
+/**
+ * What each account received in a transaction, from the balances the node reports before and after
+ * it (post − pre): lamports per account, and token units per token account with its mint and owner.
+ * Whatever path the money took (transfer, transferChecked, a Token-2022 transfer with a withheld fee,
+ * a transfer hook, a program's CPI), only what arrived counts; a transfer to oneself counts nothing.
+ * The fee payer is reported as the payer.
+ */
+export function solanaCredits(tx: RpcTransaction): Transfer[] {
+  const keys = accountKeysOf(tx);
+  const meta = tx.meta;
+  if (!meta) return [];
+  const payer = keys[0];
+  const credits: Transfer[] = [];
+  meta.postBalances.forEach((post, i) => {
+    const delta = BigInt(post) - BigInt(meta.preBalances[i] ?? 0);
+    const key = keys[i];
+    if (delta > 0n && key) {
+      credits.push({
+        output: `account:${key}`,
+        to: key,
+        amount: delta,
+        token: 'native',
+        ...(payer ? { payer } : {}),
       });
     }
+  });
+  const before = new Map((meta.preTokenBalances ?? []).map((b) => [b.accountIndex, b]));
+  for (const after of meta.postTokenBalances ?? []) {
+    const pre = before.get(after.accountIndex);
+    const delta =
+      BigInt(after.uiTokenAmount.amount) -
+      (pre && pre.mint === after.mint ? BigInt(pre.uiTokenAmount.amount) : 0n);
+    const account = keys[after.accountIndex];
+    if (delta <= 0n || !account) continue;
+    // The treasury is recognised by the owner the RPC reports for the token account; the account
+    // itself is kept too, for configured or derived account matching.
+    credits.push({
+      output: `token:${account}`,
+      to: after.owner ?? account,
+      amount: delta,
+      token: after.mint,
+      tokenAccount: account,
+      ...(payer ? { payer } : {}),
+    });
   }
-  return transfers;
+  return credits;
 }
+
+/** CAIP-2 ids of Solana clusters are `solana:` and the first 32 characters of the genesis hash. */
+export const solanaNetworkId = (genesisHash: string) => `solana:${genesisHash.slice(0, 32)}`;
 
 export interface SolanaAdapterOptions extends RpcOptions {
   rpcUrl: string;
@@ -185,6 +163,7 @@ export function createSolanaAdapter(options: SolanaAdapterOptions): ChainAdapter
   const rpc = <T>(method: string, params: unknown, exactIntegers?: string[]) =>
     jsonRpc<T>(options.rpcUrl, method, params, exactIntegers ? { ...options, exactIntegers } : options);
   const extraAccounts = new Set(options.tokenAccounts ?? []);
+  const probe = networkProbe(async () => solanaNetworkId(await rpc<string>('getGenesisHash', [])));
 
   async function getTransaction(signature: string, commitment: 'finalized' | 'confirmed') {
     return rpc<RpcTransaction | null>('getTransaction', [
@@ -199,6 +178,9 @@ export function createSolanaAdapter(options: SolanaAdapterOptions): ChainAdapter
       return { status: 'not_found', reason: 'invalid_tx_ref', detail: 'Not a Solana transaction signature.' };
     }
     try {
+      // A devnet or testnet RPC must never settle mainnet quotes: devnet SOL is free.
+      const wrong = wrongNetwork(req.asset.network, await probe.get());
+      if (wrong) return wrong;
       let tx = await getTransaction(req.txRef, 'finalized');
       let final = true;
       if (!tx) {
@@ -215,6 +197,8 @@ export function createSolanaAdapter(options: SolanaAdapterOptions): ChainAdapter
           detail: `The transaction failed: ${JSON.stringify(tx.meta.err)}`,
         };
       }
+      let blockTime = tx.blockTime ?? null;
+      if (blockTime === null && final) blockTime = await rpc<number | null>('getBlockTime', [tx.slot]);
       const token = req.asset.contract ?? 'native';
       const treasuryAccounts = new Set(extraAccounts);
       if (req.asset.contract) {
@@ -222,14 +206,17 @@ export function createSolanaAdapter(options: SolanaAdapterOptions): ChainAdapter
       }
       // A token account the treasury is known to hold counts as the treasury even when the node did
       // not report the account's owner.
-      const transfers = solanaTransfers(tx).map((t) => {
-        return t.tokenAccount && treasuryAccounts.has(t.tokenAccount) && t.token === token
+      const credits = solanaCredits(tx).map((t) =>
+        t.tokenAccount && treasuryAccounts.has(t.tokenAccount) && t.token === token
           ? { ...t, to: req.to }
-          : t;
+          : t,
+      );
+      return judgeTransfers(credits, req, token, { final, reason: 'not_finalized' }, undefined, {
+        blockTime: blockTime === null ? undefined : new Date(blockTime * 1000),
+        accountKeys: accountKeysOf(tx),
       });
-      return judgeTransfers(transfers, req, token, { final, reason: 'not_finalized' });
     } catch (err) {
-      const down = unreachable(err);
+      const down = unreachable(err, probe);
       if (down) return down;
       if (err instanceof RpcError)
         return { status: 'pending', reason: 'rpc_error', detail: `RPC error ${err.code}: ${err.message}` };
@@ -260,5 +247,5 @@ export function createSolanaAdapter(options: SolanaAdapterOptions): ChainAdapter
     return { address, asset: asset.id, amount: total.toString() };
   }
 
-  return { family: 'solana', verifyTransfer, readBalance };
+  return { family: 'solana', verifyTransfer, readBalance, network: () => probe.get() };
 }

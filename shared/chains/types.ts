@@ -1,16 +1,31 @@
-// The contract every chain adapter meets: verify that one transaction paid one asset to one address.
+// The contract every chain adapter meets: verify that one transaction paid one quote — the asset, the
+// address, the amount, made for that quote (its binding) and after it.
 import type { Asset } from '../payments/assets';
 
+/**
+ * How a transfer shows it was made for one quote, per chain family:
+ * - reference: Solana Pay — the quote's reference public key is among the transaction's account keys;
+ * - amount:    the quote's amount is unique among open quotes of the asset and address, so the
+ *              transfer must carry exactly that amount (EVM; Bitcoin with a single address);
+ * - address:   the quote has an address of its own (a BIP84 address, a Monero subaddress), so a
+ *              transfer to that address is for that quote.
+ */
+export type TransferBinding =
+  { kind: 'reference'; reference: string } | { kind: 'amount' } | { kind: 'address'; index: number };
+
 export interface VerifyRequest {
+  /** The asset as the quote recorded it (network, contract, decimals), not as configured today. */
   asset: Asset;
   /** Transaction id: Solana signature, EVM tx hash, Bitcoin/Monero txid. */
   txRef: string;
-  /** The receiving (treasury) address. */
+  /** The receiving address: the treasury's, or the quote's own. */
   to: string;
   /** Base units that must arrive for the payment to count. */
   minAmount: bigint | string;
-  /** The quote reference, for adapters that can bind a transfer to it. */
-  reference?: string;
+  /** What ties the transfer to the quote; absent only for quotes made before bindings existed. */
+  binding?: TransferBinding;
+  /** When the quote was made: a transfer whose block time is earlier (less the clock skew) pays nothing. */
+  quotedAt?: Date;
   /** Monero: the transaction secret key the payer supplies (`get_tx_key`). */
   txKey?: string;
   /** Outputs of this transaction already claimed by other payments, to be passed over. */
@@ -18,12 +33,13 @@ export interface VerifyRequest {
 }
 
 /**
- * - confirmed: a transfer of the asset to `to`, final by the family's policy, of at least minAmount;
- * - pending:   not final yet (too few confirmations, in the mempool) or the chain could not be asked;
- *              ask again later. An unreachable RPC is always pending, never mismatch;
+ * - confirmed: a transfer of the asset to `to`, made for the quote and after it, final by the family's
+ *              policy, of at least minAmount;
+ * - pending:   not final yet (too few confirmations, in the mempool) or the chain could not be asked
+ *              (or the endpoint serves another network); ask again later. Never mismatch for those;
  * - not_found: the chain does not know the transaction;
- * - mismatch:  the transaction exists but does not pay this asset to this address in full, and
- *              waiting will not change that (underpaid, wrong recipient, wrong asset, reverted, ...).
+ * - mismatch:  the transaction exists but does not pay this quote, and waiting will not change that
+ *              (underpaid, wrong recipient, wrong asset, reverted, made before the quote, not bound ...).
  */
 export type VerifyStatus = 'confirmed' | 'pending' | 'not_found' | 'mismatch';
 
@@ -34,6 +50,7 @@ export type VerifyReason =
   | 'in_mempool'
   | 'not_finalized'
   | 'too_few_confirmations'
+  | 'block_time_unknown'
   | 'underpaid'
   | 'wrong_recipient'
   | 'wrong_asset'
@@ -43,7 +60,11 @@ export type VerifyReason =
   | 'tx_key_required'
   | 'invalid_tx_key'
   | 'invalid_tx_ref'
-  | 'already_claimed';
+  | 'already_claimed'
+  | 'transfer_before_quote'
+  | 'reference_missing'
+  | 'amount_mismatch'
+  | 'output_locked';
 
 export interface VerifyResult {
   status: VerifyStatus;
@@ -51,8 +72,10 @@ export interface VerifyResult {
   amount?: string;
   confirmations?: number;
   payer?: string;
-  /** Which output paid (Solana instruction, EVM log or value, Bitcoin vout), for the unique claim (chain, tx_ref, output). */
+  /** Which output paid (Solana receiving account, EVM log or value, Bitcoin vout), for the unique claim (chain, tx_ref, output). */
   output?: string;
+  /** When the block holding the transaction was made (ISO 8601), once it is in one. */
+  blockTime?: string;
   reason?: VerifyReason;
   /** Human-readable detail for operators; never secrets. */
   detail?: string;
@@ -70,6 +93,11 @@ export interface Balance {
 export interface ChainAdapter {
   readonly family: Asset['family'];
   verifyTransfer(req: VerifyRequest): Promise<VerifyResult>;
+  /**
+   * The CAIP-2 id of the network the endpoint serves, asked at first use and again after the endpoint
+   * was unreachable (a reconnect may land on another node). Throws when the endpoint cannot be asked.
+   */
+  network(): Promise<string>;
   /** The balance of `address` in `asset`, where the chain answers it cheaply. */
   readBalance?(address: string, asset: Asset): Promise<Balance>;
 }

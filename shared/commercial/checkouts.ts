@@ -2,8 +2,6 @@
 // through the chain adapter with the job-payment rules, and the one-time issue of a signed license.
 import { DatabaseError } from 'pg';
 import type { Knex } from 'knex';
-import { adapterFor } from '../chains';
-import type { VerifyResult } from '../chains';
 import type { Db } from '../db/knex';
 import { env } from '../env';
 import { AppError, conflict, notFound, unprocessable, validationFailed } from '../errors';
@@ -11,17 +9,29 @@ import { newId } from '../ids';
 import { serviceSigningKey } from '../keys';
 import { logger } from '../log';
 import { findAsset } from '../payments/assets';
-import type { Asset, AssetId } from '../payments/assets';
-import { assetAvailability, normalizeTxRef } from '../payments/payments';
+import type { AssetId } from '../payments/assets';
+import {
+  BindingUnavailable,
+  bindQuote,
+  paymentInstructions,
+  prepareBinding,
+  releaseAmounts,
+  verifyRequestFor,
+} from '../payments/binding';
+import type { BindingKind, TermsRow } from '../payments/binding';
+import { assetAvailability, normalizeTxRef, verifyWithAdapter } from '../payments/payments';
 import type { PaymentSettings } from '../payments/payments';
 import { QuoteError, createQuote, formatUnits } from '../payments/quote';
 import { judgeTransfer, lateWindowMs as watchWindowMs, recheckColumns } from '../payments/verdict';
 import type { Verdict } from '../payments/verdict';
 import type { RateSource } from '../payments/quote';
 import type { Queues } from '../queues';
+import { initialCredit } from './entitlements';
 import { signLicense, verifyLicense } from './license-token';
 import type { LicensePayload } from './license-token';
 import { findTier } from './tiers';
+import { checkTrialAddress, checkTrialSignature, spendTrialChallenge } from './trials';
+import type { TrialProof } from './trials';
 import type { LicenseType } from './tiers';
 
 export const checkoutStatuses = [
@@ -51,7 +61,12 @@ export interface CheckoutRow {
   amount: string | null;
   decimals: number | null;
   contract: string | null;
+  token_program: string | null;
   pay_to: string | null;
+  base_amount: string | null;
+  binding: BindingKind | null;
+  reference_key: string | null;
+  address_index: number | null;
   usd_cents: number;
   rate: { usd: string; asOf: string; source: string } | null;
   status: CheckoutStatus;
@@ -65,6 +80,7 @@ export interface CheckoutRow {
   output: string | null;
   confirmations: number | null;
   checks: number;
+  block_time: Date | null;
   submitted_at: Date | null;
   created_at: Date;
   updated_at: Date;
@@ -85,6 +101,7 @@ export interface LicenseRow {
   issued_at: Date;
   expires_at: Date;
   revoked_at: Date | null;
+  credit_usd_cents: number;
 }
 
 const iso = (d: Date | string | null | undefined) => (d ? new Date(d).toISOString() : null);
@@ -120,17 +137,24 @@ const legalSuffixes = new Set([
   'kk',
 ]);
 
-/** One spelling per organization: NFKC, case-folded, punctuation and legal-form suffixes removed. */
+/**
+ * One spelling per organization: accents stripped (NFKD, marks removed), NFKC, case-folded, everything
+ * but letters and digits removed (whitespace too), trailing legal-form words dropped — so "Acmé Corp",
+ * "ACME corp." and "Acme, Inc." are one organization.
+ */
 export function normalizeOrganization(name: string): string {
   const words = name
+    .normalize('NFKD')
+    .replace(/\p{M}+/gu, '')
     .normalize('NFKC')
     .toLowerCase()
+    .replace(/ß/g, 'ss')
     .replace(/[^\p{L}\p{N}]+/gu, ' ')
     .trim()
     .split(' ')
     .filter(Boolean);
   while (words.length > 1 && legalSuffixes.has(words[words.length - 1]!)) words.pop();
-  return words.join(' ');
+  return words.join('');
 }
 
 const isUniqueViolation = (err: unknown, constraint?: string) =>
@@ -140,7 +164,11 @@ const isUniqueViolation = (err: unknown, constraint?: string) =>
 // Licenses
 
 /** Signs and stores the license of a settled checkout, inside the caller's transaction. */
-async function issueLicense(trx: Knex.Transaction, checkout: CheckoutRow, at: Date): Promise<LicenseRow> {
+export async function issueLicense(
+  trx: Knex.Transaction,
+  checkout: CheckoutRow,
+  at: Date,
+): Promise<LicenseRow> {
   const tier = findTier(checkout.license_type);
   if (!tier) throw new Error(`no license tier ${checkout.license_type}`);
   const id = newId('lic');
@@ -170,6 +198,7 @@ async function issueLicense(trx: Knex.Transaction, checkout: CheckoutRow, at: Da
       key_id: key.keyId,
       issued_at: at,
       expires_at: expiresAt,
+      credit_usd_cents: initialCredit(checkout.license_type),
     })
     .returning('*')) as LicenseRow[];
   return row!;
@@ -209,6 +238,8 @@ export interface PrepareCheckoutInput {
   asset?: AssetId | undefined;
   organization: string;
   email: string;
+  /** TRIAL only: the wallet's signature over a trial challenge, and who asks (an address key). */
+  trial?: { proof: TrialProof; addressKey: string; perAddressPerDay: number } | undefined;
 }
 
 export interface PreparedCheckout {
@@ -219,7 +250,7 @@ export interface PreparedCheckout {
 function trialUsed(): AppError {
   return conflict(
     'trial_already_used',
-    'This organization has already had its trial; choose a paid license (Starter, Business or Enterprise).',
+    'This organization or wallet has already had its trial; choose a paid license (Starter, Business or Enterprise).',
   );
 }
 
@@ -250,12 +281,26 @@ export async function prepareCheckout(
   };
 
   if (input.license === 'TRIAL') {
+    const trial = input.trial;
+    if (!trial) {
+      throw validationFailed(
+        ['wallet', 'challenge', 'signature'].map((f) => ({
+          path: `body.${f}`,
+          message:
+            'a TRIAL is claimed with a wallet signature over a challenge from POST /api/v1/commercial/trial/challenge',
+        })),
+      );
+    }
+    checkTrialSignature(trial.proof);
     try {
       return await db.transaction(async (trx) => {
+        await checkTrialAddress(trx, trial.addressKey, trial.perAddressPerDay, now);
+        await spendTrialChallenge(trx, trial.proof, now);
         const used = await trx('licenses')
           .where({ organization_key: organizationKey, tier: 'TRIAL' })
-          .first();
-        if (used) throw trialUsed();
+          .first('id');
+        const walletUsed = await trx('trial_claims').where({ wallet: trial.proof.wallet }).first('wallet');
+        if (used || walletUsed) throw trialUsed();
         const [checkout] = (await trx('checkouts')
           .insert({
             id: newId('chk'),
@@ -265,11 +310,21 @@ export async function prepareCheckout(
             settled_at: now,
           })
           .returning('*')) as CheckoutRow[];
+        await trx('trial_claims').insert({
+          checkout_id: checkout!.id,
+          wallet: trial.proof.wallet,
+          address_key: trial.addressKey,
+          created_at: now,
+        });
         const license = await issueLicense(trx, checkout!, now);
         return { checkout: checkout!, license };
       });
     } catch (err) {
-      if (isUniqueViolation(err, 'licenses_one_trial_per_organization')) throw trialUsed();
+      if (
+        isUniqueViolation(err, 'licenses_one_trial_per_organization') ||
+        isUniqueViolation(err, 'trial_claims_wallet_unique')
+      )
+        throw trialUsed();
       throw err;
     }
   }
@@ -277,7 +332,7 @@ export async function prepareCheckout(
   if (!input.asset) {
     throw unprocessable('asset_required', 'A paid license needs the asset you will pay in.');
   }
-  const status = assetAvailability().find((s) => s.asset.id === input.asset);
+  const status = (await assetAvailability()).find((s) => s.asset.id === input.asset);
   if (!status) throw validationFailed([{ path: 'body.asset', message: 'unknown asset' }]);
   if (!status.enabled) {
     throw unprocessable('asset_unavailable', `${input.asset} cannot be paid in now: ${status.detail}`, {
@@ -301,22 +356,47 @@ export async function prepareCheckout(
     }
     throw unprocessable('asset_unavailable', err.message, { reason: err.code });
   }
-  const [checkout] = (await db('checkouts')
-    .insert({
-      id,
-      ...base,
-      asset: quote.asset,
-      network: quote.network,
-      amount: quote.amount,
-      decimals: quote.decimals,
-      contract: quote.contract ?? null,
-      pay_to: quote.payTo,
-      rate: quote.rate ? JSON.stringify(quote.rate) : null,
-      status: 'awaiting_payment',
-      expires_at: new Date(quote.expiresAt),
-    })
-    .returning('*')) as CheckoutRow[];
-  return { checkout: checkout! };
+  let pre;
+  try {
+    pre = await prepareBinding(status.asset, id);
+  } catch (err) {
+    if (!(err instanceof BindingUnavailable)) throw err;
+    throw unprocessable('asset_unavailable', err.message, { reason: err.code });
+  }
+  const expiresAt = new Date(quote.expiresAt);
+  const checkout = await db.transaction(async (trx) => {
+    let bound;
+    try {
+      bound = await bindQuote(trx, {
+        owner: id,
+        quote,
+        asset: status.asset,
+        pre,
+        openUntil: new Date(expiresAt.getTime() + lateWindowMs()),
+        now,
+      });
+    } catch (err) {
+      if (!(err instanceof BindingUnavailable)) throw err;
+      throw new AppError(503, err.code, err.message, { headers: { 'Retry-After': '30' } });
+    }
+    const [row] = (await trx('checkouts')
+      .insert({
+        id,
+        ...base,
+        asset: quote.asset,
+        network: quote.network,
+        decimals: quote.decimals,
+        contract: quote.contract ?? null,
+        base_amount: quote.amount,
+        ...bound,
+        rate: quote.rate ? JSON.stringify(quote.rate) : null,
+        status: 'awaiting_payment',
+        expires_at: expiresAt,
+      })
+      .returning('*')) as CheckoutRow[];
+    return row!;
+  });
+  return { checkout };
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -392,8 +472,14 @@ export function checkoutView(row: CheckoutRow, license?: LicenseRow) {
           payTo: row.pay_to!,
           reference: row.id,
           ...(row.rate ? { rate: row.rate } : {}),
+          ...(row.binding ? { binding: row.binding } : {}),
           expiresAt: iso(row.expires_at)!,
           watchUntil: iso(watchUntil)!,
+          paymentInstructions: paymentInstructions(termsOf(row), {
+            reference: row.id,
+            label: 'proof-exchange',
+            message: `${row.license_type} license for ${row.organization}`,
+          }),
         }
       : null,
     transaction: row.tx_ref
@@ -402,6 +488,7 @@ export function checkoutView(row: CheckoutRow, license?: LicenseRow) {
           payer: row.payer,
           amountReceived: row.amount_received === null ? null : String(row.amount_received),
           confirmations: row.confirmations,
+          blockTime: iso(row.block_time),
           submittedAt: iso(row.submitted_at),
           nextCheckAt: iso(row.next_check_at),
         }
@@ -467,22 +554,11 @@ export async function submitCheckoutPayment(
     if (checkout.status === 'expired' || !payable.includes(checkout.status)) {
       throw conflict('checkout_expired', 'This checkout has expired; prepare a new one.');
     }
-    // Submissions of one transaction are serialised with job payments' (same lock key).
-    await trx.raw('select pg_advisory_xact_lock(hashtextextended(?, 0))', [`${asset.network}|${txRef}`]);
-    const claim = await trx('payment_claims').where({ chain: asset.network, tx_ref: txRef }).first();
+    // Submissions of one transaction are serialised with job payments' (same lock key). One being
+    // verified elsewhere is no reason to refuse: the checkout's binding decides whom it pays.
+    await trx.raw('select pg_advisory_xact_lock(hashtextextended(?, 0))', [`${checkout.network}|${txRef}`]);
+    const claim = await trx('payment_claims').where({ chain: checkout.network, tx_ref: txRef }).first();
     if (claim) throw conflict('payment_already_claimed', 'This transaction has already been credited.');
-    const busy =
-      (await trx('payments')
-        .where({ chain: asset.network, tx_ref: txRef })
-        .whereIn('status', ['pending', 'verifying'])
-        .first()) ??
-      (await trx('checkouts')
-        .where({ network: asset.network, tx_ref: txRef })
-        .whereNot({ id: checkout.id })
-        .whereIn('status', open)
-        .first());
-    if (busy)
-      throw conflict('payment_already_claimed', 'This transaction is being verified for another purchase.');
     const [row] = (await trx('checkouts')
       .where({ id: checkout.id })
       .whereIn('status', payable)
@@ -538,22 +614,22 @@ export interface CheckoutProcessOptions {
   settings?: PaymentSettings;
 }
 
-async function verifyWithAdapter(
-  asset: Asset,
-  checkout: CheckoutRow,
-  skipOutputs: string[],
-): Promise<VerifyResult> {
-  const lookup = adapterFor(asset.family);
-  if (!lookup.configured) return { status: 'pending', detail: lookup.detail, reason: 'rpc_unreachable' };
-  return lookup.adapter.verifyTransfer({
-    asset,
-    txRef: checkout.tx_ref!,
-    to: checkout.pay_to!,
-    minAmount: String(checkout.amount),
-    reference: checkout.id,
-    ...(checkout.tx_key ? { txKey: checkout.tx_key } : {}),
-    skipOutputs,
-  });
+/** A checkout's payable terms, as the row recorded them (set for every checkout but a trial). */
+function termsOf(row: CheckoutRow): TermsRow {
+  return {
+    asset: row.asset!,
+    network: row.network!,
+    decimals: row.decimals!,
+    contract: row.contract,
+    token_program: row.token_program,
+    pay_to: row.pay_to!,
+    amount: String(row.amount),
+    binding: row.binding,
+    reference_key: row.reference_key,
+    address_index: row.address_index,
+    created_at: row.created_at,
+    expires_at: row.expires_at!,
+  };
 }
 
 /**
@@ -574,24 +650,29 @@ export async function processCheckout(
     .update({ status: 'verifying', checks: db.raw('checks + 1'), updated_at: db.fn.now() })
     .returning('*')) as CheckoutRow[];
   if (!checkout) return { outcome: 'skipped' };
-  const asset = checkout.asset ? findAsset(checkout.asset) : undefined;
-  if (!asset) {
+  if (!checkout.asset) {
     return settle(db, checkout, {
       status: 'rejected',
       reason: 'unsupported_asset',
-      detail: `${checkout.asset} is no longer configured.`,
+      detail: 'The checkout has no asset to pay in.',
     });
   }
   const claimed = (await db('payment_claims')
     .where({ chain: checkout.network, tx_ref: checkout.tx_ref })
     .pluck('output')) as string[];
-  const result = await verifyWithAdapter(asset, checkout, claimed);
+  const result = await verifyWithAdapter(
+    verifyRequestFor(termsOf(checkout), {
+      txRef: checkout.tx_ref!,
+      txKey: checkout.tx_key,
+      skipOutputs: claimed,
+    }),
+  );
   const judged = judgeTransfer(
     result,
     {
       amount: String(checkout.amount),
       expiresAt: new Date(checkout.expires_at!),
-      seenAt: new Date(checkout.submitted_at!),
+      submittedAt: new Date(checkout.submitted_at!),
       checks: checkout.checks,
       what: 'the checkout',
     },
@@ -650,6 +731,7 @@ async function settle(db: Db, checkout: CheckoutRow, verdict: Verdict): Promise<
           amount_received: v.amount ?? null,
           output: v.output ?? null,
           confirmations: v.confirmations ?? null,
+          block_time: v.blockTime ? new Date(v.blockTime) : null,
           payer: v.payer ?? null,
           next_check_at: null,
           settled_at: trx.fn.now(),
@@ -658,6 +740,7 @@ async function settle(db: Db, checkout: CheckoutRow, verdict: Verdict): Promise<
         .returning('*')) as CheckoutRow[];
       if (!row) throw new StaleSettlement();
       if (v.status !== 'confirmed') return { row };
+      await releaseAmounts(trx, [row.id]);
       const license = await issueLicense(trx, row, new Date(row.settled_at!));
       return { row, license };
     })

@@ -1,7 +1,7 @@
 // The random-amount payment gate: a request reserves `base + random` base units of one asset for a
-// window, unique among open requests, so a transfer of exactly that amount to the treasury identifies
-// the request without a memo.
-import { randomInt } from 'node:crypto';
+// window, unique among every open quote of that asset and address (job quotes and checkouts too), so a
+// transfer of exactly that amount identifies the request without a memo. It is bound to its transfer
+// by the same rules as every quote: the family's binding, and a transfer made after the request.
 import { DatabaseError } from 'pg';
 import { adapterFor } from '../chains';
 import type { Db } from '../db/knex';
@@ -10,6 +10,15 @@ import { AppError, conflict, notFound, unprocessable, validationFailed } from '.
 import { newId } from '../ids';
 import type { AssetId } from '../payments/assets';
 import { findAsset } from '../payments/assets';
+import {
+  BindingUnavailable,
+  bindQuote,
+  paymentInstructions,
+  prepareBinding,
+  releaseAmounts,
+  verifyRequestFor,
+} from '../payments/binding';
+import type { BindingKind } from '../payments/binding';
 import { assetAvailability, normalizeTxRef } from '../payments/payments';
 import { QuoteError, createQuote, formatUnits } from '../payments/quote';
 import type { RateSource } from '../payments/quote';
@@ -23,7 +32,11 @@ export interface GateRow {
   network: string;
   decimals: number;
   contract: string | null;
+  token_program: string | null;
   pay_to: string;
+  binding: BindingKind | null;
+  reference_key: string | null;
+  address_index: number | null;
   base_amount: string;
   amount: string;
   usd_cents: number | null;
@@ -42,30 +55,7 @@ export interface GateRow {
 export type GateSettings = Pick<typeof env, 'PAYMENT_GATE_WINDOW_SECONDS' | 'PAYMENT_GATE_SPREAD'>;
 
 const iso = (d: Date | string | null) => (d ? new Date(d).toISOString() : null);
-const MAX_ATTEMPTS = 16;
-const RANDOM_DRAWS = 4;
-
-/** A random offset in 1..spread whose amount no open request of the asset holds, if one is left. */
-async function freeOffset(db: Db, asset: string, base: bigint, spread: number): Promise<number | undefined> {
-  const taken = new Set(
-    (
-      (await db('payment_gate_requests')
-        .where({ asset, status: 'open' })
-        .andWhere('amount', '>', base.toString())
-        .andWhere('amount', '<=', (base + BigInt(spread)).toString())
-        .pluck('amount')) as string[]
-    ).map((a) => Number(BigInt(a) - base)),
-  );
-  const free = spread - taken.size;
-  if (free <= 0) return undefined;
-  // The k-th free offset, k uniform: walk the range skipping taken ones.
-  let k = randomInt(free);
-  for (let offset = 1; offset <= spread; offset++) {
-    if (taken.has(offset)) continue;
-    if (k-- === 0) return offset;
-  }
-  return undefined;
-}
+const MAX_ATTEMPTS = 3;
 
 export function gateView(row: GateRow) {
   return {
@@ -78,6 +68,11 @@ export function gateView(row: GateRow) {
     decimals: row.decimals,
     ...(row.contract ? { contract: row.contract } : {}),
     payTo: row.pay_to,
+    ...(row.binding ? { binding: row.binding } : {}),
+    paymentInstructions: paymentInstructions(
+      { ...row, amount: String(row.amount) },
+      { reference: row.id, label: 'proof-exchange', message: `Payment request ${row.id}` },
+    ),
     usdCents: row.usd_cents,
     status: row.status,
     txRef: row.tx_ref,
@@ -96,10 +91,16 @@ export async function expireGateRequests(
   where: { asset?: string; id?: string } = {},
   now = new Date(),
 ) {
-  return db('payment_gate_requests')
+  const expired = (await db('payment_gate_requests')
     .where({ status: 'open', ...where })
     .andWhere('expires_at', '<=', now)
-    .update({ status: 'expired', reason: 'window_closed', updated_at: now });
+    .update({ status: 'expired', reason: 'window_closed', updated_at: now })
+    .returning('id')) as Array<{ id: string }>;
+  await releaseAmounts(
+    db,
+    expired.map((r) => r.id),
+  );
+  return expired.length;
 }
 
 export interface PrepareGateInput {
@@ -109,8 +110,9 @@ export interface PrepareGateInput {
 }
 
 /**
- * Reserves a unique amount: base (given, or priced from USD cents) plus 1..spread random base units.
- * The partial unique index on open (asset, amount) decides collisions; a collision draws again.
+ * Reserves a unique amount: base (given, or priced from USD cents) plus 1..spread random base units,
+ * unique among every open quote of the asset and address (the shared reservation's unique index decides
+ * races), with the asset family's binding besides (a Solana Pay reference key, an address of its own).
  */
 export async function prepareGateRequest(
   db: Db,
@@ -119,63 +121,75 @@ export async function prepareGateRequest(
 ): Promise<GateRow> {
   const settings = opts.settings ?? env;
   const now = opts.now ?? new Date();
-  const status = assetAvailability().find((s) => s.asset.id === input.asset);
+  const status = (await assetAvailability()).find((s) => s.asset.id === input.asset);
   if (!status) throw validationFailed([{ path: 'body.asset', message: 'unknown asset' }]);
   if (!status.enabled) {
     throw unprocessable('asset_unavailable', `${input.asset} cannot be paid in now: ${status.detail}`, {
       reason: status.reason,
     });
   }
-  let base: bigint;
-  if (input.baseAmount !== undefined) {
-    base = BigInt(input.baseAmount);
-  } else {
-    try {
-      const quote = await createQuote({
-        asset: status.asset,
-        usdCents: input.usdCents!,
-        now,
-        ...(opts.rates ? { rates: opts.rates } : {}),
-      });
-      base = BigInt(quote.amount);
-    } catch (err) {
-      if (!(err instanceof QuoteError)) throw err;
-      if (err.code === 'rate_unavailable' || err.code === 'rate_stale')
-        throw new AppError(503, err.code, err.message, { headers: { 'Retry-After': '60' } });
-      throw unprocessable('asset_unavailable', err.message, { reason: err.code });
-    }
+  let quote;
+  try {
+    quote = await createQuote({
+      // A given base amount needs no price: quote it as a zero-cent stable amount, then set the base.
+      asset: input.baseAmount === undefined ? status.asset : { ...status.asset, stable: true },
+      usdCents: input.usdCents ?? 0,
+      now,
+      ttlSeconds: settings.PAYMENT_GATE_WINDOW_SECONDS,
+      ...(opts.rates ? { rates: opts.rates } : {}),
+    });
+  } catch (err) {
+    if (!(err instanceof QuoteError)) throw err;
+    if (err.code === 'rate_unavailable' || err.code === 'rate_stale')
+      throw new AppError(503, err.code, err.message, { headers: { 'Retry-After': '60' } });
+    throw unprocessable('asset_unavailable', err.message, { reason: err.code });
+  }
+  if (input.baseAmount !== undefined) quote = { ...quote, amount: BigInt(input.baseAmount).toString() };
+  const id = newId('gate');
+  let pre;
+  try {
+    pre = await prepareBinding(status.asset, id);
+  } catch (err) {
+    if (!(err instanceof BindingUnavailable)) throw err;
+    throw unprocessable('asset_unavailable', err.message, { reason: err.code });
   }
   await expireGateRequests(db, { asset: input.asset }, now);
-  const spread = settings.PAYMENT_GATE_SPREAD;
+  const expiresAt = new Date(now.getTime() + settings.PAYMENT_GATE_WINDOW_SECONDS * 1000);
   for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
-    // Blind draws first (cheap while the range is sparse); after a few collisions, draw among the
-    // amounts still free, so a crowded range fails only when it is really full.
-    let offset: number | undefined = 1 + randomInt(spread);
-    // (A range too wide to walk cannot be crowded by open requests.)
-    if (attempt >= RANDOM_DRAWS && spread <= 100_000)
-      offset = await freeOffset(db, input.asset, base, spread);
-    if (offset === undefined) break;
-    const amount = base + BigInt(offset);
     try {
-      const [row] = (await db('payment_gate_requests')
-        .insert({
-          id: newId('gate'),
-          asset: status.asset.id,
-          network: status.asset.network,
-          decimals: status.asset.decimals,
-          contract: status.asset.contract ?? null,
-          pay_to: status.payTo,
-          base_amount: base.toString(),
-          amount: amount.toString(),
-          usd_cents: input.usdCents ?? null,
-          status: 'open',
-          created_at: now,
-          updated_at: now,
-          expires_at: new Date(now.getTime() + settings.PAYMENT_GATE_WINDOW_SECONDS * 1000),
-        })
-        .returning('*')) as GateRow[];
-      return row!;
+      return await db.transaction(async (trx) => {
+        const bound = await bindQuote(trx, {
+          owner: id,
+          quote: quote,
+          asset: status.asset,
+          pre,
+          openUntil: expiresAt,
+          now,
+          uniqueAmountSpread: settings.PAYMENT_GATE_SPREAD,
+        });
+        const [row] = (await trx('payment_gate_requests')
+          .insert({
+            id,
+            asset: status.asset.id,
+            network: status.asset.network,
+            decimals: status.asset.decimals,
+            contract: status.asset.contract ?? null,
+            base_amount: quote.amount,
+            usd_cents: input.usdCents ?? null,
+            ...bound,
+            status: 'open',
+            created_at: now,
+            updated_at: now,
+            expires_at: expiresAt,
+          })
+          .returning('*')) as GateRow[];
+        return row!;
+      });
     } catch (err) {
+      if (err instanceof BindingUnavailable) {
+        throw new AppError(503, 'gate_amounts_exhausted', err.message, { headers: { 'Retry-After': '30' } });
+      }
+      // An open request of the same amount whose window closed a moment ago: draw again.
       if (
         err instanceof DatabaseError &&
         err.code === '23505' &&
@@ -188,8 +202,10 @@ export async function prepareGateRequest(
   throw new AppError(
     503,
     'gate_amounts_exhausted',
-    `Every amount from ${base + 1n} to ${base + BigInt(spread)} of ${input.asset} is reserved by an open request; try again later.`,
-    { headers: { 'Retry-After': '30' } },
+    `No free amount of ${input.asset} could be reserved; try again later.`,
+    {
+      headers: { 'Retry-After': '30' },
+    },
   );
 }
 
@@ -248,13 +264,9 @@ export async function verifyGateRequest(
       },
     };
   }
-  const result = await lookup.adapter.verifyTransfer({
-    asset,
-    txRef,
-    to: request.pay_to,
-    minAmount: String(request.amount),
-    reference: request.id,
-  });
+  const result = await lookup.adapter.verifyTransfer(
+    verifyRequestFor({ ...request, amount: String(request.amount) }, { txRef }),
+  );
   const seen = {
     ...(result.confirmations !== undefined ? { confirmations: result.confirmations } : {}),
     ...(result.amount !== undefined ? { amountReceived: result.amount } : {}),
@@ -317,6 +329,7 @@ export async function verifyGateRequest(
       })
       .returning('*')) as GateRow[];
     if (!row) throw conflict('gate_already_matched', 'This request was matched by another verification.');
+    await releaseAmounts(trx, [row.id]);
     return row;
   });
   return { request: matched, verification: { matched: true, status: 'matched', ...seen } };

@@ -1,6 +1,9 @@
-// Login challenges of the private-payments hand-off: the service issues and records each text; the
-// provider, after checking the wallet's signature, redeems it here once, before it expires.
-import { sha256Hex } from '../crypto';
+// Login challenges of the private-payments hand-off: the service issues and records each text (with a
+// random nonce in its title); the provider, authenticated by a shared secret, redeems it here once,
+// before it expires, after checking the wallet's signature, which the service checks again.
+import { randomBytes } from 'node:crypto';
+import { canonicalJson } from '../canonical';
+import { hmacSha256Hex, safeEqual, sha256Hex } from '../crypto';
 import type { Db } from '../db/knex';
 import { AppError } from '../errors';
 import { verifyWalletSignature } from '../exchange/wallet';
@@ -39,36 +42,83 @@ interface ChallengeRow {
 // rather than as unknown; then they are pruned when the next challenge is issued.
 const KEEP_AFTER_EXPIRY_MS = 60 * 60_000;
 
+/** 128 random bits, base64url: a challenge is unguessable and unique without relying on the clock. */
+const newNonce = () => randomBytes(16).toString('base64url');
+
 /**
- * Issues and records a challenge for a wallet. Title, timestamp and wallet make the text unique: a
- * second challenge for the same wallet in the same millisecond is stamped one millisecond later.
+ * Issues and records a challenge for a wallet. The spec allows a title line, a Timestamp line and a
+ * User line, nothing more, so the nonce goes in the title: `<title> nonce:<22 base64url chars>`.
  */
 export async function issueLoginChallenge(
   db: Db,
   wallet: string,
   opts: { title: string; ttlSeconds: number; now?: Date },
 ): Promise<{ challenge: string; issuedAt: Date; expiresAt: Date }> {
-  const base = (opts.now ?? new Date()).getTime();
+  const issuedAt = opts.now ?? new Date();
+  const expiresAt = new Date(issuedAt.getTime() + opts.ttlSeconds * 1000);
   await db('login_challenges')
-    .where('expires_at', '<', new Date(base - KEEP_AFTER_EXPIRY_MS))
+    .where('expires_at', '<', new Date(issuedAt.getTime() - KEEP_AFTER_EXPIRY_MS))
     .delete();
-  for (let step = 0; step < 16; step++) {
-    const issuedAt = new Date(base + step);
-    const expiresAt = new Date(issuedAt.getTime() + opts.ttlSeconds * 1000);
-    const challenge = challengeText(opts.title, wallet, issuedAt);
-    const inserted = await db('login_challenges')
-      .insert({
-        challenge_hash: sha256Hex(challenge),
-        wallet,
-        issued_at: issuedAt,
-        expires_at: expiresAt,
-      })
-      .onConflict('challenge_hash')
-      .ignore()
-      .returning('challenge_hash');
-    if (inserted.length) return { challenge, issuedAt, expiresAt };
+  const challenge = challengeText(`${opts.title} nonce:${newNonce()}`, wallet, issuedAt);
+  await db('login_challenges').insert({
+    challenge_hash: sha256Hex(challenge),
+    wallet,
+    issued_at: issuedAt,
+    expires_at: expiresAt,
+  });
+  return { challenge, issuedAt, expiresAt };
+}
+
+// ---------------------------------------------------------------------------------------------------
+// The provider's authentication: an HMAC-SHA256 under PAYMENTS_PROVIDER_SECRET over a timestamp and
+// the canonical JSON of the redemption, sent as `X-Provider-Signature: t=<unix seconds>,v1=<hex>`.
+// Holding a signed challenge text is not enough to spend it: only the provider holds the secret.
+
+export const PROVIDER_SIGNATURE_HEADER = 'x-provider-signature';
+/** A signed redemption is accepted this long either side of the service's clock. */
+export const PROVIDER_SIGNATURE_TOLERANCE_SECONDS = 300;
+
+const redeemMac = (secret: string, t: number, body: unknown) =>
+  hmacSha256Hex(secret, `proof-exchange/challenge-redeem/v1\n${t}\n${canonicalJson(body)}`);
+
+/** The header value a provider sends with a redemption (`body` exactly as it posts it). */
+export function signRedemption(secret: string, body: unknown, nowMs = Date.now()): string {
+  const t = Math.floor(nowMs / 1000);
+  return `t=${t},v1=${redeemMac(secret, t, body)}`;
+}
+
+/**
+ * Checks a redemption's provider signature. Unconfigured: 503 (nobody can redeem); missing, stale,
+ * malformed or wrong: 401 `provider_unauthenticated`, before the challenge is even looked at.
+ */
+export function authenticateProvider(
+  secret: string | undefined,
+  header: string | undefined,
+  body: unknown,
+  nowMs = Date.now(),
+): void {
+  if (!secret) {
+    throw new AppError(
+      503,
+      'payments_provider_secret_unset',
+      'PAYMENTS_PROVIDER_SECRET is not configured: no provider can redeem a login challenge.',
+    );
   }
-  throw new AppError(503, 'challenge_busy', 'Too many challenges for this wallet at once; try again.');
+  const refuse = (why: string) =>
+    new AppError(
+      401,
+      'provider_unauthenticated',
+      `Only the configured provider can redeem a challenge: ${why}.`,
+      {
+        headers: { 'WWW-Authenticate': 'X-Provider-Signature' },
+      },
+    );
+  const m = /^t=(\d{1,12}),v1=([0-9a-f]{64})$/.exec(header?.trim() ?? '');
+  if (!m) throw refuse(`send ${PROVIDER_SIGNATURE_HEADER}: t=<unix seconds>,v1=<hex HMAC-SHA256>`);
+  const t = Number(m[1]);
+  if (Math.abs(nowMs / 1000 - t) > PROVIDER_SIGNATURE_TOLERANCE_SECONDS)
+    throw refuse('the signature is stale');
+  if (!safeEqual(m[2]!, redeemMac(secret, t, body))) throw refuse('the signature does not match');
 }
 
 export interface RedeemedChallenge {

@@ -53,29 +53,51 @@ export const privacyExecutionMatrix: readonly MatrixRow[] = [
     ],
     private: [
       'documents',
-      'thresholds',
+      'thresholds (a policy stage keeps only the commitments to its parameters)',
       'calculations',
       'reviewer notes',
       'methodology',
       'actor identities (commitments only)',
+      'evidence hashes (stored only as salted commitments)',
     ],
-    executes: ['client', 'service'],
+    executes: ['client', 'service', 'zk-proof'],
     notes:
-      'Clients send hashes and commitments only; the service chains and signs them; anyone verifies offline.',
+      'Clients send hashes, commitments and policy proofs only; a policy stage checks its proof (policy, parameter commitments, context, validity, single use); the service chains and signs; anyone verifies offline.',
   },
   {
     feature: 'blind-policy',
-    public: ['policy id', 'Poseidon commitments', 'result', 'Groth16 proof'],
-    private: ['policy inputs', 'salts (returned once to the prover caller, never stored)'],
+    public: [
+      'policy id',
+      'Poseidon commitments',
+      'context (where the proof may be used)',
+      'result',
+      'Groth16 proof',
+    ],
+    private: [
+      'policy inputs',
+      'salts (in the prove answer only; with an Idempotency-Key that answer is kept sealed under a key derived from it)',
+    ],
     executes: ['zk-proof', 'service'],
-    notes: 'The prover process computes the witness and proof; verification needs only the verification key.',
+    notes:
+      'The prover process computes the witness and proof; verification needs only the verification key, and says when the keys come from the insecure development setup.',
   },
   {
     feature: 'governance',
-    public: ['proposal status', 'time remaining', 'after reveal: ballots, tally and proof package'],
-    private: ['during voting: ratios, addresses, intent, momentum, option tallies, even the ballot count'],
-    executes: ['client', 'service'],
-    notes: 'Ballots are stored encrypted under a per-proposal key until the reveal window.',
+    public: [
+      'proposal status',
+      'time remaining',
+      'the proposal ballot key (public half) and the room’s identity commitments and tree roots',
+      'after the close: every ballot (nullifier, ciphertext, proof, vote) in nullifier order, the ballot key, tally and proof package',
+    ],
+    private: [
+      'during voting: ratios, addresses, intent, momentum, option tallies, even the ballot count',
+      'which member cast which ballot, from everyone including the operator with the database and logs',
+      'identity secrets (they never leave the voter’s machine)',
+      'when each ballot was cast (no time stored or published)',
+    ],
+    executes: ['client', 'zk-proof', 'service'],
+    notes:
+      'Voters prove tree membership (Groth16) and encrypt their vote to the proposal key on their own machine; the service verifies, keeps a nullifier, a root, the ciphertext and the proof, and opens the votes at the close. The operator holds the key wrapping: it could read votes early, never attribute them.',
   },
   {
     feature: 'treasury',
@@ -86,10 +108,17 @@ export const privacyExecutionMatrix: readonly MatrixRow[] = [
   },
   {
     feature: 'auctions',
-    public: ['auction status and windows', 'after reveal: winner, commitments and reveals, proof package'],
-    private: ['bid amounts, leaders and bidder intent until reveal (bids are sha256 commitments)'],
+    public: [
+      'auction status and windows',
+      'after reveal: the winner, every commitment and revealed amount, proof package',
+    ],
+    private: [
+      'bid amounts, leaders and bidder intent until reveal (bids are sha256 commitments)',
+      'losing bidders’ wallets, deposit references and salts, also after reveal',
+    ],
     executes: ['client', 'service'],
-    notes: 'Bidders commit sha256(amount ‖ salt ‖ bidder); the service only sees amounts at reveal.',
+    notes:
+      'Bidders commit sha256(amount ‖ sha256(salt ‖ bidder)); the service only sees amounts at reveal, and the package names the winner only.',
   },
   {
     feature: 'checkout',
@@ -107,15 +136,15 @@ export const privacyExecutionMatrix: readonly MatrixRow[] = [
   },
   {
     feature: 'private-payments-login',
-    public: ['challenge text (title, timestamp, wallet address)'],
+    public: ['challenge text (title with a random nonce, timestamp, wallet address)'],
     private: [
-      'wallet signature (sent to the provider, not to this service)',
+      'wallet signature (sent to the provider, which forwards it to this service’s redeem route: verified there, neither stored nor logged)',
       'access token (passed through, never logged or stored)',
       'private balances',
     ],
     executes: ['client', 'provider', 'service'],
     notes:
-      'The client signs the challenge and logs in at the provider; balance queries are proxied with the caller’s token.',
+      'The client signs the challenge and logs in at the provider; the provider, authenticated by a shared secret, redeems it at this service once; balance queries are proxied with the caller’s token.',
   },
 ];
 
@@ -137,14 +166,101 @@ export const privacyClaims: readonly PrivacyClaim[] = [
     },
   },
   {
+    id: 'workflow-evidence-hash-committed',
+    claim:
+      'The plain evidence hash of a stage’s policy proof is in no table or reply: only its salted commitment is recorded.',
+    enforcement:
+      'The event transaction commits the proof’s hash with a fresh salt; single use is keyed on the proof’s statement, not on that hash.',
+    test: {
+      file: 'test/workflows-e2e/policy-gate.test.ts',
+      name: 'accepts the right proof once; the same statement again, even re-randomized, is refused',
+    },
+  },
+  {
+    id: 'workflow-policy-proof-bound',
+    claim:
+      'A stage that needs a blind policy proof accepts only a proof of its policy, committing to the parameters fixed at prepare, made for that stage of that workflow, that verifies.',
+    enforcement:
+      'The event gate compares the proof’s policy, parameter commitments and context (Poseidon of the proof id and stage index) with the stage’s before the Groth16 check; any difference is a 409 and nothing is written.',
+    test: {
+      file: 'test/workflows-e2e/policy-gate.test.ts',
+      name: 'refuses a threshold-0 or weaker proof, another workflow’s, the wrong policy’s, an unbound and a forged one',
+    },
+  },
+  {
+    id: 'workflow-policy-proof-single-use',
+    claim:
+      'A policy proof counts as evidence once; the same statement again, even as a re-randomized proof, is refused.',
+    enforcement:
+      'A unique row per statement hash (policy and public signals) in policy_proof_uses, taken in the event transaction.',
+    test: {
+      file: 'test/workflows-e2e/policy-gate.test.ts',
+      name: 'accepts the right proof once; the same statement again, even re-randomized, is refused',
+    },
+  },
+  {
+    id: 'workflow-policy-parameters-private',
+    claim:
+      'Plain policy parameters given at prepare (a threshold, a range, a set) are committed and dropped: only the commitments are stored; the salts are returned once.',
+    enforcement:
+      'prepare commits with Poseidon and fresh salts before the insert; rows hold commitments only.',
+    test: {
+      file: 'test/workflows-e2e/policy-gate.test.ts',
+      name: 'commits plain parameters, keeps only the commitments and returns the salts once',
+    },
+  },
+  {
     id: 'blind-policy-inputs',
     claim:
-      'Blind policy inputs never appear in a response, log line or table; salts are returned once and not stored.',
+      'Blind policy inputs never appear in a response (but the caller’s own prove answer), log line or table; salts appear in the prove answer only.',
     enforcement:
       'Inputs are sealed (AES-256-GCM) to the prover and wiped after proving; public signals are commitments.',
     test: {
       file: 'test/blind-policy/prove.test.ts',
       name: 'leaves no private input in any response, log line or table; salts only in the prove answer',
+    },
+  },
+  {
+    id: 'blind-policy-idempotent-reply-sealed',
+    claim:
+      'With an Idempotency-Key, the prove answer (salts included) is kept only sealed under a key derived from that Idempotency-Key, which is stored as a hash: no table holds the salts in clear.',
+    enforcement:
+      'The idempotency layer seals stored replies with AES-256-GCM under HKDF(Idempotency-Key); the logger redacts the header.',
+    test: {
+      file: 'test/blind-policy/prove.test.ts',
+      name: 'keeps an idempotent prove answer sealed under the caller’s key: its salts are in no table in clear',
+    },
+  },
+  {
+    id: 'no-insecure-setup-in-production',
+    claim:
+      'In production, web and prover refuse to start with the committed development circuit setup unless ALLOW_INSECURE_CIRCUITS=true, which then shows in readiness and status.',
+    enforcement:
+      'assertCircuitSetup runs before either process opens a connection; the refusal ends the process with status 1 and one line.',
+    test: {
+      file: 'test/platform/circuit-setup.test.ts',
+      name: '%s exits non-zero with one line naming the insecure setup and how to build real artifacts',
+    },
+  },
+  {
+    id: 'artifacts-by-hash',
+    claim: 'A circuit artifact that differs from the manifest’s sha256 (one byte is enough) refuses to load.',
+    enforcement:
+      'Every wasm, zkey and verification key is hashed at start of web and prover, and by readiness.',
+    test: {
+      file: 'test/platform/circuit-setup.test.ts',
+      name: '%s refuses to load a zkey altered by one byte',
+    },
+  },
+  {
+    id: 'runtime-proof-digest-observed',
+    claim:
+      'The local AI runtime proof says whether the model digest was reported by the runtime (and matches) or is only configured.',
+    enforcement:
+      'The statement carries digest.observed from the runtime’s API (Ollama /api/tags) beside the configured one, and a status.',
+    test: {
+      file: 'test/commercial/status.test.ts',
+      name: 'says whether the model digest was observed from the runtime or only configured',
     },
   },
   {
@@ -200,10 +316,104 @@ export const privacyClaims: readonly PrivacyClaim[] = [
     id: 'handoff-challenge-single-use',
     claim: 'A private-payments login challenge logs in once, before it expires, and only as issued.',
     enforcement:
-      'The service records the hash of each issued text; the provider redeems it through one conditional update.',
+      'The service records the hash of each issued text (a random nonce in its title); the provider redeems it through one conditional update.',
     test: {
       file: 'test/commercial/handoff.test.ts',
       name: 'refuses a replayed challenge: it logs in once',
+    },
+  },
+  {
+    id: 'handoff-challenge-expires',
+    claim:
+      'A private-payments login challenge past its TTL cannot be redeemed, whatever the provider’s clock says.',
+    enforcement: 'The redeeming update requires expires_at > now at the service.',
+    test: {
+      file: 'test/commercial/handoff.test.ts',
+      name: 'refuses an expired challenge, at the stand-in and at the service',
+    },
+  },
+  {
+    id: 'handoff-challenge-provider-only',
+    claim:
+      'Only the provider authenticated to this service can redeem a login challenge: holding the wallet-signed text is not enough.',
+    enforcement:
+      'The redeem route requires an HMAC-SHA256 under PAYMENTS_PROVIDER_SECRET over a fresh timestamp and the redemption, checked before the challenge is looked at.',
+    test: {
+      file: 'test/commercial/handoff.test.ts',
+      name: 'refuses a redemption without the provider’s authentication: holding the signed text is not enough',
+    },
+  },
+  {
+    id: 'ballot-unlinkable',
+    claim:
+      'No ballot can be linked to a member or wallet, by anyone holding every table of the database and the service’s logs.',
+    enforcement:
+      'Membership is proved in zero knowledge on the voter’s machine; a ballot row is (proposal, nullifier, root, ciphertext, proof): no member, wallet, time or arrival-ordered id; accepted ballots write no log line.',
+    test: {
+      file: 'test/governance/anonymity.test.ts',
+      name: 'leaves nothing in the database or the logs that joins a ballot to a member',
+    },
+  },
+  {
+    id: 'ballot-order-independent',
+    claim: 'A closed vote publishes its ballots in the same order whatever order they were cast in.',
+    enforcement: 'Packages list ballots sorted by nullifier, with no cast time.',
+    test: {
+      file: 'test/governance/anonymity.test.ts',
+      name: 'publishes the same ballots whatever order they were cast in',
+    },
+  },
+  {
+    id: 'ballot-once-bound',
+    claim:
+      'One ballot per member and proposal; a changed vote, a stale root or another room’s tree is refused.',
+    enforcement:
+      'Unique (proposal, nullifier); the proof is verified against the room’s recent roots, the proposal scope and the ciphertext’s hash.',
+    test: {
+      file: 'test/governance/governance.test.ts',
+      name: 'refuses a second ballot, a tampered vote, a stale or foreign root and bad input — saying nothing of the vote',
+    },
+  },
+  {
+    id: 'auction-losers-unnamed',
+    claim: 'An auction package names the winner only: losing bids appear as commitments, amounts and fates.',
+    enforcement:
+      'Commitments hide the bidder behind sha256(salt ‖ bidder); packages drop losers’ wallets, deposits and salts.',
+    test: {
+      file: 'test/governance/auctions.test.ts',
+      name: 'second price: tie to the earliest commitment, unrevealed excluded and forfeited, late excluded and refunded',
+    },
+  },
+  {
+    id: 'idempotency-caller-scoped',
+    claim:
+      'A response stored under an Idempotency-Key replays only to the caller that sent it (its credential, else its address).',
+    enforcement: 'The key’s scope is the authenticated principal or the client address, not the header.',
+    test: {
+      file: 'test/security/idempotency.test.ts',
+      name: 'never replays an anonymous caller’s response (its API key) to another address',
+    },
+  },
+  {
+    id: 'idempotency-sealed',
+    claim:
+      'A stored idempotent response (API keys, salts) opens only with the server secret and the client’s key together.',
+    enforcement:
+      'AES-256-GCM under HKDF(server secret ‖ client key); key and request hash are HMACs under the server secret.',
+    test: {
+      file: 'test/security/idempotency.test.ts',
+      name: 'seals stored responses under the server secret and the client key together',
+    },
+  },
+  {
+    id: 'egress-no-internal-targets',
+    claim:
+      'The service sends nothing a caller asks for (webhooks, deliveries, hand-offs) to loopback, private or other internal addresses.',
+    enforcement:
+      'One egress module: addresses classified with ipaddr.js, resolved once by the connection and pinned, redirects not followed.',
+    test: {
+      file: 'test/security/egress.test.ts',
+      name: 'refuses job webhooks on internal addresses; the loopback listener hears nothing',
     },
   },
   {

@@ -1,6 +1,8 @@
 // External providers: probes of the chain RPCs, the private-payments provider, the local AI runtime
 // and the price source (short timeouts, in parallel); the signed local AI runtime statement; the
 // private-payments login challenge and the proxied provider calls. Endpoints are named by origin only.
+import { operatorFetch } from '../egress';
+import type { EgressResponse } from '../egress';
 import { canonicalJson } from '../canonical';
 import { endpointName, httpRequest, jsonRpc } from '../chains/http';
 import type { Env } from '../env';
@@ -19,6 +21,22 @@ export interface Probe {
 }
 
 const round = (ms: number) => Math.round(ms * 10) / 10;
+
+const statusCache = new Map<string, { at: number; value: Promise<unknown> }>();
+
+/**
+ * A public status answer reused for PROVIDER_STATUS_CACHE_MS (in flight included), so callers of the
+ * status routes cannot make the service ask its providers once per request.
+ */
+export function cachedStatus<T>(key: string, fn: () => Promise<T>, now = Date.now()): Promise<T> {
+  const hit = statusCache.get(key);
+  if (hit && now - hit.at < env.PROVIDER_STATUS_CACHE_MS) return hit.value as Promise<T>;
+  const value = fn();
+  statusCache.set(key, { at: now, value });
+  // A failed probe is not kept: the next caller asks again.
+  value.catch(() => statusCache.delete(key));
+  return value;
+}
 
 async function timed<T>(
   fn: () => Promise<T>,
@@ -109,7 +127,7 @@ export async function chainReadiness(
 
 async function probeHttp(url: string, settings: Pick<Env, 'PROVIDER_TIMEOUT_MS'>) {
   return timed(async () => {
-    const res = await fetch(url, { signal: AbortSignal.timeout(settings.PROVIDER_TIMEOUT_MS) });
+    const res = await operatorFetch(url, { signal: AbortSignal.timeout(settings.PROVIDER_TIMEOUT_MS) });
     const text = await res.text();
     return { status: res.status, text };
   });
@@ -245,7 +263,99 @@ export async function providerIntegrations(settings: ProbeSettings = env) {
 
 export const RUNTIME_PROOF_TYPE = 'proof-exchange.local-ai-runtime/v1';
 
-/** A statement of the configured runtime and its probe just now, signed by the service key. */
+export type DigestStatus = 'matches' | 'mismatch' | 'observed' | 'configured_not_observed' | 'unknown';
+
+export interface DigestCheck {
+  /** LOCAL_AI_MODEL_DIGEST: what the operator declares. */
+  configured: string | null;
+  /** What the runtime itself reported for the model just now, when its API offers one. */
+  observed: string | null;
+  /** Where the observed digest came from. */
+  source: string | null;
+  status: DigestStatus;
+  /** The same in one sentence, for a reader of the statement. */
+  detail: string;
+}
+
+/** `sha256:<hex>` whether the runtime gives the algorithm or only the hex (Ollama gives the hex). */
+const normalizeDigest = (d: string) =>
+  /^[0-9a-f]{64}$/i.test(d) ? `sha256:${d.toLowerCase()}` : d.toLowerCase();
+
+/**
+ * The model's digest as the runtime reports it. Ollama's `GET /api/tags` lists each model with its
+ * digest (the sha256 of the model's manifest); OpenAI-compatible `GET /v1/models` carries none, so
+ * a runtime that only speaks that reports nothing and the digest stays configured, not observed.
+ */
+export async function observeModelDigest(
+  settings: ProbeSettings,
+): Promise<{ digest: string; source: string } | null> {
+  if (!settings.LOCAL_AI_URL || !settings.LOCAL_AI_MODEL) return null;
+  const r = await probeHttp(`${settings.LOCAL_AI_URL.replace(/\/$/, '')}/api/tags`, settings);
+  if (!r.ok || r.value.status !== 200) return null;
+  try {
+    const doc = JSON.parse(r.value.text) as {
+      models?: Array<{ name?: unknown; model?: unknown; digest?: unknown }>;
+    };
+    const wanted = settings.LOCAL_AI_MODEL;
+    const names = (m: { name?: unknown; model?: unknown }) =>
+      [m.name, m.model].filter((n) => typeof n === 'string');
+    const entry = (doc.models ?? []).find((m) =>
+      names(m).some((n) => n === wanted || n === `${wanted}:latest`),
+    );
+    const digest = entry?.digest;
+    if (typeof digest !== 'string' || !/^(sha256:)?[0-9a-f]{64}$/i.test(digest)) return null;
+    return { digest: normalizeDigest(digest), source: 'GET /api/tags' };
+  } catch {
+    return null;
+  }
+}
+
+/** Compares what the operator declares with what the runtime reports, and says which one it is. */
+export function digestCheck(
+  configuredRaw: string | undefined,
+  observed: { digest: string; source: string } | null,
+): DigestCheck {
+  const configured = configuredRaw ? normalizeDigest(configuredRaw) : null;
+  const base = { configured, observed: observed?.digest ?? null, source: observed?.source ?? null };
+  if (observed && configured) {
+    return observed.digest === configured
+      ? {
+          ...base,
+          status: 'matches',
+          detail: `The runtime reported ${observed.digest} for the model (${observed.source}); it equals LOCAL_AI_MODEL_DIGEST.`,
+        }
+      : {
+          ...base,
+          status: 'mismatch',
+          detail: `The runtime reported ${observed.digest} for the model (${observed.source}), not the configured ${configured}: it does not serve the declared model.`,
+        };
+  }
+  if (observed) {
+    return {
+      ...base,
+      status: 'observed',
+      detail: `The runtime reported ${observed.digest} for the model (${observed.source}); no digest is configured to compare it with.`,
+    };
+  }
+  if (configured) {
+    return {
+      ...base,
+      status: 'configured_not_observed',
+      detail: `The digest is configured (LOCAL_AI_MODEL_DIGEST), not observed: the runtime's API reported none for this model.`,
+    };
+  }
+  return {
+    ...base,
+    status: 'unknown',
+    detail:
+      'No digest is configured and the runtime reported none: this statement says nothing about the weights.',
+  };
+}
+
+/**
+ * A statement of the configured runtime, signed by the service key: its probe just now, and the
+ * model digest with what was checked (observed from the runtime, or only configured).
+ */
 export async function localAiRuntimeProof(
   signer: Signer,
   settings: ProbeSettings & Pick<Env, 'LOCAL_AI_MODEL_DIGEST'> = env,
@@ -256,13 +366,16 @@ export async function localAiRuntimeProof(
       detail: 'No local AI runtime is configured (LOCAL_AI_URL is unset); nothing runs on a local model.',
     };
   }
-  const probe = await probeLocalAi(settings);
+  const [probe, observed] = await Promise.all([probeLocalAi(settings), observeModelDigest(settings)]);
+  const digest = digestCheck(settings.LOCAL_AI_MODEL_DIGEST, observed);
   const statement = {
     type: RUNTIME_PROOF_TYPE,
     configured: true,
     endpoint: endpointName(settings.LOCAL_AI_URL),
     model: settings.LOCAL_AI_MODEL ?? null,
-    modelDigest: settings.LOCAL_AI_MODEL_DIGEST ?? null,
+    /** The digest the runtime reported when it did (what runs), else the configured one. */
+    modelDigest: digest.observed ?? digest.configured,
+    digest,
     probe: {
       reachable: probe.reachable === true,
       latencyMs: probe.latencyMs,
@@ -337,15 +450,14 @@ export async function providerGet(
   const settings = opts.settings ?? env;
   const base = settings.PAYMENTS_PROVIDER_URL!.replace(/\/$/, '');
   const start = performance.now();
-  let res: Response;
+  let res: EgressResponse;
   try {
-    res = await fetch(`${base}${path}`, {
+    res = await operatorFetch(`${base}${path}`, {
       headers: {
         accept: 'application/json',
         ...(opts.bearer ? { authorization: `Bearer ${opts.bearer}` } : {}),
       },
       signal: AbortSignal.timeout(settings.PROVIDER_TIMEOUT_MS),
-      redirect: 'error',
     });
   } catch (err) {
     const e = err as Error & { cause?: { code?: string } };

@@ -1,6 +1,7 @@
 // A stand-in private-payments provider on loopback, for tests and `npm start` without a real one: it
-// logs wallets in (ed25519 signature over the service's challenge, redeemed once at the service) and
-// serves demo balances to holders of its short-lived tokens. It holds no funds and proves nothing.
+// logs wallets in (ed25519 signature over the service's challenge, redeemed once at the service with a
+// request signed under the shared provider secret) and serves demo balances to holders of its
+// short-lived tokens. It holds no funds and proves nothing.
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import http from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -8,11 +9,13 @@ import type { AddressInfo } from 'node:net';
 import bs58 from 'bs58';
 import { sha256Hex } from '../crypto';
 import { verifyWalletSignature } from '../exchange/wallet';
-import { parseChallenge } from './login-challenges';
+import { PROVIDER_SIGNATURE_HEADER, parseChallenge, signRedemption } from './login-challenges';
 
 export interface StandInOptions {
   /** The service route that redeems an issued challenge once (`POST …/challenge/redeem`). */
   redeemUrl: string;
+  /** The secret shared with the service (its PAYMENTS_PROVIDER_SECRET): redemptions are signed with it. */
+  providerSecret: string;
   host?: string;
   /** 0: any free port. */
   port?: number;
@@ -134,7 +137,11 @@ export async function startStandInProvider(opts: StandInOptions): Promise<StandI
     try {
       res = await fetch(opts.redeemUrl, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', accept: 'application/json' },
+        headers: {
+          'content-type': 'application/json',
+          accept: 'application/json',
+          [PROVIDER_SIGNATURE_HEADER]: signRedemption(opts.providerSecret, body, clock()),
+        },
         body: JSON.stringify(body),
         signal: AbortSignal.timeout(opts.timeoutMs ?? 2000),
         redirect: 'error',

@@ -5,7 +5,8 @@ import { monotonicFactory } from 'ulid';
 import { canonicalJson } from '../canonical';
 import type { Db } from '../db/knex';
 import { sha256Hex } from '../crypto';
-import { notFound } from '../errors';
+import { checkUserTarget } from '../egress';
+import { AppError, notFound } from '../errors';
 import { newId } from '../ids';
 import { DEFAULT_PAGE, decodeCursor, orderBySearch, pageOf } from './pagination';
 import type { Page } from './pagination';
@@ -72,6 +73,15 @@ export async function registerAgent(
   db: Db,
   input: RegisterAgentInput,
 ): Promise<{ agent: AgentRow; apiKey: string; keyId: string }> {
+  if (input.endpointUrl) {
+    // Hand-offs POST here later: an endpoint inside the exchange's network is refused at registration
+    // (and again, pinned, at each hand-off).
+    const problem = await checkUserTarget(input.endpointUrl);
+    if (problem)
+      throw new AppError(422, 'target_not_allowed', `The endpoint is refused: ${problem}.`, {
+        errors: [{ path: 'body.endpointUrl', message: problem }],
+      });
+  }
   const apiKey = `${API_KEY_PREFIX}${randomBytes(32).toString('base64url')}`;
   const keyId = `key_${keyUlid().toLowerCase()}`;
   return db.transaction(async (trx) => {

@@ -1,11 +1,10 @@
 // Logistics: delivering a job's result once the job ends — a signed webhook POST, a polling hand-over,
 // or a POST to another registered agent's endpoint. Each request is a row (queued → delivering →
 // delivered | failed) worked by the `deliveries` queue with retries and backoff.
-import { lookup } from 'node:dns/promises';
-import { BlockList, isIP } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import type { Db } from '../db/knex';
 import { hmacSha256Hex } from '../crypto';
+import { EgressRefusedError, checkUserTarget, privateTargetsAllowed, userFetch } from '../egress';
 import { env } from '../env';
 import { AppError, forbidden, unprocessable } from '../errors';
 import { newId } from '../ids';
@@ -75,8 +74,6 @@ export function logisticsView(row: LogisticsRow) {
   };
 }
 
-const allowPrivateTargets = () => env.LOGISTICS_ALLOW_PRIVATE_TARGETS ?? env.NODE_ENV !== 'production';
-
 /** What can be asked for now; on-chain anchoring needs an anchoring backend, which is not configured. */
 export function logisticsCapabilities() {
   return {
@@ -108,8 +105,8 @@ export function logisticsCapabilities() {
       backoff: { type: 'exponential' as const, firstDelayMs: env.JOB_BACKOFF_MS },
       timeoutMs: env.LOGISTICS_TIMEOUT_MS,
       maxWaitForJobSeconds: env.LOGISTICS_MAX_WAIT_SECONDS,
-      privateTargets: allowPrivateTargets(),
-      schemes: allowPrivateTargets() ? ['https', 'http'] : ['https'],
+      privateTargets: privateTargetsAllowed(),
+      schemes: privateTargetsAllowed() ? ['https', 'http'] : ['https'],
     },
     regions: [
       {
@@ -125,54 +122,9 @@ export function logisticsCapabilities() {
   };
 }
 
-const blocked = new BlockList();
-for (const [net, bits] of [
-  ['0.0.0.0', 8],
-  ['10.0.0.0', 8],
-  ['100.64.0.0', 10],
-  ['127.0.0.0', 8],
-  ['169.254.0.0', 16],
-  ['172.16.0.0', 12],
-  ['192.168.0.0', 16],
-  ['224.0.0.0', 4],
-] as const)
-  blocked.addSubnet(net, bits, 'ipv4');
-for (const [net, bits] of [
-  ['::', 128],
-  ['::1', 128],
-  ['fc00::', 7],
-  ['fe80::', 10],
-  ['ff00::', 8],
-] as const)
-  blocked.addSubnet(net, bits, 'ipv6');
-
-function isPrivateAddress(ip: string): boolean {
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(ip);
-  if (mapped) return blocked.check(mapped[1]!, 'ipv4');
-  return blocked.check(ip, isIP(ip) === 6 ? 'ipv6' : 'ipv4');
-}
-
-/** Refuses targets on private networks (unless allowed) so a delivery cannot probe the exchange's own network. */
-export async function checkTarget(url: string): Promise<string | null> {
-  let parsed: URL;
-  try {
-    parsed = new URL(url);
-  } catch {
-    return 'not a URL';
-  }
-  const allowed = allowPrivateTargets();
-  if (parsed.protocol !== 'https:' && !(allowed && parsed.protocol === 'http:'))
-    return 'the target must be an https URL';
-  if (parsed.username || parsed.password) return 'the target must not carry credentials';
-  if (allowed) return null;
-  const host = parsed.hostname.replace(/^\[|\]$/g, '');
-  const addresses = isIP(host)
-    ? [host]
-    : (await lookup(host, { all: true }).catch(() => [])).map((a) => a.address);
-  if (addresses.length === 0) return `the host ${host} does not resolve`;
-  if (addresses.some(isPrivateAddress)) return 'the target resolves to a private address';
-  return null;
-}
+/** Refuses targets the deliveries would refuse, so the caller hears at once (null: acceptable). */
+export const checkTarget = (url: string): Promise<string | null> =>
+  checkUserTarget(url, { requireResolvable: true });
 
 export interface RequestLogisticsInput {
   jobId: string;
@@ -345,15 +297,11 @@ export async function processDelivery(db: Db, id: string, attempt: number): Prom
     .update({ status: 'delivering', attempts: db.raw('attempts + 1'), updated_at: db.fn.now() });
   if (!claimed) return { outcome: 'skipped' };
 
-  const problem = await checkTarget(row.target_url!);
-  if (problem) {
-    await failDelivery(db, id, `The target is refused: ${problem}.`);
-    return { outcome: 'failed', reason: problem };
-  }
   const body = row.event ? eventDeliveryBody(row) : deliveryBody(row, job);
   let status: number;
   try {
-    const res = await fetch(row.target_url!, {
+    // Resolved once and pinned by the egress module; a redirect comes back as a non-2xx answer.
+    const res = await userFetch(row.target_url!, {
       method: 'POST',
       headers: {
         'Content-Type': 'application/json',
@@ -361,13 +309,15 @@ export async function processDelivery(db: Db, id: string, attempt: number): Prom
         ...signDelivery(row, body, attempt),
       },
       body,
-      // Redirects are not followed: a target could point them at the exchange's own network.
-      redirect: 'manual',
       signal: AbortSignal.timeout(env.LOGISTICS_TIMEOUT_MS),
     });
     status = res.status;
     await res.body?.cancel().catch(() => undefined);
   } catch (err) {
+    if (err instanceof EgressRefusedError) {
+      await failDelivery(db, id, err.message);
+      return { outcome: 'failed', reason: err.reason };
+    }
     const message = `The target could not be reached: ${(err as Error).message}`;
     await db('logistics_requests').where({ id }).update({ last_error: message, last_status_code: null });
     throw new DeliveryAttemptError(message);

@@ -32,7 +32,8 @@ export function referralTerms() {
     commissionBps: env.REFERRAL_COMMISSION_BPS,
     basis: 'confirmed payments of jobs created with the code (receipts), in USD cents at the quoted price',
     attribution: 'createJob with ?ref=CODE or the X-Referral-Code header; the first code on a job holds',
-    selfReferral: 'a referrer cannot be credited for its own jobs',
+    selfReferral:
+      'a referrer cannot be credited for its own jobs, nor for jobs of an agent registered with the same wallet',
   };
 }
 
@@ -78,10 +79,24 @@ export async function referralForJob(
 ): Promise<ReferralRow | undefined> {
   if (code === undefined || code === '') return undefined;
   const referral = await resolveReferral(db, code);
-  if (referral.agent_id === agentId) {
-    throw new AppError(422, 'self_referral', 'An agent cannot refer its own jobs.', {
-      errors: [{ path: 'ref', message: 'own referral code' }],
-    });
+  // One wallet is one party: a second agent registered with the referrer's wallet is the referrer.
+  const sameWallet =
+    agentId !== null &&
+    referral.agent_id !== agentId &&
+    !!(await db('agents as a')
+      .join('agents as b', 'a.wallet_public_key', 'b.wallet_public_key')
+      .where('a.id', agentId)
+      .andWhere('b.id', referral.agent_id)
+      .first('a.id'));
+  if (referral.agent_id === agentId || sameWallet) {
+    throw new AppError(
+      422,
+      'self_referral',
+      'An agent cannot refer its own jobs (or those of an agent with its wallet).',
+      {
+        errors: [{ path: 'ref', message: 'own referral code' }],
+      },
+    );
   }
   return referral;
 }

@@ -11,19 +11,25 @@ export function memberCommitment(roomSalt: string, walletPublicKey: string): str
 }
 
 /**
- * sha256(ballot ‖ salt ‖ proposal id), concatenated as the canonical JSON array [choice, salt,
- * proposalId] so that no two inputs share bytes.
+ * The first, wallet-signed ballot scheme's commitment: sha256 of the canonical JSON array [choice, salt,
+ * proposalId]. Kept to verify packages published under it; ballots are now anonymous (ballot-protocol.ts).
  */
-export const ballotCommitment = (choice: string, salt: string, proposalId: string): string =>
+export const legacyBallotCommitment = (choice: string, salt: string, proposalId: string): string =>
   sha256Hex(canonicalJson([choice, salt, proposalId]));
 
-/** sha256(amount ‖ salt ‖ bidder), as the canonical JSON array [amount, salt, bidder]. */
-export const bidCommitment = (amount: string, salt: string, bidder: string): string =>
-  sha256Hex(canonicalJson([amount, salt, bidder]));
+/**
+ * A bidder hidden behind the bid's salt: sha256 of [salt, bidder]. A package can then show a losing
+ * bid's amount, and let anyone check it against its commitment, without naming the bidder.
+ */
+export const bidderTag = (salt: string, bidder: string): string => sha256Hex(canonicalJson([salt, bidder]));
 
-/** What a voter's wallet signs to cast a ballot: only the commitment, so the signature reveals no choice. */
-export const ballotMessage = (proposalId: string, commitment: string): string =>
-  `proof-exchange/governance/ballot/v1\nproposal:${proposalId}\ncommitment:${commitment}`;
+/** sha256(amount ‖ sha256(salt ‖ bidder)), as canonical JSON arrays: [amount, bidderTag(salt, bidder)]. */
+export const bidCommitment = (amount: string, salt: string, bidder: string): string =>
+  sha256Hex(canonicalJson([amount, bidderTag(salt, bidder)]));
+
+/** The first bid commitment, sha256 of [amount, salt, bidder]: bids made before bidder tags still reveal. */
+export const legacyBidCommitment = (amount: string, salt: string, bidder: string): string =>
+  sha256Hex(canonicalJson([amount, salt, bidder]));
 
 export const reviewMessage = (proposalId: string, decision: 'approve' | 'reject'): string =>
   `proof-exchange/governance/review/v1\nproposal:${proposalId}\ndecision:${decision}`;

@@ -1,6 +1,8 @@
 // The governance proof package and ballot receipts: building (with a signer), and the offline checks —
-// recompute every ballot commitment, the ballots' Merkle root and the tally; check a voter's receipt
-// against the package. Loads no configuration: a verifier needs only the service's public key.
+// verify every ballot's membership proof, open every vote with the key the close published, recompute
+// the ballots' Merkle root and the tally; check a voter's receipt against the package. Loads no
+// configuration: a verifier needs the service's public key and the ballot circuit's verification key.
+// Packages of the first, wallet-signed scheme (ballots {commitment, choice, salt, castAt}) still verify.
 import { z } from 'zod';
 import { canonicalJson } from '../canonical';
 import { sha256Hex, verifyEd25519 } from '../crypto';
@@ -9,81 +11,140 @@ import { fromHex, inclusionProof, leafHash, rootHash, toHex, verifyInclusion } f
 import { chainGenesis, verifyChain } from '../workflows/chain';
 import { checkEnvelope, envelopeShape, signPackage } from '../workflows/envelope';
 import type { Envelope, Reason } from '../workflows/envelope';
-import { HEX64, ballotCommitment } from './commitments';
+import {
+  BALLOT_CIPHERTEXT_BYTES,
+  DECIMAL_FIELD,
+  ballotPublicKey,
+  ballotSignals,
+  ciphertextDigest,
+  decryptVote,
+  isFieldElement,
+  proposalScope,
+  verifyBallotProof,
+  voteHashOf,
+} from './ballot-protocol';
+import { HEX64, legacyBallotCommitment } from './commitments';
 import { chainSchema } from './records';
 import type { ChainLink } from './records';
 
 const hex64 = z.string().regex(HEX64);
+const fieldString = z.string().regex(DECIMAL_FIELD).refine(isFieldElement, 'a BN254 field element');
+const b64url = z.string().regex(/^[A-Za-z0-9_-]*$/);
+const key32 = b64url.length(43);
 
 export const governanceGenesis = (proposalId: string): string =>
   chainGenesis({ kind: 'governance', subjectId: proposalId, label: 'Proposal' });
 
 // --- Tally
 
-export interface OpenedBallot {
-  commitment: string;
-  choice: string;
-  salt: string;
-  castAt: string;
-}
-
 export interface Tally {
   counts: Record<string, number>;
+  /** Ballots counted (spoiled ones not included). */
   total: number;
+  /** Ballots whose vote did not open to one of the options (anonymous scheme only). */
+  spoiled?: number;
   /** The option with the most ballots; 'tie', 'no_quorum' or 'no_ballots' when none wins. */
   outcome: string;
   winner: string | null;
 }
 
-/** Plurality: one option with strictly the most ballots wins, when at least `quorum` ballots were cast. */
-export function tallyBallots(options: readonly string[], choices: readonly string[], quorum: number): Tally {
+/**
+ * Plurality: one option with strictly the most ballots wins, when at least `quorum` ballots were cast.
+ * A `null` choice is a spoiled ballot: reported, counted toward nothing (the anonymous scheme passes
+ * `spoiled`; the first scheme had none and its tallies carry no such member).
+ */
+export function tallyBallots(
+  options: readonly string[],
+  choices: ReadonlyArray<string | null>,
+  quorum: number,
+  withSpoiled = false,
+): Tally {
   const counts = Object.fromEntries(options.map((o) => [o, 0])) as Record<string, number>;
-  for (const c of choices) if (c in counts) counts[c] = (counts[c] ?? 0) + 1;
-  const total = choices.length;
-  if (total === 0) return { counts, total, outcome: 'no_ballots', winner: null };
-  if (total < quorum) return { counts, total, outcome: 'no_quorum', winner: null };
+  let total = 0;
+  for (const c of choices)
+    if (c !== null && c in counts) {
+      counts[c] = (counts[c] ?? 0) + 1;
+      total += 1;
+    }
+  const spoiled = withSpoiled ? { spoiled: choices.length - total } : {};
+  if (total === 0) return { counts, total, ...spoiled, outcome: 'no_ballots', winner: null };
+  if (total < quorum) return { counts, total, ...spoiled, outcome: 'no_quorum', winner: null };
   const top = Math.max(...Object.values(counts));
   const leaders = options.filter((o) => counts[o] === top);
-  if (leaders.length !== 1) return { counts, total, outcome: 'tie', winner: null };
-  return { counts, total, outcome: 'passed', winner: leaders[0]! };
+  if (leaders.length !== 1) return { counts, total, ...spoiled, outcome: 'tie', winner: null };
+  return { counts, total, ...spoiled, outcome: 'passed', winner: leaders[0]! };
 }
 
 export const tallyHash = (tally: Tally): string =>
   sha256Hex(canonicalJson({ type: 'proof-exchange/tally/v1', ...tally }));
 
-const commitmentLeaves = (commitments: readonly string[]) => commitments.map((c) => leafHash(fromHex(c)));
+// --- Ballots as published
 
-/** RFC 6962 root over the ballot commitments in package order (sorted), each leaf the 32 commitment bytes. */
-export const ballotsRoot = (commitments: readonly string[]): string =>
-  toHex(rootHash(commitmentLeaves(commitments), commitments.length));
+/** An anonymous ballot after the close: what was cast, and the vote it opens to (null: spoiled). */
+export interface PublishedBallot {
+  nullifier: string;
+  root: string;
+  ciphertext: string;
+  proof: { pi_a: string[]; pi_b: string[][]; pi_c: string[] };
+  choice: string | null;
+}
+
+/** A ballot's leaf in `ballotsRoot`: its nullifier and the digest of its ciphertext. */
+const ballotLeafData = (nullifier: string, digest: string): Buffer =>
+  Buffer.from(canonicalJson([nullifier, digest]), 'utf8');
+
+const anonymousLeaves = (ballots: ReadonlyArray<{ nullifier: string; ciphertext: string }>) =>
+  ballots.map((b) =>
+    leafHash(ballotLeafData(b.nullifier, ciphertextDigest(Buffer.from(b.ciphertext, 'base64url')))),
+  );
+
+const legacyLeaves = (commitments: readonly string[]) => commitments.map((c) => leafHash(fromHex(c)));
+
+/** Canonical order of anonymous ballots: by nullifier, as a number. Says nothing of arrival. */
+export const byNullifier = (a: { nullifier: string }, b: { nullifier: string }): number => {
+  const x = BigInt(a.nullifier);
+  const y = BigInt(b.nullifier);
+  return x < y ? -1 : x > y ? 1 : 0;
+};
+
+/** RFC 6962 root over the ballots in package order (anonymous ballots, or the first scheme's commitments). */
+export function ballotsRoot(
+  ballots: ReadonlyArray<{ nullifier: string; ciphertext: string }> | readonly string[],
+): string {
+  const leaves =
+    ballots.length && typeof ballots[0] === 'string'
+      ? legacyLeaves(ballots as readonly string[])
+      : anonymousLeaves(ballots as ReadonlyArray<{ nullifier: string; ciphertext: string }>);
+  return toHex(rootHash(leaves, leaves.length));
+}
 
 // --- Receipts
 
 export const receiptSchema = z
   .object({
-    type: z.literal('proof-exchange/ballot-receipt/v1'),
-    receiptId: z.string().max(100),
+    type: z.literal('proof-exchange/ballot-receipt/v2'),
     proposalId: z.string().max(100),
-    ballotCommitment: hex64,
-    castAt: z.iso.datetime(),
+    /** sha256 of the ballot's ciphertext: names the ballot in the package (fixed length, like the rest). */
+    ballotDigest: hex64,
     keyId: z.string().regex(/^[0-9a-f]{16}$/),
     signature: z.string().regex(/^[A-Za-z0-9_-]{86}$/),
   })
   .strict()
   .meta({
     id: 'BallotReceipt',
-    description: 'Signed by the service: binds a ballot commitment and its time.',
+    description:
+      'Signed by the service: binds a ballot (the digest of its ciphertext) to the proposal. No time, no choice, nothing of the voter.',
   });
 export type BallotReceipt = z.infer<typeof receiptSchema>;
 
 const receiptMessage = (r: Omit<BallotReceipt, 'signature'>): string =>
-  `proof-exchange/ballot-receipt/v1\n${canonicalJson(r)}`;
+  `proof-exchange/ballot-receipt/v2\n${canonicalJson(r)}`;
 
 export function signReceipt(
   body: Omit<BallotReceipt, 'signature' | 'keyId' | 'type'>,
   key: Signer,
 ): BallotReceipt {
-  const unsigned = { type: 'proof-exchange/ballot-receipt/v1' as const, ...body, keyId: key.keyId };
+  const unsigned = { type: 'proof-exchange/ballot-receipt/v2' as const, ...body, keyId: key.keyId };
   return { ...unsigned, signature: key.sign(receiptMessage(unsigned)) };
 }
 
@@ -98,7 +159,22 @@ export function verifyReceipt(receipt: unknown, publicKey: string): boolean {
 
 export const governanceStages = ['proposal', 'review', 'vote', 'execution', 'proof'] as const;
 
-const publishedBallotSchema = z
+const g1 = z.array(fieldString).length(3);
+const proofSchema = z
+  .object({ pi_a: g1, pi_b: z.array(z.array(fieldString).length(2)).length(3), pi_c: g1 })
+  .strict();
+
+const anonymousBallotSchema = z
+  .object({
+    nullifier: fieldString,
+    root: fieldString,
+    ciphertext: b64url.length(Math.ceil((BALLOT_CIPHERTEXT_BYTES * 4) / 3)),
+    proof: proofSchema,
+    choice: z.string().max(200).nullable(),
+  })
+  .strict();
+
+const legacyBallotSchema = z
   .object({ commitment: hex64, choice: z.string().max(200), salt: hex64, castAt: z.iso.datetime() })
   .strict();
 
@@ -106,66 +182,104 @@ const tallySchema = z
   .object({
     counts: z.record(z.string(), z.number().int().min(0)),
     total: z.number().int().min(0),
+    spoiled: z.number().int().min(0).optional(),
     outcome: z.string().max(40),
     winner: z.string().max(200).nullable(),
   })
   .strict();
 
-export const governancePackageSchema = z
+const subjectSchema = z
   .object({
-    ...envelopeShape,
-    kind: z.literal('governance'),
-    phase: z.enum(['tallied', 'executed']),
-    subject: z
+    proposalId: z.string().max(100),
+    roomId: z.string().max(100),
+    title: z.string().max(300),
+    descriptionHash: hex64.nullable(),
+    options: z.array(z.string().max(200)).min(2).max(20),
+    quorum: z.number().int().min(0),
+    /** Wallet members of the room; identityCount is the tree's size at the close. */
+    memberCount: z.number().int().min(0),
+    reviewThreshold: z.number().int().min(1),
+    votingOpenedAt: z.iso.datetime(),
+    votingEndsAt: z.iso.datetime(),
+  })
+  .strict();
+
+const common = {
+  ...envelopeShape,
+  kind: z.literal('governance'),
+  phase: z.enum(['tallied', 'executed']),
+  subject: subjectSchema,
+  ballotsRoot: hex64,
+  tally: tallySchema,
+  chain: chainSchema,
+};
+
+const anonymousPackageSchema = z
+  .object({
+    ...common,
+    scheme: z.literal('anonymous'),
+    /** The proposal's ballot key pair: voters encrypted to the public half; the close publishes both. */
+    ballotKey: z.object({ publicKey: key32, privateKey: key32 }).strict(),
+    scope: fieldString,
+    /** The member tree: its size at the close and every root a counted ballot was proved against. */
+    membership: z
       .object({
-        proposalId: z.string().max(100),
-        roomId: z.string().max(100),
-        title: z.string().max(300),
-        descriptionHash: hex64.nullable(),
-        options: z.array(z.string().max(200)).min(2).max(20),
-        quorum: z.number().int().min(0),
-        memberCount: z.number().int().min(0),
-        reviewThreshold: z.number().int().min(1),
-        votingOpenedAt: z.iso.datetime(),
-        votingEndsAt: z.iso.datetime(),
+        depth: z.number().int().min(1).max(32),
+        identityCount: z.number().int().min(0),
+        roots: z.array(fieldString).max(64),
       })
       .strict(),
-    ballots: z.array(publishedBallotSchema).max(100_000),
-    ballotsRoot: hex64,
-    tally: tallySchema,
-    chain: chainSchema,
+    ballots: z.array(anonymousBallotSchema).max(1024),
   })
-  .strict()
+  .strict();
+
+const legacyPackageSchema = z
+  .object({ ...common, ballots: z.array(legacyBallotSchema).max(100_000) })
+  .strict();
+
+export const governancePackageSchema = z
+  .union([anonymousPackageSchema, legacyPackageSchema])
   .meta({ id: 'GovernancePackage' });
-export type GovernancePackage = z.infer<typeof governancePackageSchema> & Envelope;
+export type AnonymousGovernancePackage = z.infer<typeof anonymousPackageSchema> & Envelope;
+export type GovernancePackage = AnonymousGovernancePackage | (z.infer<typeof legacyPackageSchema> & Envelope);
 
 export interface BuildGovernanceInput {
   proofId: string;
   phase: 'tallied' | 'executed';
   issuedAt: Date;
   subject: GovernancePackage['subject'];
-  ballots: readonly OpenedBallot[];
+  ballotKey: { publicKey: string; privateKey: string };
+  membership: { depth: number; identityCount: number; roots: string[] };
+  ballots: readonly PublishedBallot[];
   tally: Tally;
   genesis: string;
   entries: readonly ChainLink[];
 }
 
-export function buildGovernancePackage(input: BuildGovernanceInput, key: Signer): GovernancePackage {
-  const ballots = [...input.ballots]
-    .sort((a, b) => (a.commitment < b.commitment ? -1 : 1))
-    .map((b) => ({ commitment: b.commitment, choice: b.choice, salt: b.salt, castAt: b.castAt }));
+export function buildGovernancePackage(input: BuildGovernanceInput, key: Signer): AnonymousGovernancePackage {
+  const ballots = [...input.ballots].sort(byNullifier).map((b) => ({
+    nullifier: b.nullifier,
+    root: b.root,
+    ciphertext: b.ciphertext,
+    proof: { pi_a: b.proof.pi_a, pi_b: b.proof.pi_b, pi_c: b.proof.pi_c },
+    choice: b.choice,
+  }));
   const entries = [...input.entries];
   const head = entries.length ? entries[entries.length - 1]!.entryHash : input.genesis;
-  return signPackage<GovernancePackage>(
+  return signPackage<AnonymousGovernancePackage>(
     {
       version: 1,
       kind: 'governance',
+      scheme: 'anonymous',
       proofId: input.proofId,
       issuedAt: input.issuedAt.toISOString(),
       phase: input.phase,
       subject: input.subject,
+      ballotKey: input.ballotKey,
+      scope: String(proposalScope(input.subject.proposalId)),
+      membership: { ...input.membership, roots: [...new Set(input.membership.roots)].sort() },
       ballots,
-      ballotsRoot: ballotsRoot(ballots.map((b) => b.commitment)),
+      ballotsRoot: ballotsRoot(ballots),
       tally: input.tally,
       chain: { genesis: input.genesis, head, entries },
     },
@@ -178,6 +292,7 @@ export interface GovernanceVerdict {
   signatureValid: boolean;
   inclusionValid?: boolean;
   chainValid: boolean;
+  /** Every ballot: a valid membership proof at a listed root, a unique nullifier, its vote opened. */
   ballotsValid: boolean;
   tallyValid: boolean;
   reviewMet: boolean;
@@ -185,15 +300,125 @@ export interface GovernanceVerdict {
   reasons: Reason[];
 }
 
+export interface VerifierKeys {
+  publicKey: string;
+  logPublicKey?: string;
+  /** The ballot circuit's verification key (circuits/artifacts/ballot.vkey.json, also served at /circuits/). */
+  ballotVerificationKey?: unknown;
+}
+
 const fail = (reasons: Reason[], code: string, detail: string): void => {
   reasons.push({ check: 'notAltered', code, detail });
 };
 
-/** Recomputes everything a governance package claims. Never throws. */
-export function verifyGovernancePackage(
+const short = (n: string) => `${n.slice(0, 12)}…`;
+
+/** The anonymous scheme's ballots: proofs, nullifiers, roots, the published key, each vote reopened. */
+async function checkAnonymousBallots(
+  pkg: AnonymousGovernancePackage,
+  vkey: unknown,
+  reasons: Reason[],
+): Promise<boolean> {
+  const { subject } = pkg;
+  const scope = proposalScope(subject.proposalId);
+  if (pkg.scope !== String(scope)) {
+    fail(reasons, 'scope_mismatch', 'The scope is not this proposal’s.');
+    return false;
+  }
+  const privateKey = Buffer.from(pkg.ballotKey.privateKey, 'base64url');
+  let keyValid = false;
+  try {
+    keyValid = ballotPublicKey(privateKey).toString('base64url') === pkg.ballotKey.publicKey;
+  } catch {
+    keyValid = false;
+  }
+  const opened = pkg.chain.entries.find((e) => e.action === 'vote_opened');
+  if (!keyValid || opened?.data?.ballotPublicKey !== pkg.ballotKey.publicKey) {
+    fail(reasons, 'ballot_key_mismatch', 'The published ballot key is not the one the vote opened with.');
+    return false;
+  }
+  if (vkey === undefined) {
+    fail(reasons, 'no_verification_key', 'The ballot circuit’s verification key was not given.');
+    return false;
+  }
+  const roots = new Set(pkg.membership.roots);
+  const seen = new Set<string>();
+  for (const b of pkg.ballots) {
+    if (seen.has(b.nullifier)) {
+      fail(reasons, 'nullifier_repeated', `nullifier ${short(b.nullifier)} is counted twice`);
+      return false;
+    }
+    seen.add(b.nullifier);
+    if (!roots.has(b.root)) {
+      fail(
+        reasons,
+        'unknown_root',
+        `ballot ${short(b.nullifier)} was proved against a root the package does not list`,
+      );
+      return false;
+    }
+    const ciphertext = Buffer.from(b.ciphertext, 'base64url');
+    const signals = ballotSignals({
+      root: b.root,
+      nullifier: b.nullifier,
+      scope,
+      voteHash: voteHashOf(ciphertext),
+    });
+    if (!(await verifyBallotProof(vkey, b.proof, signals))) {
+      fail(reasons, 'proof_invalid', `ballot ${short(b.nullifier)}: the membership proof does not verify`);
+      return false;
+    }
+    const choice = decryptVote(privateKey, subject.proposalId, ciphertext);
+    const counted = choice !== null && subject.options.includes(choice) ? choice : null;
+    if (counted !== b.choice) {
+      fail(reasons, 'ballot_mismatch', `ballot ${short(b.nullifier)} does not open to its published vote`);
+      return false;
+    }
+  }
+  const sorted = [...pkg.ballots].sort(byNullifier);
+  if (sorted.some((b, i) => b !== pkg.ballots[i]) || ballotsRoot(pkg.ballots) !== pkg.ballotsRoot) {
+    fail(
+      reasons,
+      'ballots_root_mismatch',
+      'The ballots are not in canonical order or do not recompute to the root.',
+    );
+    return false;
+  }
+  return true;
+}
+
+function checkLegacyBallots(
+  pkg: Extract<GovernancePackage, { ballots: Array<{ salt: string }> }>,
+  reasons: Reason[],
+): boolean {
+  const seen = new Set<string>();
+  for (const b of pkg.ballots) {
+    if (legacyBallotCommitment(b.choice, b.salt, pkg.subject.proposalId) !== b.commitment) {
+      fail(reasons, 'ballot_mismatch', `ballot ${short(b.commitment)} does not open to its choice`);
+      return false;
+    }
+    if (seen.has(b.commitment) || !pkg.subject.options.includes(b.choice)) {
+      fail(reasons, 'ballot_invalid', `ballot ${short(b.commitment)} is repeated or names no option`);
+      return false;
+    }
+    seen.add(b.commitment);
+  }
+  const commitments = pkg.ballots.map((b) => b.commitment);
+  const sorted = [...commitments].sort();
+  if (commitments.some((c, i) => c !== sorted[i]) || ballotsRoot(commitments) !== pkg.ballotsRoot) {
+    fail(reasons, 'ballots_root_mismatch', 'The ballots do not recompute to the published root.');
+    return false;
+  }
+  return true;
+}
+
+const isAnonymous = (pkg: GovernancePackage): pkg is AnonymousGovernancePackage => 'scheme' in pkg;
+
+/** Recomputes everything a governance package claims, proofs included. Never throws. */
+export async function verifyGovernancePackage(
   input: unknown,
-  keys: { publicKey: string; logPublicKey?: string },
-): GovernanceVerdict {
+  keys: VerifierKeys,
+): Promise<GovernanceVerdict> {
   const parsed = governancePackageSchema.safeParse(input);
   if (!parsed.success) {
     return {
@@ -235,32 +460,16 @@ export function verifyGovernancePackage(
     }
   }
 
-  let ballotsValid = true;
-  const seen = new Set<string>();
-  for (const b of pkg.ballots) {
-    if (ballotCommitment(b.choice, b.salt, subject.proposalId) !== b.commitment) {
-      ballotsValid = false;
-      fail(reasons, 'ballot_mismatch', `ballot ${b.commitment.slice(0, 12)}… does not open to its choice`);
-      break;
-    }
-    if (seen.has(b.commitment) || !subject.options.includes(b.choice)) {
-      ballotsValid = false;
-      fail(reasons, 'ballot_invalid', `ballot ${b.commitment.slice(0, 12)}… is repeated or names no option`);
-      break;
-    }
-    seen.add(b.commitment);
-  }
-  const commitments = pkg.ballots.map((b) => b.commitment);
-  const sorted = [...commitments].sort();
-  if (commitments.some((c, i) => c !== sorted[i]) || ballotsRoot(commitments) !== pkg.ballotsRoot) {
-    ballotsValid = false;
-    fail(reasons, 'ballots_root_mismatch', 'The ballots do not recompute to the published root.');
-  }
+  const anonymous = isAnonymous(pkg);
+  const ballotsValid = anonymous
+    ? await checkAnonymousBallots(pkg, keys.ballotVerificationKey, reasons)
+    : checkLegacyBallots(pkg as Parameters<typeof checkLegacyBallots>[0], reasons);
 
   const recomputed = tallyBallots(
     subject.options,
     pkg.ballots.map((b) => b.choice),
     subject.quorum,
+    anonymous,
   );
   let tallyValid = canonicalJson(recomputed) === canonicalJson(pkg.tally);
   if (!tallyValid) fail(reasons, 'tally_mismatch', 'The published tally is not the count of the ballots.');
@@ -324,46 +533,40 @@ export function verifyGovernancePackage(
 export interface ReceiptCheck {
   receiptValid: boolean;
   packageValid: boolean;
-  /** The receipt's commitment is among the package's ballots: false with a valid receipt proves a dropped ballot. */
+  /** The receipt's ballot is among the package's: false with a valid receipt proves a dropped ballot. */
   included: boolean;
-  /** With the voter's own choice and salt: the published ballot is the one they cast. */
+  /** With the voter's own choice: the published vote of their ballot is the one they cast. */
   ballotMatches?: boolean;
-  /** The commitment's RFC 6962 inclusion path to ballotsRoot, checked. */
+  /** The ballot's RFC 6962 inclusion path to ballotsRoot, checked. */
   inclusion?: { index: number; path: string[]; valid: boolean };
 }
 
-/** A voter's check: their signed receipt against a published package (and optionally their own opening). */
-export function checkReceiptAgainstPackage(
+/** A voter's check: their signed receipt against a published package (and optionally their choice). */
+export async function checkReceiptAgainstPackage(
   receipt: unknown,
   pkg: unknown,
-  keys: { publicKey: string; logPublicKey?: string },
-  opening?: { choice: string; salt: string },
-): ReceiptCheck {
+  keys: VerifierKeys,
+  opening?: { choice: string },
+): Promise<ReceiptCheck> {
   const receiptValid = verifyReceipt(receipt, keys.publicKey);
-  const verdict = verifyGovernancePackage(pkg, keys);
+  const verdict = await verifyGovernancePackage(pkg, keys);
   const r = receipt as BallotReceipt;
   if (!verdict.valid || !receiptValid) return { receiptValid, packageValid: verdict.valid, included: false };
   const p = pkg as GovernancePackage;
-  if (r.proposalId !== p.subject.proposalId) return { receiptValid, packageValid: true, included: false };
-  const commitments = p.ballots.map((b) => b.commitment);
-  const index = commitments.indexOf(r.ballotCommitment);
+  if (!isAnonymous(p) || r.proposalId !== p.subject.proposalId)
+    return { receiptValid, packageValid: true, included: false };
+  const index = p.ballots.findIndex(
+    (b) => ciphertextDigest(Buffer.from(b.ciphertext, 'base64url')) === r.ballotDigest,
+  );
   if (index < 0) return { receiptValid, packageValid: true, included: false };
-  const leaves = commitmentLeaves(commitments);
+  const leaves = anonymousLeaves(p.ballots);
   const path = inclusionProof(leaves, index, leaves.length);
   const valid = verifyInclusion(leaves[index]!, index, leaves.length, path, fromHex(p.ballotsRoot));
-  const published = p.ballots[index]!;
   return {
     receiptValid,
     packageValid: true,
     included: true,
-    ...(opening
-      ? {
-          ballotMatches:
-            published.choice === opening.choice &&
-            published.salt === opening.salt &&
-            ballotCommitment(opening.choice, opening.salt, p.subject.proposalId) === r.ballotCommitment,
-        }
-      : {}),
+    ...(opening ? { ballotMatches: p.ballots[index]!.choice === opening.choice } : {}),
     inclusion: { index, path: path.map(toHex), valid },
   };
 }

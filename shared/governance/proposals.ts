@@ -1,25 +1,44 @@
-// Proposals: Proposal → Review → Vote → Execution → Proof. Ballots are sealed under the proposal's key
-// while the vote is open; the close opens them, tallies, and publishes the package on the log, all in
-// one transaction. Until then nothing here returns or logs anything but status and time remaining.
+// Proposals: Proposal → Review → Vote → Execution → Proof. Ballots are anonymous: a membership proof
+// against the room's identity tree, a nullifier, and the vote encrypted to the proposal's key; the
+// service stores nothing that names the voter, nor when they voted. The close opens every vote,
+// tallies, and publishes the package (with the key) on the log, all in one transaction. Until then
+// nothing here returns or logs anything but status and time remaining.
 import type { Knex } from 'knex';
 import { canonicalJson } from '../canonical';
 import { sha256Hex } from '../crypto';
 import { AppError, conflict, notFound, unprocessable } from '../errors';
 import { newId } from '../ids';
 import { serviceSigningKey } from '../keys';
-import { ballotCommitment, ballotMessage, reviewMessage } from './commitments';
+import { signPackage } from '../workflows/envelope';
+import { loadVerificationKey } from '../zk/verify';
+import {
+  BALLOT_CIPHERTEXT_BYTES,
+  BALLOT_CIRCUIT,
+  BALLOT_TREE_DEPTH,
+  ballotPublicKey,
+  ballotSignals,
+  ciphertextDigest,
+  decryptVote,
+  proposalScope,
+  verifyBallotProof,
+  voteHashOf,
+} from './ballot-protocol';
+import type { Groth16ProofJson } from './ballot-protocol';
+import { reviewMessage } from './commitments';
+import { acceptedRoots } from './identities';
 import { appendEntry, appendPackageToLog, loadEntries } from './ledger';
 import {
+  ballotsRoot,
   buildGovernancePackage,
+  byNullifier,
   governanceGenesis,
   signReceipt,
   tallyBallots,
   tallyHash,
-  ballotsRoot,
 } from './package';
-import type { BallotReceipt, GovernancePackage, OpenedBallot, Tally } from './package';
-import { assertOwner, committeeOrThrow, memberCount, isMember, roomOrThrow, walletCommitment } from './rooms';
-import { ballotOpener, newWrappedProposalKey, sealBallot } from './sealing';
+import type { BallotReceipt, GovernancePackage, PublishedBallot, Tally } from './package';
+import { assertOwner, committeeOrThrow, memberCount, roomOrThrow, walletCommitment } from './rooms';
+import { newProposalBallotKey, proposalBallotKey } from './sealing';
 
 export type ProposalStatus = 'review' | 'voting' | 'closed' | 'executed' | 'rejected';
 
@@ -38,6 +57,8 @@ export interface ProposalRow {
   voting_opened_at: string | null;
   created_at_iso: string;
   key_wrapped: Buffer;
+  /** Set at creation since anonymous ballots; derived from key_wrapped for older proposals. */
+  ballot_public_key: string | null;
   chain_genesis: string;
   chain_head: string;
   entry_count: number;
@@ -80,6 +101,7 @@ export async function createProposal(db: Knex, input: CreateProposalInput, owner
     const id = newId('prop');
     const genesis = governanceGenesis(id);
     const createdAt = iso(new Date());
+    const key = newProposalBallotKey(id);
     const row = {
       id,
       room_id: input.roomId,
@@ -91,7 +113,8 @@ export async function createProposal(db: Knex, input: CreateProposalInput, owner
       voting_ends_at: input.votingEndsAt ?? null,
       voting_seconds: input.votingSeconds ?? null,
       created_at_iso: createdAt,
-      key_wrapped: newWrappedProposalKey(id),
+      key_wrapped: key.wrapped,
+      ballot_public_key: key.publicKey,
       chain_genesis: genesis,
       chain_head: genesis,
       entry_count: 0,
@@ -170,7 +193,9 @@ export async function reviewProposal(
         action: 'vote_opened',
         at: iso(openedAt),
         actorCommitment: null,
-        data: { votingEndsAt: iso(endsAt) },
+        // The key voters encrypt to, fixed in the chain before any ballot: the close publishes its
+        // private half, and a verifier checks it is this key's.
+        data: { votingEndsAt: iso(endsAt), ballotPublicKey: publicKeyOf(p) },
       });
       await trx('proposals')
         .where({ id: proposalId, status: 'review' })
@@ -201,52 +226,97 @@ export async function reviewProposal(
 const secondsLeft = (endsAt: Date, now: Date) =>
   Math.max(0, Math.ceil((endsAt.getTime() - now.getTime()) / 1000));
 
-/** Casts one sealed ballot; returns the signed receipt. The reply and every refusal say nothing of other ballots. */
-export async function castBallot(
-  db: Knex,
-  proposalId: string,
-  input: { walletPublicKey: string; choice: string; salt: string; signature: string },
-): Promise<BallotReceipt> {
-  return db.transaction(async (trx) => {
-    const p = await lockProposal(trx, proposalId);
-    const room = await roomOrThrow(trx, p.room_id);
-    const commitment = ballotCommitment(input.choice, input.salt, proposalId);
-    const member = walletCommitment(
-      room,
-      input.walletPublicKey,
-      ballotMessage(proposalId, commitment),
-      input.signature,
+/** The proposal's ballot public key (base64url X25519). */
+function publicKeyOf(p: ProposalRow): string {
+  return p.ballot_public_key ?? ballotPublicKey(proposalBallotKey(p.id, p.key_wrapped)).toString('base64url');
+}
+
+/** What a voter encrypts to and proves for: the same for every voter and at every moment of the vote. */
+export async function ballotKeyInfo(db: Knex, proposalId: string) {
+  const p = (await db('proposals').where('id', proposalId).first()) as ProposalRow | undefined;
+  if (!p) throw notFound('The proposal');
+  return {
+    proposalId: p.id,
+    roomId: p.room_id,
+    scope: String(proposalScope(p.id)),
+    publicKey: publicKeyOf(p),
+    circuit: BALLOT_CIRCUIT,
+    depth: BALLOT_TREE_DEPTH,
+  };
+}
+
+export interface BallotInput {
+  nullifier: string;
+  root: string;
+  ciphertext: string;
+  proof: Groth16ProofJson;
+}
+
+const notOpen = () => conflict('voting_not_open', 'This proposal is not open for voting.');
+
+// snarkjs runs its pairings on shared curve threads: verifications side by side each take several times
+// longer (10 in flight: ~3.5x the time of 10 in a row), so a process checks one ballot proof at a time.
+let verifying: Promise<unknown> = Promise.resolve();
+function verifyInTurn(proof: Groth16ProofJson, signals: string[]): Promise<boolean> {
+  const run = verifying.then(async () =>
+    verifyBallotProof(await loadVerificationKey(BALLOT_CIRCUIT), proof, signals),
+  );
+  verifying = run.catch(() => undefined);
+  return run;
+}
+const isOpen = (p: ProposalRow, now: Date) =>
+  p.status === 'voting' && !!p.voting_ends_at && now < p.voting_ends_at;
+
+/**
+ * Takes one anonymous ballot and returns its signed receipt. The proof is checked before the nullifier
+ * is looked at (so no one learns whether a nullifier has voted without a proof for it), and outside
+ * any lock; the insert then holds the proposal row in share mode, so ballots go in side by side and the
+ * close (which locks it for update) sees every ballot taken before it and none after. The reply and
+ * every refusal say nothing of other ballots.
+ */
+export async function castBallot(db: Knex, proposalId: string, input: BallotInput): Promise<BallotReceipt> {
+  const p = (await db('proposals').where('id', proposalId).first()) as ProposalRow | undefined;
+  if (!p) throw notFound('The proposal');
+  if (!isOpen(p, new Date())) throw notOpen();
+  const ciphertext = Buffer.from(input.ciphertext, 'base64url');
+  if (ciphertext.length !== BALLOT_CIPHERTEXT_BYTES)
+    throw unprocessable('invalid_ciphertext', `A ballot's ciphertext is ${BALLOT_CIPHERTEXT_BYTES} bytes.`);
+  if (!(await acceptedRoots(db, p.room_id)).includes(input.root))
+    throw unprocessable(
+      'unknown_root',
+      'The proof is not against one of this room’s recent member-tree roots; fetch the member list again and prove anew.',
     );
-    const now = new Date();
-    if (p.status !== 'voting' || !p.voting_ends_at || now >= p.voting_ends_at)
-      throw conflict('voting_not_open', 'This proposal is not open for voting.');
-    if (!(await isMember(trx, p.room_id, member)))
-      throw new AppError(403, 'not_a_member', 'This wallet is not a member of the proposal’s room.');
-    if (!p.options.includes(input.choice))
-      throw unprocessable('unknown_option', 'The choice is not one of the proposal’s options.');
-    const id = newId('bal');
-    const castAt = iso(now);
+  const signals = ballotSignals({
+    root: input.root,
+    nullifier: input.nullifier,
+    scope: proposalScope(p.id),
+    voteHash: voteHashOf(ciphertext),
+  });
+  if (!(await verifyInTurn(input.proof, signals)))
+    throw unprocessable(
+      'proof_invalid',
+      'The membership proof does not verify for this proposal and this vote.',
+    );
+  return db.transaction(async (trx) => {
+    const locked = (await trx('proposals').where('id', proposalId).forShare().first()) as ProposalRow;
+    if (!isOpen(locked, new Date())) throw notOpen();
     const inserted = (await trx('ballots')
       .insert({
-        id,
         proposal_id: proposalId,
-        member_commitment: member,
-        ballot_commitment: commitment,
-        sealed: sealBallot(proposalId, p.key_wrapped, id, { choice: input.choice, salt: input.salt }),
-        cast_at: castAt,
+        nullifier: input.nullifier,
+        root: input.root,
+        ciphertext,
+        proof: JSON.stringify({ pi_a: input.proof.pi_a, pi_b: input.proof.pi_b, pi_c: input.proof.pi_c }),
       })
       .onConflict()
       .ignore()
-      .returning('id')) as unknown[];
+      .returning('nullifier')) as unknown[];
     if (!inserted.length)
       throw conflict(
         'already_voted',
         'This member has already cast a ballot on this proposal; ballots are final.',
       );
-    return signReceipt(
-      { receiptId: id, proposalId, ballotCommitment: commitment, castAt },
-      serviceSigningKey(),
-    );
+    return signReceipt({ proposalId, ballotDigest: ciphertextDigest(ciphertext) }, serviceSigningKey());
   });
 }
 
@@ -274,23 +344,31 @@ export async function closeProposal(db: Knex, proposalId: string, now = new Date
     const p = await lockProposal(trx, proposalId);
     if (p.status !== 'voting') return false;
     if (now < p.voting_ends_at!) return false;
-    const open = ballotOpener(p.id, p.key_wrapped);
-    const rows = (await trx('ballots').where('proposal_id', p.id).orderBy('ballot_commitment')) as Array<{
-      id: string;
-      ballot_commitment: string;
-      sealed: Buffer;
-      cast_at: string;
+    const privateKey = proposalBallotKey(p.id, p.key_wrapped);
+    const rows = (await trx('ballots').where('proposal_id', p.id)) as Array<{
+      nullifier: string;
+      root: string;
+      ciphertext: Buffer;
+      proof: Groth16ProofJson;
     }>;
-    const ballots: OpenedBallot[] = rows.map((r) => {
-      const b = open(r.id, r.sealed);
-      if (ballotCommitment(b.choice, b.salt, p.id) !== r.ballot_commitment)
-        throw new Error(`ballot ${r.id} does not open to its commitment`);
-      return { commitment: r.ballot_commitment, choice: b.choice, salt: b.salt, castAt: r.cast_at };
-    });
+    // A vote that does not open to one of the options is spoiled: published, counted toward nothing.
+    const ballots: PublishedBallot[] = rows
+      .map((r) => {
+        const choice = decryptVote(privateKey, p.id, r.ciphertext);
+        return {
+          nullifier: r.nullifier,
+          root: r.root,
+          ciphertext: r.ciphertext.toString('base64url'),
+          proof: r.proof,
+          choice: choice !== null && p.options.includes(choice) ? choice : null,
+        };
+      })
+      .sort(byNullifier);
     const tally: Tally = tallyBallots(
       p.options,
       ballots.map((b) => b.choice),
       p.quorum,
+      true,
     );
     await appendEntry(trx, 'proposals', p.id, p, {
       stage: 'vote',
@@ -299,11 +377,17 @@ export async function closeProposal(db: Knex, proposalId: string, now = new Date
       actorCommitment: null,
       data: {
         ballotCount: ballots.length,
-        ballotsRoot: ballotsRoot(ballots.map((b) => b.commitment)),
+        ballotsRoot: ballotsRoot(ballots),
         tallyHash: tallyHash(tally),
         outcome: tally.outcome,
       },
     });
+    const identities = (await trx('room_identities')
+      .where('room_id', p.room_id)
+      .count({ n: '*' })
+      .first()) as {
+      n: string;
+    };
     const committee = await committeeOrThrow(trx, p.room_id, p.review_committee);
     const proofId = newId('prf');
     const pkg = await appendPackageToLog(
@@ -314,6 +398,12 @@ export async function closeProposal(db: Knex, proposalId: string, now = new Date
           phase: 'tallied',
           issuedAt: new Date(),
           subject: packageSubject(p, await memberCount(trx, p.room_id), committee.threshold),
+          ballotKey: { publicKey: publicKeyOf(p), privateKey: privateKey.toString('base64url') },
+          membership: {
+            depth: BALLOT_TREE_DEPTH,
+            identityCount: Number(identities.n),
+            roots: ballots.map((b) => b.root),
+          },
           ballots,
           tally,
           genesis: p.chain_genesis,
@@ -374,20 +464,20 @@ export async function recordExecution(db: Knex, proposalId: string, evidenceHash
       actorCommitment: null,
       data: { evidenceHash, winner: p.tally_package.tally.winner },
     });
-    const tallied = p.tally_package;
+    // The final package repeats the tallied one (whichever ballot scheme it was made under) with the
+    // execution added to the chain.
+    const { issuer: _i, signature: _s, log: _l, ...tallied } = p.tally_package;
+    const entries = await loadEntries(trx, p.id);
     const proofId = newId('prf');
     const pkg = await appendPackageToLog(
       trx,
-      buildGovernancePackage(
+      signPackage<GovernancePackage>(
         {
+          ...tallied,
           proofId,
           phase: 'executed',
-          issuedAt: new Date(),
-          subject: tallied.subject,
-          ballots: tallied.ballots,
-          tally: tallied.tally,
-          genesis: p.chain_genesis,
-          entries: await loadEntries(trx, p.id),
+          issuedAt: new Date().toISOString(),
+          chain: { genesis: p.chain_genesis, head: entries[entries.length - 1]!.entryHash, entries },
         },
         serviceSigningKey(),
       ),

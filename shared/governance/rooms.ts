@@ -1,5 +1,6 @@
-// Rooms and committees: members kept only as commitments under a private room salt; a member proves
-// membership with a wallet signature (over a ballot, a review, or a challenge the service issued).
+// Rooms and committees: members kept only as commitments under a private room salt (sealed at rest); a
+// member proves membership with a wallet signature (over a review, a bid, or a challenge the service
+// issued). Ballots use the room's identity tree instead (identities.ts).
 import { createHmac, randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
 import { safeEqual } from '../crypto';
@@ -7,16 +8,39 @@ import { AppError, conflict, notFound, unprocessable } from '../errors';
 import { verifyWalletSignature } from '../exchange/wallet';
 import { newId } from '../ids';
 import { memberCommitment, membershipMessage } from './commitments';
-import { challengeKey } from './sealing';
+import { challengeKey, openRoomSalt, sealRoomSalt } from './sealing';
 
 type Conn = Knex | Knex.Transaction;
 
 export interface RoomRow {
   id: string;
   name: string;
+  /** Opened from `salt_sealed` on read; the plaintext column is empty once sealed. */
   salt: string;
   owner: string;
   created_at: Date;
+}
+
+interface StoredRoom extends Omit<RoomRow, 'salt'> {
+  salt: string | null;
+  salt_sealed: Buffer | null;
+}
+
+/** A room of the first schema keeps its salt in plaintext: seal it, clear the plaintext, return it. */
+async function sealLegacySalt(db: Conn, room: StoredRoom): Promise<string> {
+  const salt = room.salt!;
+  await db('rooms')
+    .where({ id: room.id })
+    .whereNull('salt_sealed')
+    .update({ salt_sealed: sealRoomSalt(room.id, salt), salt: null });
+  return salt;
+}
+
+/** Seals the salt of every room still holding it in plaintext (run at release). Returns how many. */
+export async function sealLegacyRoomSalts(db: Knex): Promise<number> {
+  const rooms = (await db('rooms').whereNull('salt_sealed').whereNotNull('salt')) as StoredRoom[];
+  for (const room of rooms) await sealLegacySalt(db, room);
+  return rooms.length;
 }
 
 /** Who administers a room and what hangs off it: the operator, or one license. */
@@ -25,10 +49,11 @@ export function assertOwner(owner: string, row: { owner: string }, what: string)
 }
 
 export async function roomOrThrow(db: Conn, roomId: string, owner?: string): Promise<RoomRow> {
-  const room = (await db('rooms').where('id', roomId).first()) as RoomRow | undefined;
-  if (!room) throw notFound('The room');
-  if (owner !== undefined) assertOwner(owner, room, 'The room');
-  return room;
+  const stored = (await db('rooms').where('id', roomId).first()) as StoredRoom | undefined;
+  if (!stored) throw notFound('The room');
+  if (owner !== undefined) assertOwner(owner, stored, 'The room');
+  const { salt_sealed: sealed, ...room } = stored;
+  return { ...room, salt: sealed ? openRoomSalt(room.id, sealed) : await sealLegacySalt(db, stored) };
 }
 
 function uniqueKeys(keys: readonly string[]): string[] {
@@ -48,11 +73,11 @@ export async function createRoom(
   const commitments = keys.map((k) => memberCommitment(salt, k));
   return db.transaction(async (trx) => {
     const [room] = (await trx('rooms')
-      .insert({ id, name: input.name, salt, owner })
-      .returning('*')) as RoomRow[];
+      .insert({ id, name: input.name, salt_sealed: sealRoomSalt(id, salt), owner })
+      .returning(['id', 'name', 'owner', 'created_at'])) as Array<Omit<RoomRow, 'salt'>>;
     if (commitments.length)
       await trx('room_members').insert(commitments.map((c) => ({ room_id: id, member_commitment: c })));
-    return { room: room!, memberCommitments: commitments };
+    return { room: { ...room!, salt }, memberCommitments: commitments };
   });
 }
 

@@ -1,9 +1,9 @@
-// Ballot secrecy at rest: a random AES-256-GCM key per proposal, wrapped under the service ballot key
-// (BALLOT_KEY, else derived from the signing key); each ballot sealed with its proposal and ballot ids
-// as associated data, so a ciphertext opens only in its own row.
+// Keys at rest under the service ballot key (BALLOT_KEY, else derived from the signing key): each
+// proposal's X25519 ballot key, wrapped (voters encrypt to its public half), and each room's salt.
 import { hkdfSync, randomBytes } from 'node:crypto';
 import { env } from '../env';
 import { open, purposeKey, seal } from '../sealing';
+import { ballotPublicKey } from './ballot-protocol';
 
 /** The key that wraps each proposal's own key. */
 const ballotKey = (): Buffer => purposeKey('ballot-key', { name: 'BALLOT_KEY', value: env.BALLOT_KEY });
@@ -13,37 +13,24 @@ export function challengeKey(): Buffer {
   return Buffer.from(hkdfSync('sha256', ballotKey(), 'proof-exchange', 'governance-challenge/v1', 32));
 }
 
-/** A fresh per-proposal key, returned wrapped for storage. */
-export const newWrappedProposalKey = (proposalId: string): Buffer =>
-  seal(ballotKey(), `proposal-key:${proposalId}`, randomBytes(32));
+/** A fresh per-proposal X25519 ballot key: wrapped for storage, and its public half for voters. */
+export function newProposalBallotKey(proposalId: string): { wrapped: Buffer; publicKey: string } {
+  const privateKey = randomBytes(32);
+  return {
+    wrapped: seal(ballotKey(), `proposal-key:${proposalId}`, privateKey),
+    publicKey: ballotPublicKey(privateKey).toString('base64url'),
+  };
+}
 
 const unwrap = (proposalId: string, wrapped: Buffer): Buffer =>
   open(ballotKey(), `proposal-key:${proposalId}`, wrapped);
 
-export interface SealedBallot {
-  choice: string;
-  salt: string;
-}
+/** The proposal's ballot private key (X25519); the close publishes it, so nothing stored relies on it staying secret after. */
+export const proposalBallotKey = (proposalId: string, wrapped: Buffer): Buffer => unwrap(proposalId, wrapped);
 
-export function sealBallot(
-  proposalId: string,
-  wrappedKey: Buffer,
-  ballotId: string,
-  b: SealedBallot,
-): Buffer {
-  return seal(
-    unwrap(proposalId, wrappedKey),
-    `ballot:${proposalId}:${ballotId}`,
-    Buffer.from(JSON.stringify({ choice: b.choice, salt: b.salt })),
-  );
-}
+/** The room salt at rest: sealed to the room's row, so the database alone cannot test a wallet for membership. */
+export const sealRoomSalt = (roomId: string, salt: string): Buffer =>
+  seal(ballotKey(), `room-salt:${roomId}`, Buffer.from(salt, 'hex'));
 
-/** Opens every ballot of a proposal with one unwrap of its key (only the close calls this). */
-export function ballotOpener(
-  proposalId: string,
-  wrappedKey: Buffer,
-): (ballotId: string, sealed: Buffer) => SealedBallot {
-  const key = unwrap(proposalId, wrappedKey);
-  return (ballotId, sealed) =>
-    JSON.parse(open(key, `ballot:${proposalId}:${ballotId}`, sealed).toString('utf8')) as SealedBallot;
-}
+export const openRoomSalt = (roomId: string, sealed: Buffer): string =>
+  open(ballotKey(), `room-salt:${roomId}`, sealed).toString('hex');

@@ -6,6 +6,7 @@ import { AppError, notFound, validationFailed } from '../errors';
 import { newId } from '../ids';
 import { logger } from '../log';
 import { MicroBatch, batchPer } from '../batch';
+import { debitCredit, recordCreditDebit } from '../commercial/entitlements';
 import { jobChanged } from './notify';
 import type { Queues } from '../queues';
 import { findService } from './catalog';
@@ -53,8 +54,11 @@ export interface CreateJobInput {
   service: string;
   input: unknown;
   agentId?: string | null;
-  /** Whether the caller holds a license that waives payment. */
-  licensed?: boolean;
+  /**
+   * A license whose prepaid credit pays a priced job: debited in the transaction that stores the job
+   * (queued); without enough credit the job waits for payment like anyone's.
+   */
+  prepaidLicenseId?: string | undefined;
 }
 
 export function serviceOrThrow(id: string): ServiceDefinition {
@@ -79,9 +83,10 @@ export function validateServiceInput(service: ServiceDefinition, input: unknown)
 }
 
 /**
- * Stores a job; free (or licensed) jobs are queued at once, priced ones wait for payment. `within`
- * runs in the same transaction, so what belongs to the job (its quotes, its referral) is written with
- * it or not at all. The enqueue happens after commit.
+ * Stores a job; free jobs (and priced ones a license's prepaid credit pays) are queued at once, priced
+ * ones wait for payment. `within` runs in the same transaction, so what belongs to the job (its
+ * quotes, its referral, its credit debit) is written with it or not at all. The enqueue happens after
+ * commit.
  */
 export async function createJob(
   db: Db,
@@ -91,26 +96,30 @@ export async function createJob(
 ): Promise<JobRow> {
   const service = serviceOrThrow(req.service);
   const input = validateServiceInput(service, req.input);
-  const free = service.priceUsdCents === 0 || req.licensed === true;
+  const free = service.priceUsdCents === 0;
   const id = newId('job');
-  const status: JobStatus = free ? 'queued' : 'awaiting_payment';
   const values: NewJobValues = {
     id,
     serviceId: service.id,
-    status,
+    status: free ? 'queued' : 'awaiting_payment',
     input: JSON.stringify(input),
-    priceUsdCents: free ? 0 : service.priceUsdCents,
+    priceUsdCents: service.priceUsdCents,
     agentId: req.agentId ?? null,
   };
+  const prepaid = !free && req.prepaidLicenseId ? req.prepaidLicenseId : undefined;
   // The common case (nothing else to write) joins other creates in one statement and one addBulk.
-  if (!within) return creationBatch(queues, db).add(values);
+  if (!within && !prepaid) return creationBatch(queues, db).add(values);
   const row = await db.transaction(async (trx) => {
+    const paid = !!prepaid && (await debitCredit(trx, prepaid, service.priceUsdCents));
+    if (paid) values.status = 'queued';
     const [r] = await insertJobs(trx, [values]);
-    await within(trx, r!);
+    if (paid)
+      await recordCreditDebit(trx, { jobId: id, licenseId: prepaid, usdCents: service.priceUsdCents });
+    await within?.(trx, r!);
     return r!;
   });
   jobChanged(id);
-  if (free) await enqueueJob(queues, id);
+  if (row.status === 'queued') await enqueueJob(queues, id);
   return row;
 }
 

@@ -1,46 +1,68 @@
 // Job change hints: after a job's row changes, its id is published on Redis, and long polls and event
 // streams in any web process wake up and re-read Postgres. Postgres stays the truth: a lost hint only
 // delays a waiter until its next re-read (at most HINT_REREAD_MS), it never loses a state.
-import type { Redis } from 'ioredis';
 import { env } from '../env';
 import { logger } from '../log';
-import { createRedis, redisUrl } from '../redis';
+import { createRedis, redisTarget } from '../redis';
+import type { RedisClient, RedisTarget } from '../redis';
 
 /** A waiter re-reads Postgres at least this often, hint or no hint. */
 export const HINT_REREAD_MS = 2000;
 
 export const jobEventsChannel = (prefix = env.QUEUE_PREFIX) => `${prefix}:job-events`;
 
-let publisher: Redis | undefined;
+let publisher: RedisClient | undefined;
+/** Hints made before the publisher's first connection, sent once it is up; bounded, for a Redis that never comes. */
+let beforeReady: Set<string> | undefined;
+const MAX_BEFORE_READY = 10_000;
+
+function publish(client: RedisClient, jobId: string): void {
+  client.publish(jobEventsChannel(), jobId).catch((err: Error) => {
+    logger.debug({ jobId, err: err.message }, 'job hint not published; waiters re-read on their own');
+  });
+}
 
 /** Publishes that a job changed; fire and forget (the change is already committed). */
 export function jobChanged(jobId: string): void {
-  // Hints published in the same tick go out as one pipeline.
-  publisher ??= createRedis('api', redisUrl(), { enableAutoPipelining: true });
-  publisher.publish(jobEventsChannel(), jobId).catch((err: Error) => {
-    logger.debug({ jobId, err: err.message }, 'job hint not published; waiters re-read on their own');
-  });
+  if (!publisher) {
+    // Hints published in the same tick go out as one pipeline. Like every API-side client it fails
+    // fast while Redis is away, but the first hints of a fresh process wait for its first connection.
+    const client = createRedis('api', redisTarget(), { enableAutoPipelining: true });
+    const waiting = new Set<string>();
+    client.once('ready', () => {
+      if (beforeReady === waiting) beforeReady = undefined;
+      for (const id of waiting) publish(client, id);
+    });
+    publisher = client;
+    beforeReady = waiting;
+  }
+  if (beforeReady) {
+    if (beforeReady.size < MAX_BEFORE_READY) beforeReady.add(jobId);
+    return;
+  }
+  publish(publisher, jobId);
 }
 
 export async function closeJobEvents(): Promise<void> {
   publisher?.disconnect();
   publisher = undefined;
+  beforeReady = undefined;
 }
 
 type Waiter = () => void;
 
 export class JobNotifier {
-  private subscriber: Redis | undefined;
+  private subscriber: RedisClient | undefined;
   private readonly waiters = new Map<string, Set<Waiter>>();
 
   constructor(
-    private readonly url = redisUrl(),
+    private readonly target: RedisTarget = redisTarget(),
     private readonly channel = jobEventsChannel(),
   ) {}
 
   private subscribe(): void {
     if (this.subscriber) return;
-    const sub = createRedis('worker', this.url);
+    const sub = createRedis('worker', this.target);
     sub.on('message', (_channel: string, jobId: string) => this.wake(jobId));
     // After a reconnect anything could have changed: wake every waiter to re-read.
     sub.on('ready', () => {

@@ -38,6 +38,11 @@ export interface Asset {
   stable: boolean;
   /** Symbol whose USD price converts quotes for non-stable assets (WBTC is priced as BTC). */
   rateSymbol?: string;
+  /**
+   * Where quotes are told apart by amount (EVM; Bitcoin without an xpub): the random offset added to
+   * the price is 1 to this many base units. Sized so the offset stays worth about a cent or less.
+   */
+  amountSpread?: number;
   /** Turned off by configuration. */
   disabled?: boolean;
 }
@@ -75,6 +80,7 @@ const builtIn: readonly Asset[] = [
     decimals: 6,
     contract: '0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48',
     stable: true,
+    amountSpread: 9_999,
   },
   {
     id: 'SOL',
@@ -95,6 +101,7 @@ const builtIn: readonly Asset[] = [
     decimals: 18,
     stable: false,
     rateSymbol: 'ETH',
+    amountSpread: 999_999_999,
   },
   {
     id: 'BTC',
@@ -105,6 +112,7 @@ const builtIn: readonly Asset[] = [
     decimals: 8,
     stable: false,
     rateSymbol: 'BTC',
+    amountSpread: 999,
   },
   {
     id: 'WBTC-ETH',
@@ -116,6 +124,7 @@ const builtIn: readonly Asset[] = [
     contract: '0x2260FAC5E5542a773Aa44fBCfeDf7C193bc2C599',
     stable: false,
     rateSymbol: 'BTC',
+    amountSpread: 999,
   },
   {
     id: 'XMR',
@@ -169,6 +178,7 @@ const overrideSchema = z
       .string()
       .regex(/^[A-Z0-9]+$/)
       .optional(),
+    amountSpread: z.number().int().min(1).max(1_000_000_000_000).optional(),
     disabled: z.boolean().optional(),
   })
   .strict();
@@ -183,7 +193,12 @@ export class AssetConfigError extends Error {
 
 export type AssetSettings = Pick<
   Env,
-  'ASSETS_JSON' | 'TREASURY_SOLANA' | 'TREASURY_EVM' | 'TREASURY_BITCOIN' | 'TREASURY_MONERO'
+  | 'ASSETS_JSON'
+  | 'TREASURY_SOLANA'
+  | 'TREASURY_EVM'
+  | 'TREASURY_BITCOIN'
+  | 'TREASURY_BITCOIN_XPUB'
+  | 'TREASURY_MONERO'
 >;
 
 const cache = new Map<string, readonly Asset[]>();
@@ -226,6 +241,11 @@ function applyOverrides(json: string): readonly Asset[] {
   });
 }
 
+/** The built-in entry of an asset id, whatever ASSETS_JSON says today (family, symbol, name). */
+export function builtInAsset(id: string): Asset | undefined {
+  return builtIn.find((a) => a.id === id);
+}
+
 /** One asset by id (overrides applied), or undefined for an unknown id. */
 export function findAsset(id: string, settings: Pick<AssetSettings, 'ASSETS_JSON'> = env): Asset | undefined {
   return listAssets(settings).find((a) => a.id === id);
@@ -246,13 +266,24 @@ export function treasuryFor(family: ChainFamily, settings: AssetSettings = env):
 }
 
 export type AssetStatus =
-  | { asset: Asset; enabled: true; payTo: string }
-  | { asset: Asset; enabled: false; reason: 'no_treasury' | 'disabled_by_config'; detail: string };
+  /** payTo is absent where every quote gets an address of its own (Bitcoin from an xpub only). */
+  | { asset: Asset; enabled: true; payTo?: string }
+  | {
+      asset: Asset;
+      enabled: false;
+      reason: 'no_treasury' | 'disabled_by_config' | 'wrong_network';
+      detail: string;
+    };
+
+/** Whether a family can receive at all: an address, or (Bitcoin) an account key to derive them from. */
+export function canReceive(family: ChainFamily, settings: AssetSettings = env): boolean {
+  return !!treasuryFor(family, settings) || (family === 'bitcoin' && !!settings.TREASURY_BITCOIN_XPUB);
+}
 
 const treasuryVariable: Record<ChainFamily, string> = {
   solana: 'TREASURY_SOLANA',
   evm: 'TREASURY_EVM',
-  bitcoin: 'TREASURY_BITCOIN',
+  bitcoin: 'TREASURY_BITCOIN (or TREASURY_BITCOIN_XPUB)',
   monero: 'TREASURY_MONERO',
 };
 
@@ -268,7 +299,7 @@ export function assetStatus(settings: AssetSettings = env): AssetStatus[] {
       };
     }
     const payTo = treasuryFor(asset.family, settings);
-    if (!payTo) {
+    if (!canReceive(asset.family, settings)) {
       return {
         asset,
         enabled: false,
@@ -276,7 +307,7 @@ export function assetStatus(settings: AssetSettings = env): AssetStatus[] {
         detail: `${treasuryVariable[asset.family]} is not set, so ${asset.id} cannot be received.`,
       };
     }
-    return { asset, enabled: true, payTo };
+    return { asset, enabled: true, ...(payTo ? { payTo } : {}) };
   });
 }
 

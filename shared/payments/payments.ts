@@ -1,8 +1,8 @@
 // Crypto payments for priced jobs: quotes locked per job, payment submission, verification against the
 // chain (with the one-transfer-pays-once claim), receipts, and the job's move to queued once paid.
 import type { Knex } from 'knex';
-import { adapterFor } from '../chains';
-import type { VerifyResult } from '../chains';
+import { adapterFor, endpointNetwork } from '../chains';
+import type { VerifyRequest, VerifyResult } from '../chains';
 import type { Db } from '../db/knex';
 import { env } from '../env';
 import { AppError, conflict, notFound, unprocessable, validationFailed } from '../errors';
@@ -14,9 +14,21 @@ import { serviceSigningKey } from '../keys';
 import { logger } from '../log';
 import type { Queues } from '../queues';
 import { AssetConfigError, assetStatus, findAsset } from './assets';
-import type { Asset, AssetId, ChainFamily } from './assets';
+import type { Asset, AssetId, AssetStatus, ChainFamily } from './assets';
 import { QuoteError, createQuote, formatUnits, rateSourceFromEnv } from './quote';
 import { jobChanged } from '../jobs/notify';
+import {
+  BindingUnavailable,
+  assetSnapshot,
+  bindQuote,
+  bindingOf,
+  paymentInstructions,
+  prepareBinding,
+  releaseAmounts,
+  releaseExpiredAmounts,
+  verifyRequestFor,
+} from './binding';
+import type { BindingKind, PreBinding } from './binding';
 import { judgeTransfer, lateWindowMs, recheckColumns } from './verdict';
 import type { Verdict } from './verdict';
 import type { Quote, RateSource } from './quote';
@@ -45,9 +57,17 @@ export interface QuoteRow {
   amount: string;
   decimals: number;
   contract: string | null;
+  token_program: string | null;
+  /** The treasury's address, or the quote's own (a BIP84 address, a Monero subaddress). */
   pay_to: string;
   usd_cents: number;
   rate: Quote['rate'] | null;
+  /** reference | amount | address; null for quotes made before bindings. */
+  binding: BindingKind | null;
+  reference_key: string | null;
+  address_index: number | null;
+  /** The price before the unique offset. */
+  base_amount: string | null;
   created_at: Date;
   expires_at: Date;
 }
@@ -69,6 +89,8 @@ export interface PaymentRow {
   output: string | null;
   confirmations: number | null;
   checks: number;
+  /** When the chain says the transfer was made. */
+  block_time: Date | null;
   created_at: Date;
   updated_at: Date;
   next_check_at: Date | null;
@@ -94,10 +116,13 @@ export interface UnavailableAsset {
   detail: string;
 }
 
+/** A quote priced for a job not stored yet, with the part of its binding made outside a transaction. */
+export type PreparedQuote = Quote & { pre: PreBinding };
+
 export interface PreparedQuotes {
   serviceId: string;
   usdCents: number;
-  quotes: Quote[];
+  quotes: PreparedQuote[];
   unavailable: UnavailableAsset[];
 }
 
@@ -108,95 +133,132 @@ function assetConfigProblem(err: unknown): never {
   throw err;
 }
 
-/** The payable assets with whether each can be paid in now and why not (for pricing). */
-export function assetAvailability() {
+/**
+ * The payable assets with whether each can be paid in now and why not (pricing, checkout, the gate):
+ * configured, and, where the family's endpoint has said which network it serves, that network. An
+ * endpoint on another network (a devnet RPC for mainnet assets) turns its assets off with the reason;
+ * one that has not answered yet leaves them on (their payments wait for it, they never settle blind).
+ */
+export async function assetAvailability(): Promise<AssetStatus[]> {
+  let statuses: AssetStatus[];
   try {
-    return assetStatus();
+    statuses = assetStatus();
   } catch (err) {
     return assetConfigProblem(err);
   }
+  const families = [...new Set(statuses.filter((s) => s.enabled).map((s) => s.asset.family))];
+  const served = new Map(
+    await Promise.all(families.map(async (f) => [f, await endpointNetwork(f)] as const)),
+  );
+  return statuses.map((s): AssetStatus => {
+    const actual = served.get(s.asset.family);
+    if (!s.enabled || actual === undefined || actual === s.asset.network) return s;
+    return {
+      asset: s.asset,
+      enabled: false,
+      reason: 'wrong_network',
+      detail: `The ${s.asset.family} endpoint serves ${actual}, not ${s.asset.network}; ${s.asset.id} is not offered until it does.`,
+    };
+  });
 }
 
 /**
  * Prices a priced service in every enabled asset, before the job is stored, so a job that could not
- * be paid is never written. Undefined for free services, licensed callers and unknown services
- * (createJob reports those).
+ * be paid is never written. Each quote gets the first half of its binding here (a Solana Pay reference
+ * key, a Monero subaddress); the rest is fixed with the job (attachQuotes). Undefined for free
+ * services and unknown services (createJob reports those). A license never waives the price: its
+ * prepaid credit, if any, pays in createJob.
  */
 export async function prepareQuotes(
   serviceId: string,
-  opts: { licensed?: boolean; now?: Date; rates?: RateSource } = {},
+  opts: { now?: Date; rates?: RateSource } = {},
 ): Promise<PreparedQuotes | undefined> {
   const service = findService(serviceId);
-  if (!service || service.priceUsdCents === 0 || opts.licensed) return undefined;
+  if (!service || service.priceUsdCents === 0) return undefined;
   const now = opts.now ?? new Date();
-  const quotes: Quote[] = [];
+  const quotes: PreparedQuote[] = [];
   const unavailable: UnavailableAsset[] = [];
-  for (const status of assetAvailability()) {
+  for (const status of await assetAvailability()) {
     if (!status.enabled) {
       unavailable.push({ asset: status.asset.id, reason: status.reason, detail: status.detail });
       continue;
     }
     const source = opts.rates ?? rates();
     try {
-      quotes.push(
-        await createQuote({
-          asset: status.asset,
-          usdCents: service.priceUsdCents,
-          now,
-          ...(source ? { rates: source } : {}),
-        }),
-      );
+      const quote = await createQuote({
+        asset: status.asset,
+        usdCents: service.priceUsdCents,
+        now,
+        ...(source ? { rates: source } : {}),
+      });
+      quotes.push({ ...quote, pre: await prepareBinding(status.asset, quote.reference) });
     } catch (err) {
-      if (!(err instanceof QuoteError)) throw err;
+      if (!(err instanceof QuoteError) && !(err instanceof BindingUnavailable)) throw err;
       unavailable.push({ asset: status.asset.id, reason: err.code, detail: err.message });
     }
   }
-  if (quotes.length === 0) {
-    throw new AppError(
-      503,
-      'payments_unavailable',
-      'No payment asset can be quoted now; the job was not created.',
-      {
-        extra: { unavailable },
-      },
-    );
-  }
+  if (quotes.length === 0) throw noAssetQuoted(unavailable);
   return { serviceId, usdCents: service.priceUsdCents, quotes, unavailable };
 }
 
-/** Stores the quotes of a new awaiting_payment job and sets the job's expiry to theirs. */
+const noAssetQuoted = (unavailable: UnavailableAsset[]) =>
+  new AppError(503, 'payments_unavailable', 'No payment asset can be quoted now; the job was not created.', {
+    extra: { unavailable },
+  });
+
+/**
+ * Stores the quotes of a new awaiting_payment job, inside the job's transaction, finishing each
+ * binding (a unique amount reserved, a BIP84 address derived), and sets the job's expiry to theirs.
+ * A quote whose binding cannot be made now moves to `prepared.unavailable`; with none left the whole
+ * job is refused (503) and nothing is written.
+ */
 export async function attachQuotes(
-  db: Db | Knex.Transaction,
+  trx: Knex.Transaction,
   job: JobRow,
   prepared: PreparedQuotes,
+  settings: Pick<PaymentSettings, 'QUOTE_LATE_WINDOW_SECONDS'> = env,
 ): Promise<QuoteRow[]> {
-  const expiresAt = prepared.quotes.reduce(
-    (min, q) => (new Date(q.expiresAt) < min ? new Date(q.expiresAt) : min),
-    new Date(prepared.quotes[0]!.expiresAt),
+  const rows: Record<string, unknown>[] = [];
+  for (const q of prepared.quotes) {
+    const asset = findAsset(q.asset)!;
+    const expiresAt = new Date(q.expiresAt);
+    try {
+      const bound = await bindQuote(trx, {
+        owner: q.reference,
+        quote: q,
+        asset,
+        pre: q.pre,
+        openUntil: new Date(expiresAt.getTime() + lateWindowMs(settings)),
+        now: new Date(q.createdAt),
+      });
+      rows.push({
+        id: q.reference,
+        job_id: job.id,
+        asset: q.asset,
+        network: q.network,
+        decimals: q.decimals,
+        contract: q.contract ?? null,
+        usd_cents: Number(q.usdCents),
+        rate: q.rate ? JSON.stringify(q.rate) : null,
+        base_amount: q.amount,
+        ...bound,
+        created_at: new Date(q.createdAt),
+        expires_at: expiresAt,
+      });
+    } catch (err) {
+      if (!(err instanceof BindingUnavailable)) throw err;
+      prepared.unavailable.push({ asset: q.asset, reason: err.code, detail: err.message });
+    }
+  }
+  if (rows.length === 0) throw noAssetQuoted(prepared.unavailable);
+  const stored = (await trx('quotes').insert(rows).returning('*')) as QuoteRow[];
+  const expiresAt = stored.reduce(
+    (min, q) => (q.expires_at < min ? q.expires_at : min),
+    stored[0]!.expires_at,
   );
-  return db.transaction(async (trx) => {
-    const rows = (await trx('quotes')
-      .insert(
-        prepared.quotes.map((q) => ({
-          id: q.reference,
-          job_id: job.id,
-          asset: q.asset,
-          network: q.network,
-          amount: q.amount,
-          decimals: q.decimals,
-          contract: q.contract ?? null,
-          pay_to: q.payTo,
-          usd_cents: Number(q.usdCents),
-          rate: q.rate ? JSON.stringify(q.rate) : null,
-          created_at: new Date(q.createdAt),
-          expires_at: new Date(q.expiresAt),
-        })),
-      )
-      .returning('*')) as QuoteRow[];
-    await trx('jobs').where({ id: job.id, status: 'awaiting_payment' }).update({ expires_at: expiresAt });
-    job.expires_at = expiresAt;
-    return rows;
-  });
+  await trx('jobs').where({ id: job.id, status: 'awaiting_payment' }).update({ expires_at: expiresAt });
+  job.expires_at = expiresAt;
+  return stored;
 }
 
 export async function jobQuotes(db: Db | Knex.Transaction, jobId: string): Promise<QuoteRow[]> {
@@ -206,7 +268,31 @@ export async function jobQuotes(db: Db | Knex.Transaction, jobId: string): Promi
 // CAIP-19 asset namespaces for native coins (SLIP-44 coin types); tokens are named by contract/mint.
 const slip44: Record<ChainFamily, number> = { evm: 60, solana: 501, bitcoin: 0, monero: 128 };
 
-function quoteView(q: QuoteRow) {
+/**
+ * One quote's terms exactly as stored, the single reading every consumer shares (views, x402
+ * requirements, verification): the asset as it was configured then, base units to pay, where to, from
+ * when to when, and what ties a transfer to it.
+ */
+export function quoteTerms(q: QuoteRow, settings: Pick<PaymentSettings, 'QUOTE_LATE_WINDOW_SECONDS'> = env) {
+  const expiresAt = new Date(q.expires_at);
+  const binding = bindingOf(q);
+  return {
+    reference: q.id,
+    jobId: q.job_id,
+    asset: assetSnapshot(q),
+    /** Base units, an integer string. */
+    amount: String(q.amount),
+    payTo: q.pay_to,
+    createdAt: new Date(q.created_at),
+    expiresAt,
+    /** A transfer made until then still pays (paid_late after expiresAt). */
+    watchUntil: new Date(expiresAt.getTime() + lateWindowMs(settings)),
+    ...(binding ? { binding } : {}),
+  };
+}
+export type QuoteTerms = ReturnType<typeof quoteTerms>;
+
+function quoteView(q: QuoteRow, jobLabel: string) {
   return {
     reference: q.id,
     asset: q.asset,
@@ -218,8 +304,14 @@ function quoteView(q: QuoteRow) {
     payTo: q.pay_to,
     usdCents: q.usd_cents,
     ...(q.rate ? { rate: q.rate } : {}),
+    ...(q.binding ? { binding: q.binding } : {}),
     createdAt: iso(q.created_at)!,
     expiresAt: iso(q.expires_at)!,
+    paymentInstructions: paymentInstructions(q, {
+      reference: q.id,
+      label: 'proof-exchange',
+      message: jobLabel,
+    }),
   };
 }
 
@@ -230,15 +322,22 @@ export function x402Requirements(jobUrl: string, serviceName: string, quotes: Qu
     error: 'Payment required',
     resource: { url: jobUrl, description: serviceName, mimeType: 'application/json' },
     accepts: quotes.map((q) => {
-      const asset = findAsset(q.asset);
+      const terms = quoteTerms(q);
       return {
         scheme: 'exact' as const,
-        network: q.network,
-        amount: String(q.amount),
-        asset: q.contract ?? `slip44:${slip44[asset?.family ?? 'evm']}`,
-        payTo: q.pay_to,
-        maxTimeoutSeconds: Math.max(0, Math.floor((new Date(q.expires_at).getTime() - now.getTime()) / 1000)),
-        extra: { assetId: q.asset, symbol: asset?.symbol ?? q.asset, decimals: q.decimals, reference: q.id },
+        network: terms.asset.network,
+        amount: terms.amount,
+        asset: terms.asset.contract ?? `slip44:${slip44[terms.asset.family]}`,
+        payTo: terms.payTo,
+        maxTimeoutSeconds: Math.max(0, Math.floor((terms.expiresAt.getTime() - now.getTime()) / 1000)),
+        extra: {
+          assetId: q.asset,
+          symbol: terms.asset.symbol,
+          decimals: terms.asset.decimals,
+          reference: q.id,
+          ...(terms.binding?.kind === 'reference' ? { solanaPayReference: terms.binding.reference } : {}),
+          ...(terms.binding?.kind === 'amount' ? { exactAmount: true } : {}),
+        },
       };
     }),
   };
@@ -261,6 +360,7 @@ export function paymentView(p: PaymentRow, base: string, receiptId?: string | nu
     detail: p.detail,
     amountReceived: p.amount_received === null ? null : String(p.amount_received),
     confirmations: p.confirmations,
+    blockTime: iso(p.block_time ?? null),
     createdAt: iso(p.created_at)!,
     updatedAt: iso(p.updated_at)!,
     settledAt: iso(p.settled_at),
@@ -303,7 +403,9 @@ export async function jobPayment(
     usdCents: quotes[0]!.usd_cents,
     expiresAt: iso(expiresAt)!,
     watchUntil: iso(new Date(new Date(expiresAt).getTime() + lateWindowMs(env)))!,
-    quotes: quotes.map(quoteView),
+    quotes: quotes.map((q) =>
+      quoteView(q, `${findService(job.service_id)?.name ?? job.service_id} job ${job.id}`),
+    ),
     ...(extra.unavailable ? { unavailable: extra.unavailable } : {}),
     ...(awaiting
       ? { x402: x402Requirements(jobUrl, findService(job.service_id)?.name ?? job.service_id, quotes) }
@@ -323,8 +425,25 @@ export type JobPaymentView = NonNullable<Awaited<ReturnType<typeof jobPayment>>>
 export interface SubmitPaymentInput {
   asset: AssetId;
   txRef: string;
+  /** The quote reference being paid, as a check: it must be the job's quote in `asset`. */
+  reference?: string | undefined;
   payer?: string | undefined;
   txKey?: string | undefined;
+}
+
+const addressFormats: Record<ChainFamily, RegExp> = {
+  evm: /^0x[0-9a-fA-F]{40}$/,
+  solana: /^[1-9A-HJ-NP-Za-km-z]{32,44}$/,
+  bitcoin:
+    /^(?:[13mn2][1-9A-HJ-NP-Za-km-z]{25,34}|(?:bc|tb|bcrt)1[02-9ac-hj-np-z]{11,71}|(?:BC|TB|BCRT)1[02-9AC-HJ-NP-Z]{11,71})$/,
+  monero: /^[4589AB7][1-9A-HJ-NP-Za-km-z]{94}(?:[1-9A-HJ-NP-Za-km-z]{11})?$/,
+};
+
+/** A payer address is recorded only in the format of the asset's chain; anything else is bad input. */
+export function checkPayerAddress(asset: Asset, payer: string | undefined, path = 'body.payer'): void {
+  if (payer !== undefined && !addressFormats[asset.family].test(payer.trim())) {
+    throw validationFailed([{ path, message: `not a ${asset.family} address` }]);
+  }
 }
 
 const txRefFormats: Record<ChainFamily, { re: RegExp; what: string; lower: boolean }> = {
@@ -345,7 +464,8 @@ export function normalizeTxRef(asset: Asset, txRef: string): string {
 /**
  * Records a payment for a job and returns it (created: false when this job already has a payment for
  * the same transaction). Refused with 409 payment_already_claimed when the transaction is already
- * credited, or being verified for another job.
+ * credited. A transaction being verified for another job is accepted: the binding decides which quote
+ * it pays, so submitting someone else's transaction first can no longer lock its payer out.
  */
 export async function submitPayment(
   db: Db,
@@ -357,6 +477,7 @@ export async function submitPayment(
   const asset = findAsset(input.asset);
   if (!asset) throw validationFailed([{ path: 'body.asset', message: 'unknown asset' }]);
   const txRef = normalizeTxRef(asset, input.txRef);
+  checkPayerAddress(asset, input.payer);
   if (asset.family === 'monero') {
     if (!input.txKey || !/^[0-9a-fA-F]{64}$/.test(input.txKey))
       throw validationFailed([
@@ -371,7 +492,7 @@ export async function submitPayment(
     if (!job) throw notFound(`Job ${jobId}`);
     // The same transaction submitted again for the same job answers the payment already recorded.
     const ours = (await trx('payments')
-      .where({ job_id: jobId, asset: asset.id, chain: asset.network, tx_ref: txRef })
+      .where({ job_id: jobId, asset: asset.id, tx_ref: txRef })
       .orderBy('created_at', 'desc')
       .first()) as PaymentRow | undefined;
     if (ours) return { payment: ours, created: false, webhooks: [] as string[] };
@@ -386,6 +507,12 @@ export async function submitPayment(
         quoted: quotes.map((q) => q.asset),
       });
     }
+    if (input.reference !== undefined && input.reference !== quote.id) {
+      throw unprocessable(
+        'unknown_reference',
+        `${input.reference} is not this job's ${asset.id} quote; its reference is ${quote.id}.`,
+      );
+    }
     if (now.getTime() > new Date(quote.expires_at).getTime() + lateWindowMs(env)) {
       throw conflict(
         'quote_expired',
@@ -393,16 +520,10 @@ export async function submitPayment(
       );
     }
     // Submissions of one transaction are serialised, so two racing for different jobs cannot both pass.
-    await trx.raw('select pg_advisory_xact_lock(hashtextextended(?, 0))', [`${asset.network}|${txRef}`]);
-    const claim = await trx('payment_claims').where({ chain: asset.network, tx_ref: txRef }).first();
-    const same = (await trx('payments')
-      .where({ chain: asset.network, tx_ref: txRef })
-      .orderBy('created_at', 'desc')) as PaymentRow[];
+    await trx.raw('select pg_advisory_xact_lock(hashtextextended(?, 0))', [`${quote.network}|${txRef}`]);
+    const claim = await trx('payment_claims').where({ chain: quote.network, tx_ref: txRef }).first();
     if (claim) {
       throw conflict('payment_already_claimed', 'This transaction has already paid for another job.');
-    }
-    if (same.some((p) => p.job_id !== jobId && openStatuses.includes(p.status))) {
-      throw conflict('payment_already_claimed', 'This transaction is being verified for another job.');
     }
     const [payment] = (await trx('payments')
       .insert({
@@ -410,7 +531,7 @@ export async function submitPayment(
         job_id: jobId,
         quote_id: quote.id,
         asset: asset.id,
-        chain: asset.network,
+        chain: quote.network,
         tx_ref: txRef,
         payer: input.payer ?? null,
         tx_key: input.txKey ?? null,
@@ -464,20 +585,11 @@ export interface ProcessOptions {
   settings?: PaymentSettings;
 }
 
-async function verifyWithAdapter(
-  asset: Asset,
-  req: {
-    txRef: string;
-    to: string;
-    minAmount: string;
-    reference: string;
-    txKey?: string;
-    skipOutputs: string[];
-  },
-): Promise<VerifyResult> {
-  const lookup = adapterFor(asset.family);
+/** Asks the family's adapter; without one the payment waits (it is never settled blind). */
+export async function verifyWithAdapter(req: VerifyRequest): Promise<VerifyResult> {
+  const lookup = adapterFor(req.asset.family);
   if (!lookup.configured) return { status: 'pending', detail: lookup.detail, reason: 'rpc_unreachable' };
-  return lookup.adapter.verifyTransfer({ asset, ...req });
+  return lookup.adapter.verifyTransfer(req);
 }
 
 /**
@@ -499,31 +611,19 @@ export async function processPayment(
     .returning('*')) as PaymentRow[];
   if (!payment) return { outcome: 'skipped' };
   const quote = (await db('quotes').where({ id: payment.quote_id }).first()) as QuoteRow;
-  const asset = findAsset(payment.asset);
-  if (!asset) {
-    return settle(db, queues, payment, quote, {
-      status: 'rejected',
-      reason: 'unsupported_asset',
-      detail: `${payment.asset} is no longer configured.`,
-    });
-  }
   const claimed = (await db('payment_claims')
     .where({ chain: payment.chain, tx_ref: payment.tx_ref })
     .pluck('output')) as string[];
-  const result = await verifyWithAdapter(asset, {
-    txRef: payment.tx_ref,
-    to: quote.pay_to,
-    minAmount: String(quote.amount),
-    reference: quote.id,
-    ...(payment.tx_key ? { txKey: payment.tx_key } : {}),
-    skipOutputs: claimed,
-  });
+  // The quote's own terms, as they were when it was made: today's configuration plays no part.
+  const result = await verifyWithAdapter(
+    verifyRequestFor(quote, { txRef: payment.tx_ref, txKey: payment.tx_key, skipOutputs: claimed }),
+  );
   const judged = judgeTransfer(
     result,
     {
       amount: String(quote.amount),
       expiresAt: new Date(quote.expires_at),
-      seenAt: new Date(payment.created_at),
+      submittedAt: new Date(payment.created_at),
       checks: payment.checks,
       what: 'the quote',
     },
@@ -584,6 +684,7 @@ async function settle(
           amount_received: v.amount ?? null,
           output: v.output ?? null,
           confirmations: v.confirmations ?? null,
+          block_time: v.blockTime ? new Date(v.blockTime) : null,
           payer: payment.payer ?? v.payer ?? null,
           next_check_at: null,
           settled_at: trx.fn.now(),
@@ -596,6 +697,8 @@ async function settle(
 
       const receiptId = newId('rcpt');
       const job = (await trx('jobs').where({ id: payment.job_id }).first()) as JobRow;
+      // A paid job takes no more payment: its quotes' unique amounts are free for others.
+      await releaseAmounts(trx, await trx('quotes').where({ job_id: payment.job_id }).pluck('id'));
       const receipt: Receipt = signReceipt(
         {
           type: 'proof-exchange.receipt/v1',
@@ -742,5 +845,6 @@ export async function expireUnpaidJobs(
     ],
   );
   for (const { id } of rows as Array<{ id: string }>) jobChanged(id);
+  await releaseExpiredAmounts(db);
   return rows.length;
 }

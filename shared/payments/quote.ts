@@ -1,10 +1,11 @@
 // Quotes: a USD price turned into an amount of one asset in base units (bigint only), with the
 // receiving address, a reference and an expiry; and the classification of what was then paid.
+import { operatorFetch } from '../egress';
 import { z } from 'zod';
 import { env } from '../env';
 import type { Env } from '../env';
 import { newId } from '../ids';
-import { treasuryFor } from './assets';
+import { canReceive, treasuryFor } from './assets';
 import type { Asset, AssetSettings } from './assets';
 
 // Rates are carried as integers scaled by 10^RATE_SCALE: enough for any quoted price, and a price
@@ -132,7 +133,7 @@ export class HttpRateSource implements RateSource {
     if (this.cached && Date.now() - this.cached.at < cacheMs) return this.cached.doc;
     let body: unknown;
     try {
-      const res = await fetch(this.url, {
+      const res = await operatorFetch(this.url, {
         signal: AbortSignal.timeout(this.options.timeoutMs),
         headers: { accept: 'application/json' },
       });
@@ -180,6 +181,9 @@ export interface Quote {
   amountDisplay: string;
   decimals: number;
   contract?: string;
+  /** Solana: the token program of the mint (SPL Token or Token-2022), kept with the quote. */
+  tokenProgram?: string;
+  /** The treasury's address; '' until the binding gives the quote one of its own (Bitcoin from an xpub). */
   payTo: string;
   usdCents: string;
   /** The rate used; absent for stablecoins (1:1). */
@@ -216,8 +220,9 @@ export async function createQuote(
   const usdCents = BigInt(input.usdCents);
   const now = input.now ?? new Date();
   if (asset.disabled) throw new QuoteError('asset_disabled', `${asset.id} is disabled.`);
-  const payTo = treasuryFor(asset.family, settings);
-  if (!payTo) throw new QuoteError('no_treasury', `No treasury address is configured for ${asset.family}.`);
+  if (!canReceive(asset.family, settings))
+    throw new QuoteError('no_treasury', `No treasury address is configured for ${asset.family}.`);
+  const payTo = treasuryFor(asset.family, settings) ?? '';
 
   let amount: bigint;
   let rate: Quote['rate'];
@@ -253,6 +258,7 @@ export async function createQuote(
     amountDisplay: formatUnits(amount, asset.decimals),
     decimals: asset.decimals,
     ...(asset.contract ? { contract: asset.contract } : {}),
+    ...(asset.tokenProgram ? { tokenProgram: asset.tokenProgram } : {}),
     payTo,
     usdCents: usdCents.toString(),
     ...(rate ? { rate } : {}),
@@ -264,7 +270,8 @@ export async function createQuote(
 export type PaymentClass = 'exact' | 'overpaid' | 'underpaid' | 'paid_late' | 'expired';
 
 /**
- * Classifies a payment seen on chain against its quote, BTCPay-style. Precedence, first match wins:
+ * Classifies a payment seen on chain against its quote, BTCPay-style, by when the chain says it was
+ * made (its block time), not when it was reported. Precedence, first match wins:
  *  - expired:   seen after the late window closed (expiresAt + lateWindow); recorded, not honoured;
  *  - underpaid: less than quoted, whenever seen;
  *  - paid_late: the full amount, seen after expiry but within the late window;

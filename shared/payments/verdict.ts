@@ -1,5 +1,7 @@
 // What a chain adapter's answer means for something awaiting payment: one rule set for job payments
-// and license checkouts, so both treat underpaid, late, expired and unsettled transfers alike.
+// and license checkouts, so both treat underpaid, late, expired and unsettled transfers alike. Late or
+// not is judged by the block time the chain reports, never by when the transfer was submitted: a payer
+// cannot sign in time, broadcast after expiry and still be on time.
 import type { VerifyResult } from '../chains';
 import type { Env } from '../env';
 import { classifyPayment } from './quote';
@@ -18,6 +20,8 @@ export interface Found {
   output?: string;
   confirmations?: number;
   payer?: string;
+  /** When the chain says the transfer was made (ISO 8601). */
+  blockTime?: string;
 }
 
 export interface Verdict extends Found {
@@ -35,8 +39,8 @@ export interface Expected {
   /** Base units asked for. */
   amount: string;
   expiresAt: Date;
-  /** When the transfer was submitted: late or not is judged by this. */
-  seenAt: Date;
+  /** When the transfer was submitted: only used if the chain gave no block time (rows from before). */
+  submittedAt: Date;
   /** How many times the transfer has been checked, this time included. */
   checks: number;
   /** Names what asked for the amount in messages ("the quote", "the checkout"). */
@@ -49,6 +53,7 @@ export function foundOf(result: VerifyResult): Found {
     ...(result.output !== undefined ? { output: result.output } : {}),
     ...(result.confirmations !== undefined ? { confirmations: result.confirmations } : {}),
     ...(result.payer ? { payer: result.payer } : {}),
+    ...(result.blockTime ? { blockTime: result.blockTime } : {}),
   };
 }
 
@@ -65,7 +70,10 @@ export function judgeTransfer(
   if (result.status === 'confirmed') {
     const settlement = classifyPayment(
       { amount: expected.amount, expiresAt: expected.expiresAt },
-      { amount: result.amount ?? '0', seenAt: expected.seenAt },
+      {
+        amount: result.amount ?? '0',
+        seenAt: result.blockTime ? new Date(result.blockTime) : expected.submittedAt,
+      },
       { lateWindowMs: lateWindowMs(settings) },
     );
     if (settlement === 'expired') return settle({ status: 'expired', reason: 'paid_after_window' });

@@ -11,7 +11,20 @@ export const commitmentHex = z
 
 export const stageActionSchema = z.enum(stageActions);
 
-/** What a client posts: only hashes and commitments, never documents, notes or identities. */
+/**
+ * A blind policy proof offered as a stage's evidence, as the prove route returns it. Its public
+ * signals are commitments, a policy id and a context: nothing private.
+ */
+export const policyProofEvidenceSchema = z
+  .object({
+    policy: z.string().min(1).max(64),
+    proof: z.unknown(),
+    publicSignals: z.unknown(),
+  })
+  .strict();
+export type PolicyProofEvidence = z.infer<typeof policyProofEvidenceSchema>;
+
+/** What a client posts: only hashes, commitments and public proofs, never documents, notes or identities. */
 export const workflowEventSchema = z
   .object({
     workflowId: z.string().min(1).max(100),
@@ -19,6 +32,7 @@ export const workflowEventSchema = z
     action: stageActionSchema,
     actorCommitment: commitmentHex,
     evidenceHash: commitmentHex.optional(),
+    policyProof: policyProofEvidenceSchema.optional(),
   })
   .strict();
 export type WorkflowEvent = z.infer<typeof workflowEventSchema>;

@@ -15,9 +15,12 @@ import { applyEvent, currentStageIndex, genesisOf, initialStages } from './engin
 import type { Transition, WorkflowContext } from './engine';
 import type { Reason } from './envelope';
 import { publicTimeline, verifyPackage, verifyRecords } from './package';
+import { checkPolicyProof, claimPolicyProof, commitPolicyParameters, loadStageGates } from './policyGate';
+import type { AcceptedPolicyProof, PreparedGate } from './policyGate';
 import type { PublicStage, WorkflowPackage } from './package';
 import type { ChainedEntry, EvidenceKind, StageRecord, WorkflowEvent, WorkflowStatus } from './records';
 import { servicePublicKey } from './seal';
+import { stageContext } from '../zk/context';
 import { findTemplate, stageRequirements, workflowTemplates } from './templates';
 import type { TemplateName, WorkflowTemplate } from './templates';
 
@@ -78,34 +81,6 @@ export function serviceActorCommitment(): string {
   );
 }
 
-/** The hash a client names as evidence for a blind policy proof: over the proof and its public signals. */
-export function policyProofHash(input: { policyId: string; proof: unknown; publicSignals: unknown }): string {
-  return sha256Hex(
-    canonicalJson({
-      type: 'proof-exchange/policy-proof/v1',
-      policyId: input.policyId,
-      proof: input.proof,
-      publicSignals: input.publicSignals,
-    }),
-  );
-}
-
-/**
- * Remembers a blind policy proof the caller has just verified, so a workflow event naming its hash
- * counts as a verified blind policy proof. Call only after the proof verified.
- */
-export async function recordVerifiedPolicyProof(
-  db: Conn,
-  input: { policyId: string; proof: unknown; publicSignals: unknown },
-): Promise<string> {
-  const proofHash = policyProofHash(input);
-  await db('verified_policy_proofs')
-    .insert({ proof_hash: proofHash, policy_id: input.policyId })
-    .onConflict('proof_hash')
-    .ignore();
-  return proofHash;
-}
-
 export function templateOrThrow(name: string): WorkflowTemplate {
   const template = findTemplate(name);
   if (!template) {
@@ -153,6 +128,8 @@ export interface PreparedWorkflow {
   templateVersion: number;
   status: WorkflowStatus;
   stages: Array<StageRecord & { name: string; requiredApprovals: number; actions: string[] }>;
+  /** Per stage that needs a blind policy proof: its policy, parameter commitments and context. */
+  policyGates: PreparedGate[];
 }
 
 function describeStages(
@@ -167,15 +144,24 @@ function describeStages(
   }));
 }
 
-/** Starts a workflow from a template; `owner` is 'operator' or a license id. */
+/**
+ * Starts a workflow from a template; `owner` is 'operator' or a license id. The parameters of every
+ * stage that needs a blind policy proof are fixed here, as commitments (plain ones are committed
+ * and dropped; their salts go back to the caller once).
+ */
 export async function prepareWorkflow(
   db: Db,
-  input: { template: string; owner: string },
+  input: { template: string; owner: string; policyParameters?: Record<string, unknown> | undefined },
 ): Promise<PreparedWorkflow> {
   const template = templateOrThrow(input.template);
+  const committed = await commitPolicyParameters(template, input.policyParameters);
   const workflowId = newId('wf');
   const proofId = newId('prf');
   const records = initialStages(template);
+  const gates = new Map(committed.map((g) => [g.index, g]));
+  const policyGates: PreparedGate[] = await Promise.all(
+    committed.map(async (g) => ({ ...g, context: await stageContext(proofId, g.index) })),
+  );
   await db.transaction(async (trx) => {
     await trx('workflows').insert({
       id: workflowId,
@@ -186,7 +172,14 @@ export async function prepareWorkflow(
       chain_head: genesisOf({ template, proofId }),
     });
     await trx('workflow_stages').insert(
-      records.map((r, idx) => ({ workflow_id: workflowId, idx, stage: r.stage, status: r.status })),
+      records.map((r, idx) => ({
+        workflow_id: workflowId,
+        idx,
+        stage: r.stage,
+        status: r.status,
+        policy: gates.get(idx)?.policy ?? null,
+        policy_commitments: gates.has(idx) ? JSON.stringify(gates.get(idx)!.commitments) : null,
+      })),
     );
   });
   return {
@@ -196,6 +189,7 @@ export async function prepareWorkflow(
     templateVersion: template.version,
     status: 'active',
     stages: describeStages(template, records),
+    policyGates,
   };
 }
 
@@ -237,6 +231,38 @@ export interface RecordedEvent {
   chainHead: string;
   /** The stage open now (null once the workflow is closed). */
   currentStage: string | null;
+  /** The blind policy proof the event carried, as the gate accepted it. */
+  policyProof?: { policy: string; context: string; verified: true; insecureSetup: boolean };
+}
+
+/**
+ * The gate for an event carrying a policy proof, decided before the row lock is taken: the gate's
+ * parameters never change after prepare, and the pairing check should not hold the lock.
+ */
+async function gatePolicyProof(
+  db: Db,
+  event: WorkflowEvent,
+  principal: { owner: string; operator: boolean },
+): Promise<{ accepted: AcceptedPolicyProof; stageIndex: number } | undefined> {
+  if (!event.policyProof) return undefined;
+  const wf = (await db('workflows').where('id', event.workflowId).first()) as WorkflowRow | undefined;
+  if (!wf || (!principal.operator && wf.owner !== principal.owner))
+    throw notFound(`Workflow ${event.workflowId}`);
+  const template = templateOrThrow(wf.template);
+  const stageIndex = template.stages.findIndex((s) => s.key === event.stage);
+  // An unknown stage is the engine's to refuse, with its own code.
+  if (stageIndex < 0) return undefined;
+  const gate = (await loadStageGates(db, wf.id)).get(stageIndex);
+  const accepted = await checkPolicyProof(
+    gate,
+    {
+      proofId: wf.proof_id,
+      stage: event.stage,
+      stageRequiresProof: template.stages[stageIndex]!.requiresBlindPolicyProof === true,
+    },
+    event.policyProof,
+  );
+  return { accepted, stageIndex };
 }
 
 /**
@@ -250,6 +276,12 @@ export async function recordEvent(
   event: WorkflowEvent,
   principal: { owner: string; operator: boolean },
 ): Promise<RecordedEvent> {
+  if (event.policyProof && event.evidenceHash !== undefined) {
+    throw new AppError(400, 'validation_failed', 'Send evidenceHash or policyProof, not both.', {
+      errors: [{ path: 'policyProof', message: 'not with evidenceHash' }],
+    });
+  }
+  const gated = await gatePolicyProof(db, event, principal);
   const result = await db.transaction(async (trx) => {
     const wf = (await trx('workflows').where('id', event.workflowId).forUpdate().first()) as
       WorkflowRow | undefined;
@@ -259,19 +291,23 @@ export async function recordEvent(
     const ctx: WorkflowContext = { template, proofId: wf.proof_id };
     let stages = await loadRecords(trx, wf.id);
 
-    let evidenceKind: EvidenceKind | undefined;
-    if (event.evidenceHash !== undefined) {
-      const verified = await trx('verified_policy_proofs')
-        .where('proof_hash', event.evidenceHash)
-        .first('proof_hash');
-      evidenceKind = verified ? 'blind_policy_proof' : 'document';
-    }
-    const salt = event.evidenceHash !== undefined ? newEvidenceSalt() : undefined;
-    const t = applyEvent(ctx, stages, event, {
-      now: new Date(),
-      ...(salt ? { evidenceSalt: salt } : {}),
-      ...(evidenceKind ? { evidenceKind } : {}),
-    });
+    // Only a proof that passed this stage's gate is a blind policy proof; any other hash is a document.
+    const evidenceHash = gated ? gated.accepted.evidenceHash : event.evidenceHash;
+    const evidenceKind: EvidenceKind | undefined =
+      evidenceHash === undefined ? undefined : gated ? 'blind_policy_proof' : 'document';
+    if (gated) await claimPolicyProof(trx, gated.accepted, wf.id, gated.stageIndex);
+    const salt = evidenceHash !== undefined ? newEvidenceSalt() : undefined;
+    const { policyProof: _offered, ...plain } = event;
+    const t = applyEvent(
+      ctx,
+      stages,
+      { ...plain, ...(evidenceHash ? { evidenceHash } : {}) },
+      {
+        now: new Date(),
+        ...(salt ? { evidenceSalt: salt } : {}),
+        ...(evidenceKind ? { evidenceKind } : {}),
+      },
+    );
     await saveTransition(trx, wf.id, t, salt);
     stages = t.stages;
     let status = t.workflowStatus;
@@ -310,6 +346,16 @@ export async function recordEvent(
       entry: t.entry,
       chainHead: chainHead(genesisOf(ctx), stages),
       currentStage: status === 'active' && current ? current.key : null,
+      ...(gated
+        ? {
+            policyProof: {
+              policy: gated.accepted.policy,
+              context: gated.accepted.context,
+              verified: true as const,
+              insecureSetup: gated.accepted.insecureSetup,
+            },
+          }
+        : {}),
     } satisfies RecordedEvent;
   });
   if (result.workflowStatus !== 'active') await enqueuePackage(queues, result.proofId);
@@ -343,7 +389,7 @@ export interface TemplateSummary {
   name: TemplateName;
   version: number;
   description: string;
-  stages: ReturnType<typeof stageRequirements>;
+  stages: Array<ReturnType<typeof stageRequirements>[number] & { policy: string | null }>;
   counts: { active: number; completed: number; rejected: number; total: number };
 }
 
@@ -368,7 +414,7 @@ export async function templateSummaries(db: Conn): Promise<TemplateSummary[]> {
       name: t.name,
       version: t.version,
       description: t.description,
-      stages: stageRequirements(t),
+      stages: stageRequirements(t).map((r, i) => ({ ...r, policy: t.stages[i]?.policy ?? null })),
       counts,
     };
   });

@@ -1,6 +1,7 @@
 // The six proof workflow templates as data: ordered stages, each with its required approvals and
 // allowed actions, on the core shape Application → Review → Approval → Proof.
 import { z } from 'zod';
+import type { PolicyId } from '../zk/policies';
 
 export const stageActions = [
   'submit',
@@ -37,6 +38,11 @@ export interface StageTemplate {
   evidenceRequired: boolean;
   /** The evidence must include a verified blind policy proof (e.g. a credit threshold proven without the score). */
   requiresBlindPolicyProof?: boolean;
+  /**
+   * The policy that proof must be of. Its parameters (the threshold, the range, the set) are fixed per
+   * workflow at prepare, and the proof must be bound to this stage of that workflow.
+   */
+  policy?: PolicyId;
 }
 
 export interface WorkflowTemplate {
@@ -61,15 +67,15 @@ const review = (
   key: string,
   name: string,
   requiredApprovals: number,
-  extra: Partial<Pick<StageTemplate, 'evidenceRequired' | 'requiresBlindPolicyProof' | 'phase'>> = {},
+  extra: Partial<Pick<StageTemplate, 'evidenceRequired' | 'policy' | 'phase'>> = {},
 ): StageTemplate => ({
   key,
   name,
   phase: extra.phase ?? 'review',
   requiredApprovals,
   actions: ['attach_evidence', 'approve', 'reject', 'request_changes'],
-  evidenceRequired: extra.evidenceRequired ?? extra.requiresBlindPolicyProof ?? false,
-  ...(extra.requiresBlindPolicyProof ? { requiresBlindPolicyProof: true } : {}),
+  evidenceRequired: extra.evidenceRequired ?? extra.policy !== undefined,
+  ...(extra.policy ? { requiresBlindPolicyProof: true, policy: extra.policy } : {}),
 });
 
 const approval = (
@@ -99,7 +105,8 @@ export const workflowTemplates: readonly WorkflowTemplate[] = [
     stages: [
       application('Application'),
       review('document_review', 'Document Review', 1, { evidenceRequired: true }),
-      review('risk_assessment', 'Risk Assessment', 1, { requiresBlindPolicyProof: true }),
+      // A credit score at or above the lender's private threshold, proven without the score.
+      review('risk_assessment', 'Risk Assessment', 1, { policy: 'threshold' }),
       approval('approval', 'Approval', 2),
       proof,
     ],
@@ -177,6 +184,15 @@ export const templateNameSchema = z.enum(templateNames);
 /** The template with this exact name (or key), or undefined. */
 export function findTemplate(nameOrKey: string): WorkflowTemplate | undefined {
   return workflowTemplates.find((t) => t.name === nameOrKey || t.key === nameOrKey);
+}
+
+/** The stages that need a blind policy proof, with their index in the template and the policy. */
+export function policyStages(
+  template: WorkflowTemplate,
+): Array<{ index: number; stage: StageTemplate; policy: PolicyId }> {
+  return template.stages.flatMap((stage, index) =>
+    stage.policy ? [{ index, stage, policy: stage.policy }] : [],
+  );
 }
 
 /** The public requirements a package carries so it can be checked without our catalog. */

@@ -15,10 +15,11 @@ const artifactFile = z.object({
 
 export const circuitManifestSchema = z.object({
   circuit: z.string(),
-  policyId: z.string(),
-  policyLabel: z.string(),
+  /** Blind-policy circuits only (the ballot circuit has none). */
+  policyId: z.string().optional(),
+  policyLabel: z.string().optional(),
   /** The policy id as the decimal field element the circuit pins its public signal to. */
-  policyFieldId: z.string().regex(/^\d+$/),
+  policyFieldId: z.string().regex(/^\d+$/).optional(),
   constraints: z.number().int().positive(),
   wires: z.number().int().positive(),
   privateInputs: z.number().int().nonnegative(),

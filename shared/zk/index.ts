@@ -3,6 +3,7 @@ import { loadManifest } from './artifacts';
 import { expectedPublicSignals } from './backends';
 import type { ProveOutput, ProveProgress, ProverBackend } from './backends';
 import { getPolicy, policies, preparePolicyInput } from './policies';
+import { insecureSetup } from './setup';
 import type { PolicyId } from './policies';
 
 export { artifactPaths, artifactsDir, loadManifest } from './artifacts';
@@ -25,6 +26,7 @@ export type {
   ProverBackend,
   ProverBackendKind,
 } from './backends';
+export { fieldElementSchema, proofIdField, stageContext } from './context';
 export { FIELD_PRIME, MAX_SET_SIZE, MAX_VALUE, MEMBERSHIP_DEPTH, VALUE_BITS } from './field';
 export {
   commitSet,
@@ -58,9 +60,10 @@ export async function provePolicy(
   policyId: string,
   rawInputs: unknown,
   onProgress?: ProveProgress,
+  options: { context?: bigint } = {},
 ): Promise<PolicyProof> {
   const policy = getPolicy(policyId);
-  const prepared = await preparePolicyInput(policy.id, rawInputs);
+  const prepared = await preparePolicyInput(policy.id, rawInputs, options);
   const output = await backend.prove(policy.id, prepared.circuitInput, onProgress);
   if (output.publicSignals.join() !== expectedPublicSignals(policy.id, prepared.circuitInput).join()) {
     throw new Error(`The ${backend.name} prover returned public signals that do not match the input.`);
@@ -86,6 +89,8 @@ export interface PolicyDescription {
   publicSignals: string[];
   /** True while the keys come from the project's development powers of tau: proofs are forgeable. */
   insecureSetup: boolean;
+  /** The public signals that commit to the policy's parameters, which a relying party fixes. */
+  parameterCommitments: string[];
 }
 
 /** For the status route: what each policy proves and its circuit's shape, from the build manifest. */
@@ -102,7 +107,8 @@ export function describePolicies(): PolicyDescription[] {
       policyFieldId: String(policy.fieldId),
       constraints: entry?.constraints ?? 0,
       publicSignals: entry?.publicSignals ?? [...policy.publicSignals],
-      insecureSetup: manifest.ptau.insecure,
+      insecureSetup: insecureSetup(),
+      parameterCommitments: [...policy.parameters.commitmentSignals],
     };
   });
 }

@@ -42,7 +42,23 @@ export interface PolicyDefinition<S extends z.ZodType = z.ZodType> {
   inputSchema: S;
   /** Throws AppError 422 `policy_not_satisfied` when the inputs cannot yield a proof. */
   check(inputs: z.output<S>): void;
-  buildInput(inputs: z.output<S>): Promise<PreparedInput>;
+  /** The circuit input; `context` is the public signal that binds the proof to where it may be used. */
+  buildInput(inputs: z.output<S>, context: bigint): Promise<PreparedInput>;
+  /** The policy's parameters (the threshold, the range, the set): what a relying party fixes. */
+  parameters: PolicyParameters;
+}
+
+/**
+ * The parameters of a policy as a relying party fixes them: by the commitments it expects in the
+ * proof's public signals, or in plain (with optional salts) for the service to commit.
+ */
+export interface PolicyParameters<P extends z.ZodType = z.ZodType> {
+  /** The public signals that commit to the parameters, in circuit order. */
+  commitmentSignals: readonly string[];
+  /** The plain parameters with optional salts; salts left out are generated. */
+  plainSchema: P;
+  /** Commits plain parameters: the commitments by signal name, and the salts used (secret). */
+  commit(plain: z.output<P>): Promise<{ commitments: Record<string, string>; salts: Record<string, string> }>;
 }
 
 const decimal = /^(0|[1-9]\d*)$/;
@@ -72,6 +88,7 @@ const saltOr = (given: bigint | undefined) => given ?? randomFieldElement();
 
 /** Keeps each policy's input type while the registry holds them side by side. */
 const definePolicy = <S extends z.ZodType>(policy: PolicyDefinition<S>): PolicyDefinition<S> => policy;
+const defineParameters = <P extends z.ZodType>(p: PolicyParameters<P>): PolicyParameters<P> => p;
 
 const labels = {
   threshold: 'px.policy.threshold.v1',
@@ -91,12 +108,23 @@ const threshold = definePolicy({
   circuit: 'threshold',
   label: labels.threshold,
   fieldId: fieldIds.threshold,
-  publicSignals: ['result', 'valueCommitment', 'thresholdCommitment', 'policyId'],
+  publicSignals: ['result', 'valueCommitment', 'thresholdCommitment', 'policyId', 'context'],
   inputSchema: z.strictObject({ value: uint, threshold: uint, valueSalt: salt, thresholdSalt: salt }),
   check(inputs) {
     if (inputs.value < inputs.threshold) throw notSatisfied('The value is below the threshold.');
   },
-  async buildInput(inputs) {
+  parameters: defineParameters({
+    commitmentSignals: ['thresholdCommitment'],
+    plainSchema: z.strictObject({ threshold: uint, thresholdSalt: salt }),
+    async commit(plain) {
+      const thresholdSalt = saltOr(plain.thresholdSalt);
+      return {
+        commitments: { thresholdCommitment: String(await commit(plain.threshold, thresholdSalt)) },
+        salts: { thresholdSalt: String(thresholdSalt) },
+      };
+    },
+  }),
+  async buildInput(inputs, context) {
     const valueSalt = saltOr(inputs.valueSalt);
     const thresholdSalt = saltOr(inputs.thresholdSalt);
     const commitments = {
@@ -111,6 +139,7 @@ const threshold = definePolicy({
         ...salts,
         ...commitments,
         policyId: String(fieldIds.threshold),
+        context: String(context),
       },
       commitments,
       salts,
@@ -125,7 +154,7 @@ const range = definePolicy({
   circuit: 'range',
   label: labels.range,
   fieldId: fieldIds.range,
-  publicSignals: ['result', 'valueCommitment', 'lowCommitment', 'highCommitment', 'policyId'],
+  publicSignals: ['result', 'valueCommitment', 'lowCommitment', 'highCommitment', 'policyId', 'context'],
   inputSchema: z.strictObject({
     value: uint,
     low: uint,
@@ -140,7 +169,24 @@ const range = definePolicy({
       throw notSatisfied('The value is outside the range.');
     }
   },
-  async buildInput(inputs) {
+  parameters: defineParameters({
+    commitmentSignals: ['lowCommitment', 'highCommitment'],
+    plainSchema: z
+      .strictObject({ low: uint, high: uint, lowSalt: salt, highSalt: salt })
+      .refine((p) => p.low <= p.high, { message: 'low is above high', path: ['low'] }),
+    async commit(plain) {
+      const lowSalt = saltOr(plain.lowSalt);
+      const highSalt = saltOr(plain.highSalt);
+      return {
+        commitments: {
+          lowCommitment: String(await commit(plain.low, lowSalt)),
+          highCommitment: String(await commit(plain.high, highSalt)),
+        },
+        salts: { lowSalt: String(lowSalt), highSalt: String(highSalt) },
+      };
+    },
+  }),
+  async buildInput(inputs, context) {
     const valueSalt = saltOr(inputs.valueSalt);
     const lowSalt = saltOr(inputs.lowSalt);
     const highSalt = saltOr(inputs.highSalt);
@@ -158,6 +204,7 @@ const range = definePolicy({
         ...salts,
         ...commitments,
         policyId: String(fieldIds.range),
+        context: String(context),
       },
       commitments,
       salts,
@@ -174,7 +221,7 @@ const membership = definePolicy({
   circuit: 'membership',
   label: labels.membership,
   fieldId: fieldIds.membership,
-  publicSignals: ['result', 'valueCommitment', 'setCommitment', 'policyId'],
+  publicSignals: ['result', 'valueCommitment', 'setCommitment', 'policyId', 'context'],
   inputSchema: z.strictObject({
     value: uint,
     set: z.array(uint).min(1).max(MAX_SET_SIZE),
@@ -184,7 +231,18 @@ const membership = definePolicy({
   check(inputs) {
     if (!inputs.set.includes(inputs.value)) throw notSatisfied('The value is not a member of the set.');
   },
-  async buildInput(inputs) {
+  parameters: defineParameters({
+    commitmentSignals: ['setCommitment'],
+    plainSchema: z.strictObject({ set: z.array(uint).min(1).max(MAX_SET_SIZE), setSalt: salt }),
+    async commit(plain) {
+      const setSalt = saltOr(plain.setSalt);
+      return {
+        commitments: { setCommitment: String(await commit(await merkleRoot(plain.set), setSalt)) },
+        salts: { setSalt: String(setSalt) },
+      };
+    },
+  }),
+  async buildInput(inputs, context) {
     const valueSalt = saltOr(inputs.valueSalt);
     const setSalt = saltOr(inputs.setSalt);
     const path = await merkleWitness(inputs.set, inputs.set.indexOf(inputs.value));
@@ -202,6 +260,7 @@ const membership = definePolicy({
         setSalt: salts.setSalt,
         ...commitments,
         policyId: String(fieldIds.membership),
+        context: String(context),
       },
       commitments,
       salts,
@@ -234,12 +293,21 @@ export function parsePolicyInputs(policy: PolicyDefinition, raw: unknown): unkno
   return parsed.data;
 }
 
-/** Validate, check, build: everything before the witness. Throws 400/422 AppErrors. */
-export async function preparePolicyInput(policyId: string, raw: unknown): Promise<PreparedInput> {
+/**
+ * Validate, check, build: everything before the witness. Throws 400/422 AppErrors. `context` binds
+ * the proof to where it may be used (0: nowhere in particular; no workflow stage accepts it).
+ */
+export async function preparePolicyInput(
+  policyId: string,
+  raw: unknown,
+  options: { context?: bigint } = {},
+): Promise<PreparedInput> {
   const policy = getPolicy(policyId);
   const inputs = parsePolicyInputs(policy, raw);
   policy.check(inputs);
-  return policy.buildInput(inputs);
+  const context = options.context ?? 0n;
+  if (context < 0n || context >= FIELD_PRIME) throw new RangeError('context must be a field element');
+  return policy.buildInput(inputs, context);
 }
 
 /** Poseidon(value, salt): the commitment a relying party recomputes from a disclosed value and salt. */

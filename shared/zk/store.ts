@@ -69,6 +69,13 @@ export interface CreateProofRequest {
   /** Keep the proof held until a paid `zk.blind_policy` exchange job releases it. */
   hold?: boolean;
   agentId?: string | null;
+  /** The context the proof binds to (a workflow stage's); default 0, bound to nothing. */
+  context?: bigint;
+  /**
+   * Commitments the proof must carry (a workflow stage's parameters): a mismatch is refused before
+   * anything is written, rather than proved and refused at the stage.
+   */
+  expectCommitments?: Record<string, string>;
 }
 
 /**
@@ -81,7 +88,17 @@ export async function createPolicyProof(
   req: CreateProofRequest,
 ): Promise<{ row: ProofRow; salts: Record<string, string> }> {
   const policy = getPolicy(req.policy);
-  const prepared = await preparePolicyInput(policy.id, req.inputs);
+  const prepared = await preparePolicyInput(policy.id, req.inputs, { context: req.context ?? 0n });
+  const differing = Object.entries(req.expectCommitments ?? {})
+    .filter(([name, value]) => prepared.commitments[name] !== value)
+    .map(([name]) => name);
+  if (differing.length > 0) {
+    throw new AppError(
+      422,
+      'policy_parameters_mismatch',
+      `The inputs commit to another ${differing.join(', ')} than the stage fixed: use the parameters and salts the workflow owner holds.`,
+    );
+  }
   const id = newId('prf');
   const hold = req.hold === true;
   const [row] = (await db('proofs')

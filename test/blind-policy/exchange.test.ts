@@ -1,11 +1,12 @@
-// zk.blind_policy on the agent exchange: a held proof is released by a (licensed, so free) job, proved
+// zk.blind_policy on the agent exchange: a held proof is released by a job (paid from a license's prepaid
+// credit), proved
 // by the prover worker and returned as the job's result; the job's input holds only the proof id.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createJob } from '../../shared/jobs/jobs';
 import { closeBlindPolicyStores } from '../../shared/jobs/services/blind-policy';
 import { terminateCurves, verifyPolicyProof } from '../../shared/zk/index';
 import { expireHeldProofs } from '../../shared/zk/store';
-import { testApp, testJobsWorker, waitForJob } from '../helpers';
+import { grantLicense, testApp, testJobsWorker, waitForJob } from '../helpers';
 import type { TestApp, TestWorker } from '../helpers';
 import { dumpDatabase, privateInputs, secretValues, testProofsWorker } from './helpers';
 import type { ProofsWorker } from './helpers';
@@ -59,7 +60,7 @@ describe('zk.blind_policy on the exchange', () => {
     const row = await createJob(app.deps.db, app.deps.queues, {
       service: 'zk.blind_policy',
       input: { proofId },
-      licensed: true,
+      prepaidLicenseId: (await grantLicense(app.deps.db, 'Business')).id,
     });
     const job = await waitForJob(app.request, row.id, 30_000);
     expect(job.status, JSON.stringify(job)).toBe('succeeded');
@@ -73,7 +74,7 @@ describe('zk.blind_policy on the exchange', () => {
     const again = await createJob(app.deps.db, app.deps.queues, {
       service: 'zk.blind_policy',
       input: { proofId },
-      licensed: true,
+      prepaidLicenseId: (await grantLicense(app.deps.db, 'Business')).id,
     });
     expect((await waitForJob(app.request, again.id)).status).toBe('failed');
 
@@ -93,7 +94,7 @@ describe('zk.blind_policy on the exchange', () => {
     const job = await createJob(app.deps.db, app.deps.queues, {
       service: 'zk.blind_policy',
       input: { proofId },
-      licensed: true,
+      prepaidLicenseId: (await grantLicense(app.deps.db, 'Business')).id,
     });
     expect((await waitForJob(app.request, job.id)).status).toBe('failed');
   });

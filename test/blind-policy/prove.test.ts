@@ -72,8 +72,8 @@ describe('prove through the queue, then verify, over HTTP', () => {
 
     const check = await verify({ policy, proof: proof.proof, publicSignals: proof.publicSignals });
     expect(check.status).toBe(200);
-    expect(check.body).toMatchObject({ valid: true, policy });
-    expect(check.body.evidenceHash).toMatch(/^[0-9a-f]{64}$/);
+    // Unbound (context 0), checked under the development keys, and nothing stored.
+    expect(check.body).toEqual({ valid: true, policy, context: '0', insecureSetup: true });
   });
 
   it('refuses a tampered proof, swapped public signals and another policy’s proof', async () => {
@@ -149,6 +149,11 @@ describe('prove through the queue, then verify, over HTTP', () => {
 
   it('reports policies, the prover and recent proving times; readiness checks the artifacts', async () => {
     const res = await app.request.get(`${base}/status`).expect(200);
+    expect(res.body.setup).toMatchObject({
+      insecure: true,
+      allowInsecureCircuits: false,
+      ptau: { file: 'dev-INSECURE-pot12.ptau', power: 12 },
+    });
     expect(res.body.policies.map((p: { id: string }) => p.id)).toEqual([...policyIds]);
     for (const p of res.body.policies) {
       expect(p.constraints).toBeGreaterThan(0);
@@ -168,7 +173,25 @@ describe('prove through the queue, then verify, over HTTP', () => {
     await app.request.get(`${base}/status?proofId=prf_01jd3zzzzzzzzzzzzzzzzzzzzz`).expect(404);
 
     const ready = await app.request.get('/api/v1/readiness');
-    expect(ready.body.checks.circuitArtifacts).toMatchObject({ ok: true });
+    expect(ready.body.checks.circuitArtifacts).toMatchObject({
+      ok: true,
+      insecureSetup: true,
+      allowInsecureCircuits: false,
+    });
+    expect(ready.body.checks.circuitArtifacts.detail).toMatch(/sha256 match the manifest; INSECURE/);
+  });
+
+  it('keeps an idempotent prove answer sealed under the caller’s key: its salts are in no table in clear', async () => {
+    const key = `prove-${Date.now()}-7f3a9c`;
+    const body = { policy: 'threshold', inputs: { value: '9182736450', threshold: '8172635490' } };
+    const first = await app.request.post(`${base}/prove`).set('Idempotency-Key', key).send(body).expect(202);
+    const salts = Object.values(first.body.salts as Record<string, string>);
+    const again = await app.request.post(`${base}/prove`).set('Idempotency-Key', key).send(body).expect(202);
+    expect(again.headers['idempotency-replayed']).toBe('true');
+    expect(again.body.salts).toEqual(first.body.salts);
+    await waitForProof(app.request, first.body.proof.id);
+    const db = await dumpDatabase(app.deps.db);
+    for (const secret of [...salts, '9182736450', '8172635490', key]) expect(db).not.toContain(secret);
   });
 
   it('leaves no private input in any response, log line or table; salts only in the prove answer', async () => {

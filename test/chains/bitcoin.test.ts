@@ -1,7 +1,9 @@
 // Bitcoin adapter against recorded Esplora /tx responses of mainnet, replayed on loopback.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { adapterFor, treasuryBalance } from '../../shared/chains';
+import { HDKey } from '@scure/bip32';
 import { createBitcoinAdapter } from '../../shared/chains/bitcoin';
+import { deriveAddress, descriptorChecksumValid, parseAccountKey } from '../../shared/chains/bitcoin-address';
 import { parseEnv } from '../../shared/env';
 import { findAsset } from '../../shared/payments/assets';
 import type { Asset } from '../../shared/payments/assets';
@@ -15,10 +17,16 @@ const addressStats = fixture('bitcoin/address-bc1q695z.json');
 const UNMINED = 'ec'.repeat(32);
 const unmined = { ...structuredClone(paid), txid: UNMINED, status: { confirmed: false } };
 
+// Esplora's /block-height/0 answers the genesis block hash: mainnet's names CAIP-2's bip122:000000000019d6689c085ae165831e93.
+const MAINNET_GENESIS = '000000000019d6689c085ae165831e934ff763ae46a2a6c172b3f1b60a8ce26f';
+const TESTNET_GENESIS = '000000000933ea01ad0ee984209779baaec3ced90fa3f408719526f8d77f4943';
+let genesis = MAINNET_GENESIS;
+
 let replay: Replay;
 let tip = 767640;
 beforeAll(async () => {
   replay = await startReplay((req) => {
+    if (req.path === '/api/block-height/0') return { body: genesis };
     if (req.path === '/api/blocks/tip/height') return { body: String(tip) };
     if (req.path === `/api/tx/${paid.txid}`) return { body: paid };
     if (req.path === `/api/tx/${UNMINED}`) return { body: unmined };
@@ -55,6 +63,7 @@ describe('Bitcoin adapter (recorded Esplora responses)', () => {
       output: 'vout:1',
       confirmations: 4,
       payer: 'bc1qkd9hm2qwvck3mvlul035kl6v4nz04s6dmryeq5',
+      blockTime: '2022-12-16T07:09:22.000Z',
     });
   });
 
@@ -170,5 +179,94 @@ describe('Bitcoin adapter (recorded Esplora responses)', () => {
       amount: String(347426115611 - 202508630677),
       pending: '0',
     });
+  });
+});
+
+describe('Bitcoin: an address per quote (BIP84 from the treasury account key)', () => {
+  // BIP84's published test vector: account 0 of "abandon … about", m/84'/0'/0'.
+  const ACCOUNT_ZPRV =
+    'zprvAdG4iTXWBoARxkkzNpNh8r6Qag3irQB8PzEMkAFeTRXxHpbF9z4QgEvBRmfvqWvGp42t42nvgGpNgYSJA9iefm1yYNZKEm7z6qUWCroSQnE';
+  const MAINNET = 'bip122:000000000019d6689c085ae165831e93';
+  const zpub = HDKey.fromExtendedKey(ACCOUNT_ZPRV, {
+    public: 0x04b24746,
+    private: 0x04b2430c,
+  }).publicExtendedKey;
+  const xpub = HDKey.fromExtendedKey(zpub, { public: 0x04b24746, private: 0x04b2430c });
+  // The same key in BIP32's xpub version bytes, as descriptors carry it.
+  const asXpub = new HDKey({
+    publicKey: xpub.publicKey!,
+    chainCode: xpub.chainCode!,
+    depth: 3,
+    index: xpub.index,
+    parentFingerprint: xpub.parentFingerprint,
+  }).publicExtendedKey;
+
+  it('derives the BIP84 vector addresses from the account zpub and from a wpkh descriptor', () => {
+    expect(zpub).toBe(
+      'zpub6rFR7y4Q2AijBEqTUquhVz398htDFrtymD9xYYfG1m4wAcvPhXNfE3EfH1r1ADqtfSdVCToUG868RvUUkgDKf31mGDtKsAYz2oz2AGutZYs',
+    );
+    const account = parseAccountKey(zpub);
+    expect(deriveAddress(account, 0, MAINNET)).toBe('bc1qcr8te4kr609gcawutmrza0j4xv80jy8z306fyu');
+    expect(deriveAddress(account, 1, MAINNET)).toBe('bc1qnjg0jd8228aq7egyzacy8cys3knf9xvrerkf9g');
+    const receive = parseAccountKey(`wpkh([73c5da0a/84h/0h/0h]${asXpub}/0/*)`);
+    expect(deriveAddress(receive, 0, MAINNET)).toBe('bc1qcr8te4kr609gcawutmrza0j4xv80jy8z306fyu');
+    const change = parseAccountKey(`wpkh([73c5da0a/84h/0h/0h]${asXpub}/<1;0>/*)`);
+    expect(deriveAddress(change, 0, MAINNET)).toBe('bc1q8c6fshw2dlwun7ekn9qwf37cu2rn755upcp6el');
+  });
+
+  it('refuses keys it must not use: private keys, bad checksums, the wrong network', () => {
+    expect(() => parseAccountKey(ACCOUNT_ZPRV)).toThrow();
+    expect(() => parseAccountKey(`wpkh(${asXpub}/0/*)#aaaaaaaa`)).toThrow(/checksum/);
+    expect(() => parseAccountKey(`wpkh(${asXpub}/0h/*)`)).toThrow();
+    expect(() => deriveAddress(parseAccountKey(zpub), 0, 'bip122:000000000933ea01ad0ee984209779ba')).toThrow(
+      /mainnet/,
+    );
+    // BIP380's checksum vectors.
+    expect(descriptorChecksumValid('raw(deadbeef)#89f8spxm')).toBe(true);
+    expect(descriptorChecksumValid('raw(deedbeef)#89f8spxm')).toBe(false);
+    expect(descriptorChecksumValid('raw(deedbeef)##9f8spxm')).toBe(false);
+    // The env refuses such a value at start, naming the variable.
+    expect(() => parseEnv({ TREASURY_BITCOIN_XPUB: ACCOUNT_ZPRV })).toThrow(/TREASURY_BITCOIN_XPUB/);
+  });
+
+  it("does not let a payment to another quote's address pay this quote", async () => {
+    const { adapter, btc } = setup('2');
+    // The recorded transaction paid bc1q0yqp… (quote A's address); quote B has an address of its own.
+    const quoteA = 'bc1q0yqp4f05hxq6pdj5c0urf5zhxk2mpm2ndx85za';
+    const quoteB = deriveAddress(parseAccountKey(zpub), 7, MAINNET);
+    const binding = { kind: 'address' as const, index: 7 };
+    const forB = await adapter.verifyTransfer({
+      asset: btc,
+      txRef: paid.txid,
+      to: quoteB,
+      minAmount: 1n,
+      binding,
+    });
+    expect(forB).toMatchObject({ status: 'mismatch', reason: 'wrong_recipient' });
+    const forA = await adapter.verifyTransfer({
+      asset: btc,
+      txRef: paid.txid,
+      to: quoteA,
+      minAmount: 1n,
+      binding,
+    });
+    expect(forA).toMatchObject({ status: 'confirmed', amount: '171937413' });
+  });
+
+  it('never settles on an Esplora of another network, and says which it serves', async () => {
+    genesis = TESTNET_GENESIS;
+    try {
+      const { adapter, btc } = setup('2');
+      expect(await adapter.network()).toBe('bip122:000000000933ea01ad0ee984209779ba');
+      const result = await adapter.verifyTransfer({
+        asset: btc,
+        txRef: paid.txid,
+        to: 'bc1q0yqp4f05hxq6pdj5c0urf5zhxk2mpm2ndx85za',
+        minAmount: 1n,
+      });
+      expect(result).toMatchObject({ status: 'pending', reason: 'rpc_wrong_chain' });
+    } finally {
+      genesis = MAINNET_GENESIS;
+    }
   });
 });

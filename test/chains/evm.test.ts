@@ -82,13 +82,17 @@ describe('EVM adapter (ganache on loopback)', () => {
     const hash = await send({ from: payer, to: treasury, value: `0x${ONE_ETH.toString(16)}` });
     await mine(2);
     const req = { asset: asset('ETH'), txRef: hash, to: treasury };
-    expect(await adapter.verifyTransfer({ ...req, minAmount: ONE_ETH })).toEqual({
+    const exact = await adapter.verifyTransfer({ ...req, minAmount: ONE_ETH });
+    expect(exact).toEqual({
       status: 'confirmed',
       amount: ONE_ETH.toString(),
       output: 'value',
       payer: payer.toLowerCase(),
       confirmations: 3,
+      blockTime: expect.any(String),
     });
+    // The block's own timestamp, which ganache takes from the clock.
+    expect(Math.abs(Date.parse(exact.blockTime!) - Date.now())).toBeLessThan(60_000);
     expect(await adapter.verifyTransfer({ ...req, minAmount: ONE_ETH / 2n })).toMatchObject({
       status: 'confirmed',
       amount: ONE_ETH.toString(),

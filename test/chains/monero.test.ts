@@ -1,7 +1,7 @@
 // Monero adapter against monero-wallet-rpc `check_tx_key` answers (the documented exchange, replayed).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { adapterFor } from '../../shared/chains';
-import { createMoneroAdapter } from '../../shared/chains/monero';
+import { adapterFor, moneroWallet } from '../../shared/chains';
+import { createMoneroAdapter, unlocked } from '../../shared/chains/monero';
 import { parseEnv } from '../../shared/env';
 import { findAsset } from '../../shared/payments/assets';
 import type { Asset } from '../../shared/payments/assets';
@@ -21,13 +21,39 @@ const DEEP = 'aa'.repeat(32);
 const IN_POOL = 'bb'.repeat(32);
 const UNKNOWN = 'cc'.repeat(32);
 const BIG = 'dd'.repeat(32);
+// The treasury wallet's own record of the transfer (get_transfer_by_txid), and its variants with an
+// unlock time in the future: by height, and by Unix time (derived).
+const wallet = fixture<{
+  get_address: { address: string };
+  validate_address: Record<string, unknown>;
+  create_address: { address: string; address_index: number };
+  get_transfer_by_txid: { transfer: Record<string, unknown> & { height: number } };
+}>('monero/wallet.json');
+const LOCKED_HEIGHT = 'ab'.repeat(32);
+const LOCKED_TIME = 'ac'.repeat(32);
+const STAGENET = 'monero:76ee3cc98646292206cd3e86f74d88b4';
+const nettype = 'stagenet';
 
 let replay: Replay;
 beforeAll(async () => {
   replay = await startReplay((req) => {
     if (req.path !== '/json_rpc') return { status: 404, body: '' };
     const { method, params } = req.body as { method: string; params: Exchange['request']['params'] };
+    if (method === 'get_address') return rpcResult(req, wallet.get_address);
+    if (method === 'validate_address') return rpcResult(req, { ...wallet.validate_address, nettype });
+    if (method === 'create_address') return rpcResult(req, wallet.create_address);
+    if (method === 'get_transfer_by_txid') {
+      const record: Record<string, unknown> & { height: number } = {
+        ...wallet.get_transfer_by_txid.transfer,
+        txid: params.txid,
+      };
+      if (params.txid === LOCKED_HEIGHT) record.unlock_time = record.height + 10_000;
+      if (params.txid === LOCKED_TIME) record.unlock_time = Math.floor(Date.now() / 1000) + 30 * 86_400;
+      return rpcResult(req, { transfer: record, transfers: [record] });
+    }
     if (method !== 'check_tx_key') return rpcError(req, -32601, 'Method not found');
+    if (params.txid === LOCKED_HEIGHT || params.txid === LOCKED_TIME)
+      return rpcResult(req, { ...recorded.response.result, confirmations: 15 });
     if (params.address !== address) return rpcResult(req, { ...recorded.response.result, received: 0 });
     if (params.txid === txid) return rpcResult(req, recorded.response.result);
     if (params.txid === DEEP) return rpcResult(req, { ...recorded.response.result, confirmations: 15 });
@@ -48,7 +74,8 @@ function setup() {
   const settings = parseEnv({
     MONERO_WALLET_RPC_URL: replay.url,
     MONERO_CONFIRMATIONS: '10',
-    TREASURY_MONERO: address,
+    TREASURY_MONERO: wallet.get_address.address,
+    ASSETS_JSON: JSON.stringify({ XMR: { network: STAGENET } }),
   });
   const lookup = adapterFor('monero', settings);
   if (!lookup.configured) throw new Error(lookup.detail);
@@ -71,7 +98,8 @@ describe('Monero adapter (check_tx_key)', () => {
       amount: '1000000000000',
       confirmations: 0,
     });
-    expect((replay.requests.at(-1)?.body as { params: unknown }).params).toEqual({
+    const checked = replay.requests.filter((r) => (r.body as { method: string }).method === 'check_tx_key');
+    expect((checked.at(-1)?.body as { params: unknown }).params).toEqual({
       txid,
       tx_key: txKey,
       address,
@@ -87,7 +115,13 @@ describe('Monero adapter (check_tx_key)', () => {
       to: address,
       minAmount: 10n ** 12n,
     });
-    expect(ok).toEqual({ status: 'confirmed', amount: '1000000000000', output: 'tx', confirmations: 15 });
+    expect(ok).toEqual({
+      status: 'confirmed',
+      amount: '1000000000000',
+      output: 'tx',
+      confirmations: 15,
+      blockTime: '2023-10-11T15:15:16.000Z',
+    });
     const under = await adapter.verifyTransfer({
       asset: xmr,
       txRef: DEEP,
@@ -157,5 +191,78 @@ describe('Monero adapter (check_tx_key)', () => {
     });
     const result = await down.verifyTransfer({ asset: xmr, txRef: DEEP, txKey, to: address, minAmount: 1n });
     expect(result).toMatchObject({ status: 'pending', reason: 'rpc_unreachable' });
+  });
+});
+
+describe('Monero: subaddress per quote, unlock time, network', () => {
+  it('makes a subaddress per quote, labelled with the quote, from the treasury wallet only', async () => {
+    const settings = parseEnv({
+      MONERO_WALLET_RPC_URL: replay.url,
+      TREASURY_MONERO: wallet.get_address.address,
+    });
+    const sub = await moneroWallet(settings)!.createSubaddress('pay_01m7ycenb0y37det98dds34qjx');
+    expect(sub).toEqual({ address, index: 1 });
+    const made = replay.requests.filter((r) => (r.body as { method: string }).method === 'create_address');
+    expect((made.at(-1)?.body as { params: unknown }).params).toEqual({
+      account_index: 0,
+      label: 'pay_01m7ycenb0y37det98dds34qjx',
+    });
+    // A wallet that is not the configured treasury never hands out addresses.
+    const other = parseEnv({ MONERO_WALLET_RPC_URL: replay.url, TREASURY_MONERO: '5'.repeat(95) });
+    const before = made.length;
+    await expect(moneroWallet(other)!.createSubaddress('pay_x')).rejects.toThrow(/not the TREASURY_MONERO/);
+    expect(
+      replay.requests.filter((r) => (r.body as { method: string }).method === 'create_address'),
+    ).toHaveLength(before);
+  });
+
+  it('refuses a check_tx_key transfer whose output is locked until a future height or time', async () => {
+    const { adapter, xmr } = setup();
+    const binding = { kind: 'address' as const, index: 1 };
+    for (const txRef of [LOCKED_HEIGHT, LOCKED_TIME]) {
+      const result = await adapter.verifyTransfer({
+        asset: xmr,
+        txRef,
+        txKey,
+        to: address,
+        minAmount: 1n,
+        binding,
+      });
+      expect(result).toMatchObject({ status: 'mismatch', reason: 'output_locked', amount: '1000000000000' });
+    }
+    // The unlocked record of the same payment pays.
+    const ok = await adapter.verifyTransfer({
+      asset: xmr,
+      txRef: DEEP,
+      txKey,
+      to: address,
+      minAmount: 1n,
+      binding,
+    });
+    expect(ok).toMatchObject({ status: 'confirmed' });
+  });
+
+  it('never settles on a wallet of another network (mainnet XMR, stagenet wallet)', async () => {
+    const settings = parseEnv({ MONERO_WALLET_RPC_URL: replay.url, MONERO_CONFIRMATIONS: '10' });
+    const lookup = adapterFor('monero', settings);
+    if (!lookup.configured) throw new Error(lookup.detail);
+    expect(await lookup.adapter.network()).toBe(STAGENET);
+    const result = await lookup.adapter.verifyTransfer({
+      asset: findAsset('XMR', settings) as Asset,
+      txRef: DEEP,
+      txKey,
+      to: address,
+      minAmount: 1n,
+    });
+    expect(result).toMatchObject({ status: 'pending', reason: 'rpc_wrong_chain' });
+  });
+
+  it('judges unlock times as monerod does: heights below 500000000, Unix times above', () => {
+    const now = new Date('2025-01-01T00:00:00Z');
+    expect(unlocked(0n, 100, now)).toBe(true);
+    expect(unlocked(100n, 100, now)).toBe(true);
+    expect(unlocked(101n, 100, now)).toBe(false);
+    expect(unlocked(BigInt(now.getTime() / 1000), 100, now)).toBe(true);
+    expect(unlocked(BigInt(now.getTime() / 1000 + 3600), 100, now)).toBe(false);
   });
 });

@@ -62,7 +62,7 @@ describe('circuit manifest', () => {
   it('fails when a committed key differs from the manifest', async () => {
     const problems = await checkCopy((dir) => {
       const vkey = join(dir, 'threshold.vkey.json');
-      writeFileSync(vkey, readFileSync(vkey, 'utf8').replace('"nPublic": 4', '"nPublic": 4 '));
+      writeFileSync(vkey, readFileSync(vkey, 'utf8').replace('"nPublic": 5', '"nPublic": 5 '));
       cpSync(join(dir, 'range.zkey'), join(dir, 'membership.zkey'));
     });
     expect(problems).toEqual(

@@ -6,6 +6,7 @@ import { FIELD_PRIME, MAX_VALUE, MAX_SET_SIZE, merkleRoot, poseidonHash } from '
 import { terminateCurves } from '../../shared/zk';
 import { commitSet, getPolicy, parsePolicyInputs, preparePolicyInput } from '../../shared/zk/policies';
 import type { CircuitInput, PolicyId } from '../../shared/zk/policies';
+import { stageContext } from '../../shared/zk/context';
 import { publicSignalsOf, rejects } from './helpers';
 
 const P_MINUS_1 = FIELD_PRIME - 1n;
@@ -22,7 +23,7 @@ const TWO_64 = 1n << 64n;
 /** Builds the circuit input without the policy check, as an attacker driving the circuit would. */
 async function unchecked(policyId: PolicyId, raw: unknown): Promise<CircuitInput> {
   const policy = getPolicy(policyId);
-  return (await policy.buildInput(parsePolicyInputs(policy, raw))).circuitInput;
+  return (await policy.buildInput(parsePolicyInputs(policy, raw), 0n)).circuitInput;
 }
 
 /** Sets private values directly, recomputing their commitments so only the policy itself can fail. */
@@ -46,14 +47,20 @@ async function expectAppError(promise: Promise<unknown>, status: number, code: s
 }
 
 describe('threshold circuit', () => {
-  it('proves value >= threshold with commitments, policy id and result as public signals', async () => {
-    const prepared = await preparePolicyInput('threshold', { value: '1000', threshold: 750 });
+  it('proves value >= threshold with commitments, policy id, context and result as public signals', async () => {
+    const context = await stageContext('prf_01jd3zzzzzzzzzzzzzzzzzzzzz', 2);
+    const prepared = await preparePolicyInput(
+      'threshold',
+      { value: '1000', threshold: 750 },
+      { context: BigInt(context) },
+    );
     const signals = await publicSignalsOf('threshold', prepared.circuitInput);
     expect(signals).toEqual([
       '1',
       prepared.commitments.valueCommitment,
       prepared.commitments.thresholdCommitment,
       String(getPolicy('threshold').fieldId),
+      context,
     ]);
     // The inputs themselves are never public.
     expect(signals).not.toContain('1000');
@@ -132,6 +139,7 @@ describe('range circuit', () => {
         prepared.commitments.lowCommitment,
         prepared.commitments.highCommitment,
         String(getPolicy('range').fieldId),
+        '0',
       ]);
     }
   });
@@ -179,6 +187,7 @@ describe('membership circuit', () => {
         prepared.commitments.valueCommitment,
         expected,
         String(getPolicy('membership').fieldId),
+        '0',
       ]);
     }
   });

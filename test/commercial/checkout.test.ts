@@ -1,11 +1,11 @@
-// License checkout end to end: trials once per organization, a paid checkout on a real EVM node
+// License checkout end to end: wallet-signed trials once per organization, a paid checkout on a real EVM node
 // (ganache) verified by the checkouts worker, the signed license offline and as a Bearer key, the
 // payment outcomes (underpaid, paid late, expired), one license under concurrent verifies, and privacy.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startChain } from '../payments/ganache';
 import type { Chain } from '../payments/ganache';
 import type { TestApp } from '../helpers';
-import { captureLogs, expectProblem, testCheckoutsWorker } from './helpers';
+import { captureLogs, expectProblem, testCheckoutsWorker, trialProof } from './helpers';
 
 const chain: Chain = await startChain(1337);
 const [payer, treasury, stranger] = chain.accounts as [string, string, string];
@@ -25,11 +25,13 @@ Object.assign(process.env, {
   PAYMENT_RECHECK_MS: '100',
   PAYMENT_RECHECK_MAX_MS: '300',
   LICENSE_PRICES_USD_CENTS: 'Starter=4900',
+  // Every trial here comes from the test's one address.
+  TRIAL_PER_ADDRESS_PER_DAY: '1000',
 });
 
 const { eventually, testApp } = await import('../helpers');
 const { verifyLicense } = await import('../../shared/commercial/license-token');
-const { processCheckout } = await import('../../shared/commercial/checkouts');
+const { normalizeOrganization, processCheckout } = await import('../../shared/commercial/checkouts');
 
 // Starter: 49 USD = 49 USDC (6 decimals) = 0.0245 ETH at 2000 USD.
 const STARTER = { 'USDC-ETH': 49_000_000n, ETH: 24_500_000_000_000_000n };
@@ -57,8 +59,10 @@ const base = '/api/v1/commercial/checkout';
 let orgSeq = 0;
 const org = () => `Org ${++orgSeq} ${Math.random().toString(36).slice(2, 8)}`;
 
+/** A TRIAL is claimed by a fresh wallet's signature over its challenge unless the body brings its own. */
 async function prepare(body: Record<string, unknown>) {
-  const res = await app.request.post(`${base}/prepare`).send(body);
+  const signed = body.license === 'TRIAL' && !('wallet' in body) ? await trialProof(app.request) : {};
+  const res = await app.request.post(`${base}/prepare`).send({ ...body, ...signed });
   replies.push(JSON.stringify(res.body));
   return res;
 }
@@ -130,7 +134,7 @@ describe('trial', () => {
       ),
     );
     expect(results.map((r) => r.status).sort()).toEqual([201, 409, 409, 409, 409]);
-    const key = name.toLowerCase();
+    const key = normalizeOrganization(name);
     expect(await db()('licenses').where({ organization_key: key, tier: 'TRIAL' })).toHaveLength(1);
   });
 });
@@ -152,13 +156,19 @@ describe('paid checkout', () => {
 
     const checkout = await paidCheckout('USDC-ETH');
     expect(checkout).toMatchObject({ status: 'awaiting_payment', licenseType: 'Starter', license: null });
+    expect(checkout.payment).toMatchObject({ payTo: treasury, reference: checkout.id, binding: 'amount' });
+    // The price plus a random offset of at most 9999 base units: the amount identifies the checkout.
+    const amount = BigInt(checkout.payment.amount);
+    expect(amount > STARTER['USDC-ETH'] && amount <= STARTER['USDC-ETH'] + 9_999n).toBe(true);
     expect(checkout.payment).toMatchObject({
-      amount: STARTER['USDC-ETH'].toString(),
-      payTo: treasury,
-      reference: checkout.id,
+      paymentInstructions: {
+        scheme: 'eip-681',
+        uri: `ethereum:${usdc}@1337/transfer?address=${treasury}&uint256=${amount}`,
+        exactAmount: true,
+      },
     });
 
-    paidTx = await payUsdc(STARTER['USDC-ETH']);
+    paidTx = await payUsdc(amount);
     const verify = await app.request
       .post(`${base}/verify`)
       .send({ checkoutId: checkout.id, txRef: paidTx })
@@ -167,7 +177,12 @@ describe('paid checkout', () => {
 
     const done = await settled(checkout.id);
     expect(done).toMatchObject({ status: 'confirmed', settlement: 'exact' });
-    expect(done.transaction).toMatchObject({ txRef: paidTx, amountReceived: '49000000', confirmations: 3 });
+    expect(done.transaction).toMatchObject({
+      txRef: paidTx,
+      amountReceived: amount.toString(),
+      confirmations: 3,
+    });
+    expect(done.transaction.blockTime).toEqual(expect.any(String));
     const license = done.license;
     expect(license).toMatchObject({ tier: 'Starter', periodDays: 30, revoked: false });
     expect(license.token).toMatch(/^lk_[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/);
@@ -197,13 +212,13 @@ describe('paid checkout', () => {
     const started = await app.request
       .post('/api/proof-workflows/prepare')
       .set('Authorization', `Bearer ${license.token}`)
-      .send({ template: 'Underwriting' });
+      .send({ template: 'Internal Audit' });
     expect(started.status, JSON.stringify(started.body)).toBe(201);
     expectProblem(
       await app.request
         .post('/api/proof-workflows/prepare')
         .set('Authorization', `Bearer ${forgedToken}`)
-        .send({ template: 'Underwriting' }),
+        .send({ template: 'Internal Audit' }),
       401,
       'unauthorized',
     );
@@ -227,7 +242,7 @@ describe('paid checkout', () => {
 
   it('issues one license however many times verify is called at once', async () => {
     const checkout = await paidCheckout('ETH');
-    const tx = await chain.sendEth(payer, treasury, STARTER.ETH);
+    const tx = await chain.sendEth(payer, treasury, BigInt(checkout.payment.amount));
     await chain.mine(2);
     const answers = await Promise.all(
       Array.from({ length: 8 }, () =>
@@ -244,7 +259,7 @@ describe('paid checkout', () => {
     expect(await db()('licenses').where({ checkout_id: checkout.id })).toHaveLength(1);
     expect(await db()('payment_claims').where({ checkout_id: checkout.id })).toHaveLength(1);
     // Another transfer for a paid checkout is refused.
-    const again = await chain.sendEth(payer, treasury, STARTER.ETH);
+    const again = await chain.sendEth(payer, treasury, BigInt(checkout.payment.amount));
     expectProblem(
       await app.request.post(`${base}/verify`).send({ checkoutId: checkout.id, txRef: again }),
       409,
@@ -254,24 +269,40 @@ describe('paid checkout', () => {
 });
 
 describe('payment outcomes', () => {
-  it('calls a short payment underpaid, then a full transfer pays the checkout', async () => {
+  it('takes only its own amount: another amount is not this checkout’s, then the exact one pays it', async () => {
     const checkout = await paidCheckout('USDC-ETH');
-    const short = await payUsdc(STARTER['USDC-ETH'] - 1n);
+    const amount = BigInt(checkout.payment.amount);
+    const short = await payUsdc(amount - 1n);
     await app.request.post(`${base}/verify`).send({ checkoutId: checkout.id, txRef: short }).expect(202);
-    const under = await settled(checkout.id);
-    expect(under).toMatchObject({ status: 'underpaid', reason: 'underpaid', license: null });
-    expect(under.transaction.amountReceived).toBe('48999999');
+    const other = await settled(checkout.id);
+    expect(other).toMatchObject({ status: 'rejected', reason: 'amount_mismatch', license: null });
+    expect(other.transaction.amountReceived).toBe((amount - 1n).toString());
+    expect(await db()('payment_claims').where({ tx_ref: short.toLowerCase() })).toHaveLength(0);
 
-    const full = await payUsdc(STARTER['USDC-ETH'] + 5n);
-    await app.request.post(`${base}/verify`).send({ checkoutId: checkout.id, txRef: full }).expect(202);
+    const exact = await payUsdc(amount);
+    await app.request.post(`${base}/verify`).send({ checkoutId: checkout.id, txRef: exact }).expect(202);
     const paid = await settled(checkout.id);
-    expect(paid).toMatchObject({ status: 'confirmed', settlement: 'overpaid' });
+    expect(paid).toMatchObject({ status: 'confirmed', settlement: 'exact' });
     expect(paid.license.tier).toBe('Starter');
+  });
+
+  it('refuses a transfer made before the checkout (transfer_before_quote)', async () => {
+    const checkout = await paidCheckout('ETH');
+    await chain.setTime(new Date(Date.now() - 10 * 60_000));
+    const old = await chain.sendEth(payer, treasury, BigInt(checkout.payment.amount));
+    await chain.setTime(new Date());
+    await chain.mine(2);
+    await app.request.post(`${base}/verify`).send({ checkoutId: checkout.id, txRef: old }).expect(202);
+    expect(await settled(checkout.id)).toMatchObject({
+      status: 'rejected',
+      reason: 'transfer_before_quote',
+      license: null,
+    });
   });
 
   it('rejects a transfer to another address', async () => {
     const checkout = await paidCheckout('USDC-ETH');
-    const wrong = await payUsdc(STARTER['USDC-ETH'], stranger);
+    const wrong = await payUsdc(BigInt(checkout.payment.amount), stranger);
     await app.request.post(`${base}/verify`).send({ checkoutId: checkout.id, txRef: wrong }).expect(202);
     const done = await settled(checkout.id);
     expect(done).toMatchObject({ status: 'rejected', reason: 'wrong_recipient', license: null });
@@ -282,7 +313,7 @@ describe('payment outcomes', () => {
     await db()('checkouts')
       .where({ id: late.id })
       .update({ expires_at: new Date(Date.now() - 60_000) });
-    const tx = await payUsdc(STARTER['USDC-ETH']);
+    const tx = await payUsdc(BigInt(late.payment.amount));
     await app.request.post(`${base}/verify`).send({ checkoutId: late.id, txRef: tx }).expect(202);
     expect(await settled(late.id)).toMatchObject({ status: 'confirmed', settlement: 'paid_late' });
 
@@ -291,7 +322,7 @@ describe('payment outcomes', () => {
       .where({ id: gone.id })
       .update({ expires_at: new Date(Date.now() - 2 * 3600_000) });
     expect(await status(gone.id)).toMatchObject({ status: 'expired', reason: 'quote_expired' });
-    const tx2 = await payUsdc(STARTER['USDC-ETH']);
+    const tx2 = await payUsdc(BigInt(gone.payment.amount));
     expectProblem(
       await app.request.post(`${base}/verify`).send({ checkoutId: gone.id, txRef: tx2 }),
       409,

@@ -137,6 +137,31 @@ describe('payment gate', () => {
     expect(await db()('payment_claims').where({ gate_request_id: request.id })).toHaveLength(1);
   });
 
+  it('does not match a transfer made before the request, even of its exact amount', async () => {
+    const request = (await prepare({ asset: 'ETH', baseAmount: '5000' })).body.request;
+    expect(request.paymentInstructions).toMatchObject({
+      scheme: 'eip-681',
+      uri: `ethereum:${treasury}@1337?value=${request.amount}`,
+      exactAmount: true,
+    });
+    await chain.setTime(new Date(Date.now() - 10 * 60_000));
+    const old = await chain.sendEth(payer, treasury, BigInt(request.amount));
+    await chain.setTime(new Date());
+    await chain.mine(2);
+    const answer = await verify(request.id, old).expect(200);
+    expect(answer.body.verification).toMatchObject({
+      matched: false,
+      status: 'mismatch',
+      reason: 'transfer_before_quote',
+    });
+    expect(answer.body.request.status).toBe('open');
+    expect(await db()('payment_claims').where({ tx_ref: old.toLowerCase() })).toHaveLength(0);
+    // Its amount is held in the reservation every kind of quote shares, until it is matched or expires.
+    expect(await db()('payment_amounts').where({ owner: request.id, amount: request.amount })).toHaveLength(
+      1,
+    );
+  });
+
   it('answers bad input with a problem and writes nothing', async () => {
     const cases: Array<[Record<string, unknown> | string, number, string]> = [
       [{ asset: 'USDC-ETH', baseAmount: '10', usdCents: 5 }, 400, 'validation_failed'],

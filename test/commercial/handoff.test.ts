@@ -1,7 +1,8 @@
 // The private-payments hand-off end to end against the stand-in provider on loopback: our challenge in
-// the spec's shape, signed by a real ed25519 wallet, logged in at the stand-in (which redeems it once
-// at the service), balances through our proxy with the Bearer token; replayed, expired and altered
-// challenges and expired or altered tokens refused; the provider's health and on-chain proof proxied.
+// the spec's shape with a random nonce, signed by a real ed25519 wallet, logged in at the stand-in
+// (which redeems it once at the service, authenticated by the shared provider secret), balances
+// through our proxy with the Bearer token; unauthenticated, replayed, expired and altered redemptions
+// and expired or altered tokens refused; the provider's health and on-chain proof proxied.
 import { generateKeyPairSync, sign } from 'node:crypto';
 import type { KeyObject } from 'node:crypto';
 import http from 'node:http';
@@ -31,22 +32,32 @@ await new Promise<void>((resolve) => api.listen(0, '127.0.0.1', resolve));
 const apiUrl = `http://127.0.0.1:${(api.address() as AddressInfo).port}`;
 
 let skewMs = 0;
+const PROVIDER_SECRET = 'stand-in-provider-secret-5f1c9a7e3b2d4c6a';
 const provider = await startStandInProvider({
   redeemUrl: `${apiUrl}${pp}/challenge/redeem`,
+  providerSecret: PROVIDER_SECRET,
   challengeTtlSeconds: 300,
   tokenTtlSeconds: TOKEN_TTL_SECONDS,
   clock: () => Date.now() + skewMs,
 });
+// A provider that holds the signed text but not the secret.
+const impostor = await startStandInProvider({
+  redeemUrl: `${apiUrl}${pp}/challenge/redeem`,
+  providerSecret: 'not-the-provider-secret-0000000000000000',
+});
 Object.assign(process.env, {
   PAYMENTS_PROVIDER_URL: provider.url,
+  PAYMENTS_PROVIDER_SECRET: PROVIDER_SECRET,
   PAYMENTS_PROVIDER_MOCK: 'true',
   PROVIDER_TIMEOUT_MS: '1000',
+  // The health test stops the provider and asks again at once: no reused status answer.
+  PROVIDER_STATUS_CACHE_MS: '0',
   LOGIN_CHALLENGE_TTL_SECONDS: '300',
 });
 const { testApp } = await import('../helpers');
 const { createApp } = await import('../../api/app');
 const { challengeTitle } = await import('../../shared/commercial/providers');
-const { issueLoginChallenge } = await import('../../shared/commercial/login-challenges');
+const { issueLoginChallenge, signRedemption } = await import('../../shared/commercial/login-challenges');
 
 let app: TestApp;
 let logs: Awaited<ReturnType<typeof captureLogs>>;
@@ -58,6 +69,7 @@ beforeAll(async () => {
 afterAll(async () => {
   logs?.stop();
   await provider.close().catch(() => undefined);
+  await impostor.close();
   await new Promise((r) => api.close(r));
   await app?.close();
 });
@@ -66,8 +78,17 @@ async function challengeFor(address: string): Promise<string> {
   return (await app.request.get(`${pp}/challenge?wallet=${address}`).expect(200)).body.challenge.challenge;
 }
 
-async function login(body: { wallet: string; challenge: string; signature: string }) {
-  const res = await fetch(`${provider.url}/v1/spl/login`, {
+/** The provider's own call to the service: the redemption, signed with the provider secret. */
+function redeem(body: object, opts: { secret?: string; at?: number; header?: string } = {}) {
+  const header = opts.header ?? signRedemption(opts.secret ?? PROVIDER_SECRET, body, opts.at);
+  return app.request.post(`${pp}/challenge/redeem`).set('X-Provider-Signature', header).send(body);
+}
+
+async function login(
+  body: { wallet: string; challenge: string; signature: string },
+  at: { url: string } = provider,
+) {
+  const res = await fetch(`${at.url}/v1/spl/login`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify(body),
@@ -97,7 +118,7 @@ describe('private-payments hand-off', () => {
     expect(Object.keys(res.body.challenge)).toEqual(['challenge']);
     const lines = (res.body.challenge.challenge as string).split('\n');
     expect(lines).toHaveLength(3);
-    expect(lines[0]).toMatch(/\[MOCK\]/);
+    expect(lines[0]).toMatch(/^proof-exchange private payments login \[MOCK\] nonce:[A-Za-z0-9_-]{22}$/);
     const stamp = /^Timestamp: (.+)$/.exec(lines[1]!)![1]!;
     expect(stamp).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/);
     expect(Date.parse(stamp)).toBeGreaterThanOrEqual(before - 1000);
@@ -115,14 +136,48 @@ describe('private-payments hand-off', () => {
     expect(rows[0].redeemed_at).toBeNull();
   });
 
-  it('issues a distinct text for every challenge, even within one millisecond', async () => {
+  it('issues a distinct text for every challenge, by its random nonce, even within one millisecond', async () => {
     const { address } = wallet();
     const now = new Date();
     const opts = { title: challengeTitle(), ttlSeconds: 300, now };
     const a = await issueLoginChallenge(app.deps.db, address, opts);
     const b = await issueLoginChallenge(app.deps.db, address, opts);
     expect(a.challenge).not.toBe(b.challenge);
-    expect(b.issuedAt.getTime()).toBe(a.issuedAt.getTime() + 1);
+    expect(b.issuedAt.getTime()).toBe(a.issuedAt.getTime());
+    const nonce = (text: string) => /nonce:(\S+)$/.exec(text.split('\n')[0]!)![1];
+    expect(nonce(a.challenge)).not.toBe(nonce(b.challenge));
+  });
+
+  it('refuses a redemption without the provider’s authentication: holding the signed text is not enough', async () => {
+    const w = wallet();
+    const challenge = await challengeFor(w.address);
+    const signed = { wallet: w.address, challenge, signature: signText(challenge, w.privateKey) };
+    const unsigned = await app.request.post(`${pp}/challenge/redeem`).send(signed);
+    expectProblem(unsigned, 401, 'provider_unauthenticated');
+    expect(unsigned.headers['www-authenticate']).toBe('X-Provider-Signature');
+    expectProblem(
+      await redeem(signed, { secret: 'a-guessed-secret-000000000000000000000' }),
+      401,
+      'provider_unauthenticated',
+    );
+    expectProblem(await redeem(signed, { at: Date.now() - 10 * 60_000 }), 401, 'provider_unauthenticated');
+    expectProblem(await redeem(signed, { header: 'anything' }), 401, 'provider_unauthenticated');
+    // A valid signature over another body does not carry over.
+    const other = { ...signed, challenge: `${challenge} ` };
+    expectProblem(
+      await redeem(signed, { header: signRedemption(PROVIDER_SECRET, other) }),
+      401,
+      'provider_unauthenticated',
+    );
+    // A provider without the secret cannot log the wallet in either.
+    expect(await login(signed, impostor)).toMatchObject({
+      status: 401,
+      body: { error: 'provider_unauthenticated' },
+    });
+    const row = await app.deps.db('login_challenges').where({ wallet: w.address }).first();
+    expect(row.redeemed_at).toBeNull();
+    // The real provider still can, once.
+    expect((await login(signed)).status).toBe(200);
   });
 
   it('logs a real wallet in at the stand-in and reads demo balances through the proxy', async () => {
@@ -162,13 +217,33 @@ describe('private-payments hand-off', () => {
     expect(logs.lines.join('')).not.toContain(accessToken);
   });
 
+  it('issues and redeems nothing while no provider secret is configured', async () => {
+    const w = wallet();
+    const challenge = await challengeFor(w.address);
+    const signed = { wallet: w.address, challenge, signature: signText(challenge, w.privateKey) };
+    const { env } = await import('../../shared/env');
+    env.PAYMENTS_PROVIDER_SECRET = undefined;
+    try {
+      expectProblem(
+        await app.request.get(`${pp}/challenge?wallet=${w.address}`),
+        503,
+        'payments_provider_secret_unset',
+      );
+      expectProblem(await redeem(signed), 503, 'payments_provider_secret_unset');
+    } finally {
+      env.PAYMENTS_PROVIDER_SECRET = PROVIDER_SECRET;
+    }
+    expect(await app.deps.db('login_challenges').where({ wallet: w.address })).toHaveLength(1);
+    expect((await login(signed)).status).toBe(200);
+  });
+
   it('refuses a replayed challenge: it logs in once', async () => {
     const w = wallet();
     const challenge = await challengeFor(w.address);
     const signed = { wallet: w.address, challenge, signature: signText(challenge, w.privateKey) };
     expect((await login(signed)).status).toBe(200);
     expect(await login(signed)).toMatchObject({ status: 401, body: { error: 'challenge_used' } });
-    expectProblem(await app.request.post(`${pp}/challenge/redeem`).send(signed), 409, 'challenge_used');
+    expectProblem(await redeem(signed), 409, 'challenge_used');
   });
 
   it('refuses an expired challenge, at the stand-in and at the service', async () => {
@@ -193,7 +268,7 @@ describe('private-payments hand-off', () => {
     } finally {
       skewMs = 0;
     }
-    expectProblem(await app.request.post(`${pp}/challenge/redeem`).send(signed), 409, 'challenge_expired');
+    expectProblem(await redeem(signed), 409, 'challenge_expired');
     const row = await app.deps.db('login_challenges').where({ wallet: w.address }).first();
     expect(row.redeemed_at).toBeNull();
   });
@@ -229,16 +304,12 @@ describe('private-payments hand-off', () => {
     // Another wallet cannot redeem it, even signing it with its own key.
     const other = wallet();
     expectProblem(
-      await app.request
-        .post(`${pp}/challenge/redeem`)
-        .send({ wallet: other.address, challenge, signature: signText(challenge, other.privateKey) }),
+      await redeem({ wallet: other.address, challenge, signature: signText(challenge, other.privateKey) }),
       404,
       'challenge_unknown',
     );
     expectProblem(
-      await app.request
-        .post(`${pp}/challenge/redeem`)
-        .send({ wallet: w.address, challenge: alterations[0], signature }),
+      await redeem({ wallet: w.address, challenge: alterations[0], signature }),
       401,
       'challenge_signature_invalid',
     );

@@ -1,6 +1,9 @@
 // Helpers of the commercial tests: log capture, problem assertions and a checkouts worker in process.
 import { captureLogs as captureProcessLogs } from '../logs';
 import { expect } from 'vitest';
+import { newWallet } from '../exchange/fixtures';
+import type { Wallet } from '../exchange/fixtures';
+import type { TestApp } from '../helpers';
 
 /** Captures every log line the process logger writes (at trace level) until stop(). */
 export async function captureLogs(): Promise<{ lines: string[]; stop(): void }> {
@@ -36,4 +39,14 @@ export async function testCheckoutsWorker() {
       await db.destroy();
     },
   };
+}
+
+/** What a TRIAL checkout carries: a fresh challenge for the wallet, signed by it. */
+export async function trialProof(request: TestApp['request'], wallet: Wallet = newWallet()) {
+  const res = await request
+    .post('/api/v1/commercial/trial/challenge')
+    .send({ wallet: wallet.publicKey })
+    .expect(201);
+  const challenge = res.body.challenge as string;
+  return { wallet: wallet.publicKey, challenge, signature: wallet.sign(challenge) };
 }

@@ -14,16 +14,41 @@ const chain: Chain = await startChain(1337);
 const [payer, treasury, stranger] = chain.accounts as [string, string, string];
 const usdc = await chain.deployToken(6, 10n ** 15n);
 
-/** A loopback server: forwards JSON-RPC to ganache unless `down`, and serves a local AI model list. */
+/** Ollama's `GET /api/tags` answer for one model with this digest (hex, as Ollama gives it). */
+const tags = (hex: string) =>
+  JSON.stringify({
+    models: [
+      {
+        name: 'llama-3.1-8b-instruct:latest',
+        model: 'llama-3.1-8b-instruct:latest',
+        digest: hex,
+        size: 4920753328,
+        details: { format: 'gguf', family: 'llama', quantization_level: 'Q4_K_M' },
+      },
+    ],
+  });
+
+/**
+ * A loopback server: forwards JSON-RPC to ganache unless `down`, and serves local AI runtimes: `/ai`
+ * speaks OpenAI-compatible `/v1/models` and Ollama's `/api/tags` with the declared digest, `/ai-other`
+ * the same with another digest, `/ai-plain` only `/v1/models` (no digest to observe).
+ */
 function startFrontend() {
   const state = { down: false };
   const server = http.createServer((req, res) => {
-    if (req.url === '/ai/v1/models') {
-      res.writeHead(200, { 'content-type': 'application/json' });
-      return res.end(
+    const json = (status: number, body: string) => {
+      res.writeHead(status, { 'content-type': 'application/json' });
+      res.end(body);
+    };
+    if (/^\/ai(-other|-plain)?\/v1\/models$/.test(req.url ?? '')) {
+      return json(
+        200,
         JSON.stringify({ object: 'list', data: [{ id: 'llama-3.1-8b-instruct', object: 'model' }] }),
       );
     }
+    if (req.url === '/ai/api/tags') return json(200, tags('ab'.repeat(32)));
+    if (req.url === '/ai-other/api/tags') return json(200, tags('cd'.repeat(32)));
+    if (req.url?.startsWith('/ai-plain/')) return json(404, '{"error":"not found"}');
     if (state.down) {
       res.writeHead(503);
       return res.end();
@@ -115,6 +140,7 @@ describe('status routes', () => {
       endpoint: front.url,
       model: 'llama-3.1-8b-instruct',
       modelDigest: DIGEST,
+      digest: { configured: DIGEST, observed: DIGEST, source: 'GET /api/tags', status: 'matches' },
       probe: { reachable: true, modelListed: true },
     });
     expect(typeof statement.probe.latencyMs).toBe('number');
@@ -124,6 +150,44 @@ describe('status routes', () => {
     expect(
       verifyEd25519(publicKey, canonicalJson({ ...statement, modelDigest: 'sha256:00' }), signature),
     ).toBe(false);
+  });
+
+  it('says whether the model digest was observed from the runtime or only configured', async () => {
+    const { localAiRuntimeProof } = await import('../../shared/commercial/providers');
+    const { env } = await import('../../shared/env');
+    const { serviceSigningKey } = await import('../../shared/keys');
+    const key = serviceSigningKey();
+    const at = (path: string, digest: string | null = DIGEST) =>
+      localAiRuntimeProof(key, {
+        ...env,
+        LOCAL_AI_URL: `${front.url}${path}`,
+        LOCAL_AI_MODEL_DIGEST: digest ?? undefined,
+      });
+
+    const other = await at('/ai-other');
+    expect(other).toMatchObject({
+      modelDigest: `sha256:${'cd'.repeat(32)}`,
+      digest: { configured: DIGEST, observed: `sha256:${'cd'.repeat(32)}`, status: 'mismatch' },
+    });
+    const { signature, ...statement } = other as typeof other & { signature: string };
+    expect(verifyEd25519(key.publicKey, canonicalJson(statement), signature)).toBe(true);
+
+    // A runtime that offers no digest: the statement says the digest is configured, not observed.
+    const plain = await at('/ai-plain');
+    expect(plain).toMatchObject({
+      modelDigest: DIGEST,
+      digest: { configured: DIGEST, observed: null, source: null, status: 'configured_not_observed' },
+      probe: { reachable: true, modelListed: true },
+    });
+    expect((plain as { digest: { detail: string } }).digest.detail).toMatch(/configured .*not observed/);
+    expect(await at('/ai-plain', null)).toMatchObject({
+      modelDigest: null,
+      digest: { status: 'unknown' },
+    });
+    expect(await at('/ai', null)).toMatchObject({
+      modelDigest: DIGEST,
+      digest: { configured: null, observed: DIGEST, status: 'observed' },
+    });
   });
 
   it('describes public, private and where it runs for every feature', async () => {
@@ -150,7 +214,7 @@ describe('status routes', () => {
 
   it('keeps every privacy claim tied to a test that exists', async () => {
     const res = await app.request.get('/api/v1/privacy-execution-claims').expect(200);
-    expect(res.body.claims.length).toBeGreaterThanOrEqual(8);
+    expect(res.body.claims.length).toBeGreaterThanOrEqual(17);
     const ids = new Set<string>();
     for (const claim of res.body.claims as Array<{
       id: string;
@@ -161,10 +225,16 @@ describe('status routes', () => {
       ids.add(claim.id);
       expect(claim.enforcement.length).toBeGreaterThan(10);
       expect(claim.test.file).toMatch(/^test\/.+\.test\.ts$/);
+      expect(claim.test.name.length, `${claim.id} names no test`).toBeGreaterThan(0);
       const source = readFileSync(claim.test.file, 'utf8');
-      const named = [`it('${claim.test.name}'`, `it("${claim.test.name}"`, `it(\`${claim.test.name}\``].some(
-        (s) => source.includes(s),
-      );
+      // The name as the first argument of it(…) or it.each(…)(…); a skipped or todo test does not count.
+      const named = ["'", '"', '`'].some((q) => {
+        for (let at = source.indexOf(`${q}${claim.test.name}${q}`); at >= 0;) {
+          if (/\bit(?:\.each[\s\S]*\))?\(\s*$/.test(source.slice(Math.max(0, at - 200), at))) return true;
+          at = source.indexOf(`${q}${claim.test.name}${q}`, at + 1);
+        }
+        return false;
+      });
       expect(named, `${claim.test.file} has no test named "${claim.test.name}"`).toBe(true);
     }
   });

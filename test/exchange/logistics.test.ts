@@ -47,6 +47,8 @@ let deliveriesRedis: ReturnType<typeof createRedis>;
 let buyer: TestAgent;
 
 beforeAll(async () => {
+  // The receivers below are this test's own loopback servers: it opts in to private targets.
+  env.LOGISTICS_ALLOW_PRIVATE_TARGETS = true;
   app = testApp();
   db = createDb();
   deliveriesRedis = createRedis('worker');

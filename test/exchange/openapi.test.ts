@@ -14,6 +14,8 @@ import type { RouteTables } from '../../api/tables';
 
 // The node comes first: the env the modules parse once must already name it and the treasury.
 const { chain, payer, usdc } = await startPaidChain();
+// The conformance run's webhook target is a loopback address: this file opts in to private targets.
+process.env.LOGISTICS_ALLOW_PRIVATE_TARGETS = 'true';
 
 const { sha256Of, testApp, testJobsWorker, waitForJob } = await import('../helpers');
 const { newWallet, registerAgent } = await import('./fixtures');
@@ -338,7 +340,9 @@ describe('replies validate against the document', () => {
     const unpaid = conforms(await request.get(`/api/jobs/${jobId}`).expect(200), 'jobStatus');
     expect(unpaid.job.status).toBe('awaiting_payment');
 
-    const tx = await chain.transferToken(usdc, payer, created.payment.quotes[0].payTo, 500_000n);
+    // The USDC quote's own amount: the price plus the offset that tells it from every other open quote.
+    const quote = created.payment.quotes.find((q: { asset: string }) => q.asset === 'USDC-ETH');
+    const tx = await chain.transferToken(usdc, payer, quote.payTo, BigInt(quote.amount));
     await chain.mine(1);
     const submitted = conforms(
       await request

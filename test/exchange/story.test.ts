@@ -121,7 +121,9 @@ describe('the agent story', () => {
     const jobId: string = created.job.id;
     expect(created.job.status).toBe('awaiting_payment');
     const quote = created.payment.quotes.find((q: { asset: string }) => q.asset === 'USDC-ETH');
-    expect(quote).toMatchObject({ amount: '500000', payTo: treasury, contract: usdc, usdCents: 50 });
+    expect(quote).toMatchObject({ payTo: treasury, contract: usdc, usdCents: 50, binding: 'amount' });
+    // 50 cents of USDC plus the quote's own offset (1–9999 base units), which tells it apart.
+    expect(BigInt(quote.amount) - 500_000n).toBeGreaterThan(0n);
 
     // B pays the quote with a real ERC-20 transfer and submits the transaction.
     const tx = await chain.transferToken(usdc, payer, quote.payTo, BigInt(quote.amount));
@@ -146,7 +148,7 @@ describe('the agent story', () => {
       jobId,
       serviceId: 'attest.batch',
       asset: 'USDC-ETH',
-      amount: '500000',
+      amount: quote.amount,
       usdCents: '50',
       payTo: treasury,
       transaction: { txRef: tx },
@@ -171,7 +173,7 @@ describe('the agent story', () => {
     const revenue = (await request.get('/api/revenue').set(OPERATOR).expect(200)).body;
     expect(revenue.totals).toEqual({ receipts: 1, usdCents: '50' });
     expect(revenue.byAsset).toEqual([
-      { asset: 'USDC-ETH', decimals: 6, receipts: 1, amount: '500000', usdCents: '50' },
+      { asset: 'USDC-ETH', decimals: 6, receipts: 1, amount: quote.amount, usdCents: '50' },
     ]);
     expect(revenue.byService).toMatchObject([{ service: 'attest.batch', receipts: 1, usdCents: '50' }]);
     expect(revenue.byReferral).toEqual([

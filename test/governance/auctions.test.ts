@@ -163,15 +163,31 @@ describe('sealed auctions', () => {
     });
     const pkg = (await app.request.get(`/api/auctions/${ids.second}/package`).expect(200))
       .body as AuctionPackage;
+    // Each bidder finds their own bid by its commitment: only the winner is named in the package.
+    const commitmentOf = (w: Wallet) => {
+      const o = openings.get(`${ids.second}:${w.address}`)!;
+      return bidCommitment(o.amount, o.salt, w.address);
+    };
     const fate = Object.fromEntries(
-      pkg.outcome.bids.map((x) => [pkg.bids.find((y) => y.commitment === x.commitment)!.bidder, x]),
+      [b, c, d, e, f].map((w) => [w.address, pkg.outcome.bids.find((x) => x.commitment === commitmentOf(w))]),
     );
+    const text = JSON.stringify(pkg);
+    expect(text).toContain(b.address);
+    for (const w of [a, c, d, e, f]) {
+      expect(text).not.toContain(w.address);
+      expect(text).not.toContain(`deposit-tx-${w.address.slice(0, 6)}`);
+      expect(text).not.toContain(openings.get(`${ids.second}:${w.address}`)!.salt);
+    }
+    const losing = pkg.bids.find((x) => x.commitment === commitmentOf(c))!;
+    expect(losing).toMatchObject({ bidder: null, depositRef: null, reveal: { amount: '300', salt: null } });
     expect(fate[b.address]).toMatchObject({ status: 'valid', deposit: 'applied_to_price' });
     expect(fate[c.address]).toMatchObject({ status: 'valid', deposit: 'refunded' });
     expect(fate[d.address]).toMatchObject({ status: 'unrevealed', deposit: 'forfeited' });
     expect(fate[e.address]).toMatchObject({ status: 'below_reserve', deposit: 'refunded' });
     expect(fate[f.address]).toMatchObject({ status: 'late', deposit: 'refunded' });
-    expect(verifyAuctionPackage(pkg, keys())).toMatchObject({ valid: true, inclusionValid: true });
+    const verdict = verifyAuctionPackage(pkg, keys());
+    expect(verdict.reasons).toEqual([]);
+    expect(verdict).toMatchObject({ valid: true, inclusionValid: true });
     expect((await reveal(ids.second, d)).body.code).toBe('auction_finalized');
 
     const page = await app.request.get(`/auctions/${ids.second}/`).expect(200);
@@ -191,7 +207,7 @@ describe('sealed auctions', () => {
     });
     for (const id of [ids.sole, ids.first, ids.room]) {
       const pkg = (await app.request.get(`/api/auctions/${id}/package`).expect(200)).body;
-      expect(verifyAuctionPackage(pkg, keys()).valid).toBe(true);
+      expect(verifyAuctionPackage(pkg, keys()).reasons).toEqual([]);
     }
   });
 
@@ -199,7 +215,7 @@ describe('sealed auctions', () => {
     const pkg = (await app.request.get(`/api/auctions/${ids.second}/package`).expect(200))
       .body as AuctionPackage;
     const bumped = structuredClone(pkg);
-    bumped.bids.find((x) => x.bidder === c.address)!.reveal!.amount = '1000';
+    bumped.bids.find((x) => x.bidder === null && x.reveal?.amount === '300')!.reveal!.amount = '1000';
     expect(verifyAuctionPackage(bumped, keys())).toMatchObject({ valid: false, revealsValid: false });
     const stolen = structuredClone(pkg);
     stolen.outcome.winner = c.address;
@@ -209,7 +225,7 @@ describe('sealed auctions', () => {
       signatureValid: false,
     });
     const hidden = structuredClone(pkg);
-    hidden.bids = hidden.bids.filter((x) => x.bidder !== d.address);
+    hidden.bids = hidden.bids.filter((x) => x.reveal !== null);
     expect(verifyAuctionPackage(hidden, keys())).toMatchObject({ valid: false, rootsValid: false });
     const res = await app.request.post('/api/auctions/verify').send({ package: bumped }).expect(200);
     expect(res.body.valid).toBe(false);

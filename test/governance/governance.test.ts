@@ -1,28 +1,31 @@
-// Private governance over HTTP with real wallets: review opens the vote; during it nothing but status and
-// time remaining leaks (routes, page, errors, logs, metrics); the close publishes ballots, tally and a
-// logged package that anyone can recompute and each voter can check their receipt against.
+// Private governance over HTTP with real wallets and anonymous ballots made by the voter's client:
+// review opens the vote; during it nothing but status and time remaining leaks (routes, page, errors,
+// logs, metrics); the close publishes ballots, tally and a logged package that anyone can recompute and
+// each voter can check their receipt against.
+import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  ballotCommitment,
-  ballotMessage,
-  reviewMessage,
-  membershipMessage,
-} from '../../shared/governance/commitments';
+import { ciphertextDigest, decryptVote } from '../../shared/governance/ballot-protocol';
+import type { Ballot, BallotInfo, Identity } from '../../shared/governance/ballot-client';
+import { createIdentity } from '../../shared/governance/ballot-client';
+import { reviewMessage, membershipMessage } from '../../shared/governance/commitments';
+import { identityMessage } from '../../shared/governance/identities';
 import {
   checkReceiptAgainstPackage,
   verifyGovernancePackage,
   verifyReceipt,
 } from '../../shared/governance/package';
-import type { BallotReceipt, GovernancePackage } from '../../shared/governance/package';
+import type { AnonymousGovernancePackage, BallotReceipt } from '../../shared/governance/package';
 import { serviceSigningKey } from '../../shared/keys';
+import { terminateCurves } from '../../shared/zk';
 import { eventually, testApp } from '../helpers';
 import type { TestApp } from '../helpers';
-import { OPERATOR, captureLogs, salt, wallet } from './helpers';
+import { OPERATOR, addIdentities, ballotInfo, captureLogs, makeBallotBody, wallet } from './helpers';
 import type { Wallet } from './helpers';
 
 const OPTIONS = ['option-alpha-7f3e', 'option-beta-2c9d', 'option-gamma-51ab'];
 const TITLE = 'Title-private-budget-e19a';
-const keys = () => ({ publicKey: serviceSigningKey().publicKey });
+const vkey = JSON.parse(readFileSync('circuits/artifacts/ballot.vkey.json', 'utf8')) as unknown;
+const keys = () => ({ publicKey: serviceSigningKey().publicKey, ballotVerificationKey: vkey });
 
 let app: TestApp;
 let logs: ReturnType<typeof captureLogs>;
@@ -31,7 +34,11 @@ const voters = [wallet(), wallet(), wallet(), wallet()];
 const outsider = wallet();
 let roomId: string;
 let proposalId: string;
-const cast: Array<{ voter: Wallet; choice: string; salt: string; receipt: BallotReceipt }> = [];
+let identities: Identity[];
+let info: BallotInfo;
+const cast: Array<{ identity: Identity; choice: string; ballot: Ballot; receipt: BallotReceipt }> = [];
+/** Ballots proved before the vote opens, so the short window is spent casting, not proving. */
+const ready: Record<string, Ballot> = {};
 
 beforeAll(async () => {
   logs = captureLogs();
@@ -56,14 +63,11 @@ beforeAll(async () => {
 afterAll(async () => {
   logs.stop();
   await app.close();
+  await terminateCurves();
 });
 
-const ballotBody = (w: Wallet, choice: string, s: string, id = proposalId) => ({
-  walletPublicKey: w.address,
-  choice,
-  salt: s,
-  signature: w.sign(ballotMessage(id, ballotCommitment(choice, s, id))),
-});
+const post = (ballot: Ballot, id = proposalId) =>
+  app.request.post(`/api/governance/proposals/${id}/ballots`).send(ballot);
 
 const count = async (table: string) =>
   Number(((await app.deps.db(table).count({ n: '*' }).first()) as { n: string }).n);
@@ -89,11 +93,46 @@ describe('a proposal from review to proof', () => {
     expect((await proof(voters[0]!, outsider)).body.code).toBe('signature_invalid');
   });
 
+  it('registers identity commitments, by the administrator or by a wallet member, never naming one in the tree', async () => {
+    identities = await addIdentities(app.request, roomId, 4);
+    const own = await createIdentity();
+    const register = (w: Wallet, commitment: string, signer = w) =>
+      app.request.post(`/api/governance/rooms/${roomId}/identities/register`).send({
+        walletPublicKey: w.address,
+        identityCommitment: commitment,
+        signature: signer.sign(identityMessage(roomId, commitment)),
+      });
+    const res = await register(reviewers[0]!, own.commitment).expect(201);
+    expect(res.body.identityCount).toBe(5);
+    identities.push(own);
+    const before = await count('room_identities');
+    expect((await register(reviewers[0]!, (await createIdentity()).commitment)).body.code).toBe(
+      'identity_already_registered',
+    );
+    expect((await register(outsider, (await createIdentity()).commitment)).status).toBe(403);
+    expect((await register(voters[0]!, (await createIdentity()).commitment, outsider)).body.code).toBe(
+      'signature_invalid',
+    );
+    expect(await count('room_identities')).toBe(before);
+    // The registration is kept apart from the identity: no row holds both.
+    const claims = await app.deps.db('room_identity_claims').where('room_id', roomId);
+    expect(claims).toHaveLength(1);
+    expect(JSON.stringify(claims)).not.toContain(own.commitment);
+    const tree = (await app.request.get(`/api/governance/rooms/${roomId}/tree`).expect(200)).body;
+    expect(tree.identityCommitments).toEqual(identities.map((i) => i.commitment));
+    expect(tree.acceptedRoots[0]).toBe(tree.root);
+    const bad = await app.request
+      .post(`/api/governance/rooms/${roomId}/identities`)
+      .set('Authorization', OPERATOR)
+      .send({ identityCommitments: ['0'] });
+    expect([bad.status, bad.body.code]).toEqual([422, 'invalid_identity']);
+  });
+
   it('opens the vote after the review threshold of signed approvals', async () => {
     const created = await app.request
       .post('/api/governance/proposals')
       .set('Authorization', OPERATOR)
-      .send({ roomId, title: TITLE, options: OPTIONS, reviewCommittee: 'review', votingSeconds: 3 })
+      .send({ roomId, title: TITLE, options: OPTIONS, reviewCommittee: 'review', votingSeconds: 8 })
       .expect(201);
     proposalId = created.body.proposalId;
     expect(created.body).toMatchObject({ status: 'review', reviewThreshold: 2 });
@@ -104,10 +143,18 @@ describe('a proposal from review to proof', () => {
       signature: voters[0]!.sign(reviewMessage(proposalId, 'approve')),
     });
     expect(notReviewer.status).toBe(403);
-    const early = await app.request
-      .post(`/api/governance/proposals/${proposalId}/ballots`)
-      .send(ballotBody(voters[0]!, OPTIONS[0]!, salt()));
-    expect(early.body.code).toBe('voting_not_open');
+    info = await ballotInfo(app.request, proposalId);
+    const plan: Array<[string, number, string]> = [
+      ['v0', 0, OPTIONS[0]!],
+      ['v1', 1, OPTIONS[0]!],
+      ['v2', 2, OPTIONS[1]!],
+      ['r0', 4, OPTIONS[2]!],
+      ['again', 0, OPTIONS[1]!],
+      ['v3', 3, OPTIONS[1]!],
+    ];
+    for (const [name, who, choice] of plan)
+      ready[name] = await makeBallotBody(info, identities[who]!, choice);
+    expect((await post(ready.v0!)).body.code).toBe('voting_not_open');
 
     for (const [i, r] of reviewers.entries()) {
       const res = await app.request
@@ -122,55 +169,50 @@ describe('a proposal from review to proof', () => {
     }
   });
 
-  it('takes sealed ballots, one per member, with signed receipts', async () => {
-    const plan: Array<[Wallet, string]> = [
-      [voters[0]!, OPTIONS[0]!],
-      [voters[1]!, OPTIONS[0]!],
-      [voters[2]!, OPTIONS[1]!],
-      [reviewers[0]!, OPTIONS[2]!],
+  it('takes anonymous ballots, one per identity, with signed receipts', async () => {
+    const plan: Array<[string, number, string]> = [
+      ['v0', 0, OPTIONS[0]!],
+      ['v1', 1, OPTIONS[0]!],
+      ['v2', 2, OPTIONS[1]!],
+      ['r0', 4, OPTIONS[2]!],
     ];
-    for (const [voter, choice] of plan) {
-      const s = salt();
-      const res = await app.request
-        .post(`/api/governance/proposals/${proposalId}/ballots`)
-        .send(ballotBody(voter, choice, s))
-        .expect(201);
+    for (const [name, who, choice] of plan) {
+      const ballot = ready[name]!;
+      const res = await post(ballot).expect(201);
       const receipt = res.body as BallotReceipt;
-      expect(receipt.ballotCommitment).toBe(ballotCommitment(choice, s, proposalId));
+      expect(receipt.ballotDigest).toBe(ciphertextDigest(Buffer.from(ballot.ciphertext, 'base64url')));
       expect(verifyReceipt(receipt, keys().publicKey)).toBe(true);
       expect(JSON.stringify(receipt)).not.toContain(choice);
-      cast.push({ voter, choice, salt: s, receipt });
+      cast.push({ identity: identities[who]!, choice, ballot, receipt });
     }
-    // Ballots at rest: ciphertext only.
+    // Ballots at rest: ciphertext only, and nothing of the identity that cast them.
     const stored = JSON.stringify(await app.deps.db('ballots').where('proposal_id', proposalId));
     for (const o of OPTIONS) expect(stored).not.toContain(o);
+    for (const i of identities) {
+      expect(stored).not.toContain(i.commitment);
+      expect(stored).not.toContain(i.secret);
+    }
   });
 
-  it('refuses double votes, outsiders, forged signatures and bad input — saying nothing of the vote', async () => {
+  it('refuses a second ballot, a tampered vote, a stale or foreign root and bad input — saying nothing of the vote', async () => {
     const before = await count('ballots');
-    const again = await app.request
-      .post(`/api/governance/proposals/${proposalId}/ballots`)
-      .send(ballotBody(voters[0]!, OPTIONS[1]!, salt()));
+    const again = await post(ready.again!);
     expect(again.status).toBe(409);
     expect(again.body.code).toBe('already_voted');
-    const outsiderRes = await app.request
-      .post(`/api/governance/proposals/${proposalId}/ballots`)
-      .send(ballotBody(outsider, OPTIONS[1]!, salt()));
-    expect(outsiderRes.status).toBe(403);
-    const forged = { ...ballotBody(voters[3]!, OPTIONS[1]!, salt()), signature: outsider.sign('x') };
-    expect(
-      (await app.request.post(`/api/governance/proposals/${proposalId}/ballots`).send(forged)).body.code,
-    ).toBe('signature_invalid');
+    // The ciphertext changed after proving: the proof no longer holds for it.
+    const ct = Buffer.from(ready.v3!.ciphertext, 'base64url');
+    ct[100] = ct[100]! ^ 1;
+    const tampered = await post({ ...ready.v3!, ciphertext: ct.toString('base64url') });
+    expect([tampered.status, tampered.body.code]).toEqual([422, 'proof_invalid']);
+    // A valid proof for another proposal's scope.
+    const otherRoot = await post({ ...ready.v3!, root: '12345' });
+    expect([otherRoot.status, otherRoot.body.code]).toEqual([422, 'unknown_root']);
     const bad = await app.request
       .post(`/api/governance/proposals/${proposalId}/ballots`)
-      .send({ walletPublicKey: 'nope', choice: OPTIONS[0], salt: 'zz', extra: 1 });
+      .send({ nullifier: 'x', root: '1', ciphertext: 'zz', extra: 1 });
     expect(bad.status).toBe(400);
     expect(bad.headers['content-type']).toMatch(/application\/problem\+json/);
     expect(bad.body.code).toBe('validation_failed');
-    const unknown = await app.request
-      .post(`/api/governance/proposals/${proposalId}/ballots`)
-      .send(ballotBody(voters[3]!, 'not-an-option', salt()));
-    expect(unknown.body.code).toBe('unknown_option');
     const early = await app.request
       .post(`/api/governance/proposals/${proposalId}/close`)
       .set('Authorization', OPERATOR);
@@ -185,7 +227,7 @@ describe('a proposal from review to proof', () => {
       'type',
     ]);
     expect(await count('ballots')).toBe(before);
-    for (const res of [again, outsiderRes, bad, unknown, early]) {
+    for (const res of [again, tampered, otherRoot, bad, early]) {
       for (const o of OPTIONS) expect(res.text).not.toContain(o);
       expect(res.text).not.toMatch(/\b[1-4] (ballots?|votes?)\b/);
     }
@@ -221,8 +263,9 @@ describe('a proposal from review to proof', () => {
       TITLE,
       ...OPTIONS,
       ...[...voters, ...reviewers].map((w) => w.address),
-      ...cast.map((c) => c.salt),
-      ...cast.map((c) => c.receipt.ballotCommitment),
+      ...cast.map((c) => c.ballot.nullifier),
+      ...cast.map((c) => c.receipt.ballotDigest),
+      ...identities.map((i) => i.secret),
     ];
     for (const text of seen) for (const s of secrets) expect(text).not.toContain(s);
     expect(logs.lines.length).toBeGreaterThan(0);
@@ -234,7 +277,7 @@ describe('a proposal from review to proof', () => {
         const res = await app.request.get(`/api/governance/proposals/${proposalId}`).expect(200);
         return res.body.status === 'closed' ? res.body : undefined;
       },
-      10_000,
+      15_000,
       200,
     );
     expect(closed).toMatchObject({
@@ -244,16 +287,14 @@ describe('a proposal from review to proof', () => {
       ballotCount: 4,
       tally: { [OPTIONS[0]!]: 2, [OPTIONS[1]!]: 1, [OPTIONS[2]!]: 1 },
     });
-    const late = await app.request
-      .post(`/api/governance/proposals/${proposalId}/ballots`)
-      .send(ballotBody(voters[3]!, OPTIONS[1]!, salt()));
+    const late = await post(ready.v3!);
     expect(late.body.code).toBe('voting_not_open');
 
     const pkg = (await app.request.get(`/api/governance/proposals/${proposalId}/package`).expect(200))
-      .body as GovernancePackage;
+      .body as AnonymousGovernancePackage;
     expect(pkg.ballots).toHaveLength(4);
     expect(pkg.log?.inclusion.leafHash).toMatch(/^[0-9a-f]{64}$/);
-    const verdict = verifyGovernancePackage(pkg, keys());
+    const verdict = await verifyGovernancePackage(pkg, keys());
     expect(verdict.reasons).toEqual([]);
     expect(verdict).toMatchObject({
       valid: true,
@@ -261,16 +302,23 @@ describe('a proposal from review to proof', () => {
       tallyValid: true,
       ballotsValid: true,
     });
-    // Offline recount from the published ballots alone.
+    // Offline recount from the published ballots and the key the close published: no times, no order of
+    // arrival (by nullifier), every vote opened again here.
     const recount: Record<string, number> = Object.fromEntries(OPTIONS.map((o) => [o, 0]));
+    const key = Buffer.from(pkg.ballotKey.privateKey, 'base64url');
     for (const b of pkg.ballots) {
-      expect(ballotCommitment(b.choice, b.salt, proposalId)).toBe(b.commitment);
-      recount[b.choice]! += 1;
+      expect(Object.keys(b).sort()).toEqual(['choice', 'ciphertext', 'nullifier', 'proof', 'root']);
+      const choice = decryptVote(key, proposalId, Buffer.from(b.ciphertext, 'base64url'))!;
+      expect(choice).toBe(b.choice);
+      recount[choice]! += 1;
     }
     expect(recount).toEqual(pkg.tally.counts);
+    expect(pkg.ballots.map((b) => BigInt(b.nullifier))).toEqual(
+      pkg.ballots.map((b) => BigInt(b.nullifier)).sort((x, y) => (x < y ? -1 : 1)),
+    );
 
     for (const c of cast) {
-      const check = checkReceiptAgainstPackage(c.receipt, pkg, keys(), { choice: c.choice, salt: c.salt });
+      const check = await checkReceiptAgainstPackage(c.receipt, pkg, keys(), { choice: c.choice });
       expect(check).toMatchObject({
         receiptValid: true,
         packageValid: true,
@@ -284,13 +332,13 @@ describe('a proposal from review to proof', () => {
       .send({
         package: pkg,
         receipt: cast[0]!.receipt,
-        opening: { choice: cast[0]!.choice, salt: cast[0]!.salt },
+        opening: { choice: cast[0]!.choice },
       })
       .expect(200);
     expect(viaRoute.body).toMatchObject({ valid: true, receipt: { included: true, ballotMatches: true } });
     // A receipt the service did not sign proves nothing.
-    const forgedReceipt = { ...cast[0]!.receipt, castAt: new Date(0).toISOString() };
-    expect(checkReceiptAgainstPackage(forgedReceipt, pkg, keys()).receiptValid).toBe(false);
+    const forgedReceipt = { ...cast[0]!.receipt, ballotDigest: cast[1]!.receipt.ballotDigest };
+    expect((await checkReceiptAgainstPackage(forgedReceipt, pkg, keys())).receiptValid).toBe(false);
 
     const page = await app.request.get(`/governance/proposals/${proposalId}/`).expect(200);
     expect(page.text).toContain(OPTIONS[0]);
@@ -299,24 +347,32 @@ describe('a proposal from review to proof', () => {
 
   it('detects a tampered package', async () => {
     const pkg = (await app.request.get(`/api/governance/proposals/${proposalId}/package`).expect(200))
-      .body as GovernancePackage;
+      .body as AnonymousGovernancePackage;
     const flipped = structuredClone(pkg);
     flipped.ballots[0]!.choice = OPTIONS.find((o) => o !== pkg.ballots[0]!.choice)!;
-    const v1 = verifyGovernancePackage(flipped, keys());
+    const v1 = await verifyGovernancePackage(flipped, keys());
     expect(v1.valid).toBe(false);
     expect(v1.ballotsValid).toBe(false);
     const inflated = structuredClone(pkg);
     inflated.tally.counts[OPTIONS[1]!] = 5;
-    expect(verifyGovernancePackage(inflated, keys())).toMatchObject({
+    expect(await verifyGovernancePackage(inflated, keys())).toMatchObject({
       valid: false,
       tallyValid: false,
       signatureValid: false,
     });
+    // A ballot's ciphertext swapped for another's: its proof no longer holds.
+    const swapped = structuredClone(pkg);
+    swapped.ballots[0]!.ciphertext = pkg.ballots[1]!.ciphertext;
+    expect((await verifyGovernancePackage(swapped, keys())).reasons.map((r) => r.code)).toContain(
+      'proof_invalid',
+    );
+    // Without the circuit's verification key nothing is taken on trust.
+    expect((await verifyGovernancePackage(pkg, { publicKey: keys().publicKey })).valid).toBe(false);
     const dropped = structuredClone(pkg);
     const gone = dropped.ballots.splice(0, 1)[0]!;
-    expect(verifyGovernancePackage(dropped, keys()).valid).toBe(false);
-    const receipt = cast.find((c) => c.receipt.ballotCommitment === gone.commitment)!.receipt;
-    expect(checkReceiptAgainstPackage(receipt, dropped, keys()).included).toBe(false);
+    expect((await verifyGovernancePackage(dropped, keys())).valid).toBe(false);
+    const receipt = cast.find((c) => c.ballot.nullifier === gone.nullifier)!.receipt;
+    expect((await checkReceiptAgainstPackage(receipt, dropped, keys())).included).toBe(false);
     const res = await app.request.post('/api/governance/verify').send({ package: flipped }).expect(200);
     expect(res.body.valid).toBe(false);
   });
@@ -329,7 +385,7 @@ describe('a proposal from review to proof', () => {
       .expect(200);
     expect(executed.body).toMatchObject({ status: 'executed', executed: true });
     const pkg = (await app.request.get(`/api/governance/proposals/${proposalId}/package`).expect(200))
-      .body as GovernancePackage;
+      .body as AnonymousGovernancePackage;
     expect(pkg.phase).toBe('executed');
     expect(pkg.chain.entries.map((e) => e.action)).toEqual([
       'created',
@@ -339,7 +395,7 @@ describe('a proposal from review to proof', () => {
       'vote_closed',
       'executed',
     ]);
-    expect(verifyGovernancePackage(pkg, keys())).toMatchObject({ valid: true, inclusionValid: true });
+    expect(await verifyGovernancePackage(pkg, keys())).toMatchObject({ valid: true, inclusionValid: true });
     const again = await app.request
       .post(`/api/governance/proposals/${proposalId}/execution`)
       .set('Authorization', OPERATOR)

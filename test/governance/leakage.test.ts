@@ -3,16 +3,21 @@
 // byte for byte, size and status, once the clock-driven fields are normalised. What does not move cannot
 // carry a tally, ratio, count, address, amount or leader.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  ballotCommitment,
-  ballotMessage,
-  bidCommitment,
-  bidMessage,
-  reviewMessage,
-} from '../../shared/governance/commitments';
+import type { Ballot, Identity } from '../../shared/governance/ballot-client';
+import { bidCommitment, bidMessage, reviewMessage } from '../../shared/governance/commitments';
+import { terminateCurves } from '../../shared/zk';
 import { testApp } from '../helpers';
 import type { TestApp } from '../helpers';
-import { OPERATOR, captureLogs, salt, until, wallet } from './helpers';
+import {
+  OPERATOR,
+  addIdentities,
+  ballotInfo,
+  captureLogs,
+  makeBallotBody,
+  salt,
+  until,
+  wallet,
+} from './helpers';
 import type { Wallet } from './helpers';
 
 const OPTIONS = ['option-alpha-7f3e', 'option-beta-2c9d', 'option-gamma-51ab'];
@@ -30,6 +35,11 @@ const outsider = wallet();
 let roomId: string;
 let proposalId: string;
 const secrets: string[] = [TITLE, ...OPTIONS];
+/** Ballots made by the voters' client before the vote opens: the window is spent casting, not proving. */
+const ballots: Ballot[] = [];
+const again: Ballot[] = [];
+const foreign: Ballot[] = [];
+const forged: Ballot[] = [];
 
 beforeAll(async () => {
   logs = captureLogs();
@@ -60,6 +70,31 @@ beforeAll(async () => {
       })
       .expect(201)
   ).body.proposalId;
+  const identities = await addIdentities(app.request, roomId, voters.length);
+  const info = await ballotInfo(app.request, proposalId);
+  for (const [i, identity] of identities.entries())
+    ballots.push(await makeBallotBody(info, identity, OPTIONS[i % OPTIONS.length]!));
+  // voters[0..2] vote alpha, beta, gamma; each then tries again with each option.
+  for (const identity of identities.slice(0, 3))
+    for (const choice of OPTIONS) again.push(await makeBallotBody(info, identity, choice));
+  // An outsider: an identity in another room's tree, proving against that tree's root.
+  const otherRoom = (
+    await app.request
+      .post('/api/governance/rooms')
+      .set('Authorization', OPERATOR)
+      .send({ name: 'Other' })
+      .expect(201)
+  ).body.roomId;
+  const [stranger] = (await addIdentities(app.request, otherRoom, 1)) as [Identity];
+  const strangerInfo = { ...info, roomId: otherRoom, members: [stranger.commitment] };
+  for (const choice of OPTIONS) foreign.push(await makeBallotBody(strangerInfo, stranger, choice));
+  // A forgery: voters[3]'s valid ballot with its ciphertext changed after proving.
+  for (const choice of OPTIONS) {
+    const b = await makeBallotBody(info, identities[3]!, choice);
+    const ct = Buffer.from(b.ciphertext, 'base64url');
+    ct[60] = ct[60]! ^ 1;
+    forged.push({ ...b, ciphertext: ct.toString('base64url') });
+  }
   for (const r of reviewers)
     await app.request
       .post(`/api/governance/proposals/${proposalId}/review`)
@@ -70,10 +105,13 @@ beforeAll(async () => {
       })
       .expect(200);
   secrets.push(...[...all, ...bidders].map((w) => w.address));
-});
+  secrets.push(...identities.flatMap((i) => [i.secret, i.commitment]));
+  secrets.push(...[...ballots, ...again].map((b) => b.nullifier));
+}, 240_000);
 afterAll(async () => {
   logs.stop();
   await app.close();
+  await terminateCurves();
 });
 
 // --- Observation
@@ -151,6 +189,8 @@ function proposalSurfaces(): Promise<Reading[]> {
     [`POST ${p}/close`, () => post(`${p}/close`, undefined, true)],
     [`POST ${p}/execution`, () => post(`${p}/execution`, { evidenceHash: 'e'.repeat(64) }, true)],
     [`GET /api/governance/rooms/${roomId}`, () => get(`/api/governance/rooms/${roomId}`, true)],
+    [`GET ${p}/ballot-key`, () => get(`${p}/ballot-key`)],
+    [`GET /api/governance/rooms/${roomId}/tree`, () => get(`/api/governance/rooms/${roomId}/tree`)],
     ['GET /api/coordination/providers/status', () => get('/api/coordination/providers/status')],
   ]);
 }
@@ -212,12 +252,6 @@ const shapeOf = (fields: string[]) => (text: string) => {
 
 // --- Governance
 
-const ballotBody = (w: Wallet, choice: string, s = salt()) => ({
-  walletPublicKey: w.address,
-  choice,
-  salt: s,
-  signature: w.sign(ballotMessage(proposalId, ballotCommitment(choice, s, proposalId))),
-});
 const castBallot = (body: object) => post(`/api/governance/proposals/${proposalId}/ballots`, body);
 
 describe('a live vote', () => {
@@ -234,13 +268,8 @@ describe('a live vote', () => {
     expect(pollLines.length).toBeGreaterThan(0);
 
     const replies: Reading[] = [];
-    for (const [i, voter] of voters.entries()) {
-      const body = ballotBody(voter, OPTIONS[i % OPTIONS.length]!);
-      secrets.push(body.salt);
-      const seen = await observe(
-        () => castBallot(body),
-        shapeOf(['receiptId', 'ballotCommitment', 'castAt', 'signature']),
-      );
+    for (const body of ballots) {
+      const seen = await observe(() => castBallot(body), shapeOf(['ballotDigest', 'signature']));
       expect(seen.reply.status, seen.reply.body).toBe(201);
       expect(seen.metricsChanged, 'metrics moved on a ballot').toEqual([]);
       expect(seen.lines, 'a ballot wrote log lines').toEqual([]);
@@ -263,34 +292,33 @@ describe('a live vote', () => {
   });
 
   it('refuses a second ballot, an outsider and a forgery with replies that do not depend on any choice', async () => {
-    // voters[0..2] voted alpha, beta, gamma; each tries again with each option.
-    const again: Reading[] = [];
+    const replies: Reading[] = [];
     const lines: string[][] = [];
-    for (const voter of voters.slice(0, 3))
-      for (const choice of OPTIONS) {
-        const seen = await observe(() => castBallot(ballotBody(voter, choice)), normalise);
-        expect(seen.metricsChanged).toEqual([]);
-        again.push(seen.reply);
-        lines.push(seen.lines);
-      }
-    expect(again[0]!.status).toBe(409);
-    expect(JSON.parse(again[0]!.body).code).toBe('already_voted');
-    for (const r of again) expectSame([r], [again[0]!]);
+    for (const body of again) {
+      const seen = await observe(() => castBallot(body), normalise);
+      expect(seen.metricsChanged).toEqual([]);
+      replies.push(seen.reply);
+      lines.push(seen.lines);
+    }
+    expect(replies[0]!.status).toBe(409);
+    expect(JSON.parse(replies[0]!.body).code).toBe('already_voted');
+    for (const r of replies) expectSame([r], [replies[0]!]);
     for (const l of lines) expect(l).toEqual(lines[0]);
 
-    const refusals = async (make: (choice: string) => object) => {
+    const refusals = async (bodies: Ballot[]) => {
       const out: Reading[] = [];
-      for (const choice of OPTIONS) out.push(reading('refusal', await castBallot(make(choice))));
+      for (const body of bodies) out.push(reading('refusal', await castBallot(body)));
       for (const r of out) expectSame([r], [out[0]!]);
       return JSON.parse(out[0]!.body).code as string;
     };
-    expect(await refusals((choice) => ballotBody(outsider, choice))).toBe('not_a_member');
-    expect(
-      await refusals((choice) => ({ ...ballotBody(voters[3]!, choice), signature: outsider.sign(choice) })),
-    ).toBe('signature_invalid');
+    expect(await refusals(foreign)).toBe('unknown_root');
+    expect(await refusals(forged)).toBe('proof_invalid');
+    expect(await app.deps.db('ballots').where('proposal_id', proposalId).count({ n: '*' })).toEqual([
+      { n: String(voters.length) },
+    ]);
   });
 
-  it('writes no choice, address or salt to any log line, even at trace level', () => {
+  it('writes no choice, address, identity or nullifier to any log line, even at trace level', () => {
     const text = logs.lines.join('\n');
     expect(logs.lines.length).toBeGreaterThan(0);
     for (const s of secrets) expect(text).not.toContain(s);
@@ -350,7 +378,7 @@ describe('live bidding', () => {
 
   beforeAll(async () => {
     live = (await createAuction(WINDOW_SECONDS * 1000, (WINDOW_SECONDS + 30) * 1000)).auctionId;
-    quick = await createAuction(1500, WINDOW_SECONDS * 1000);
+    quick = await createAuction(5000, WINDOW_SECONDS * 1000);
     await post(
       `/api/auctions/${quick.auctionId}/bids`,
       bidBody(quick.auctionId, bidders[0]!, quickOpening.amount, quickOpening.salt),

@@ -15,6 +15,8 @@ export interface Chain {
   transferToken(token: string, from: string, to: string, amount: bigint): Promise<string>;
   deployToken(decimals: number, supply: bigint): Promise<string>;
   mine(blocks: number): Promise<void>;
+  /** Sets the node's clock: the next blocks carry this time (to make a transfer look older). */
+  setTime(at: Date): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -58,6 +60,9 @@ export async function startChain(chainId = 1337): Promise<Chain> {
     },
     async mine(blocks) {
       for (let i = 0; i < blocks; i++) await rpc('evm_mine');
+    },
+    async setTime(at) {
+      await rpc('evm_setTime', [at.getTime()]);
     },
     close: () => server.close(),
   };

@@ -35,9 +35,14 @@ const { paymentsProcessor } = await import('../../workers/processors/payments');
 const { expireUnpaidJobs } = await import('../../shared/payments/payments');
 const { verifyReceipt } = await import('../../shared/payments/receipts');
 const { verifyBatchInclusion } = await import('../../shared/jobs/services/attest-batch');
+// EIP-681 read back by an independent parser, not by our own code.
+const { parse: parseEip681 } = await import('eth-url-parser');
 
-// 50 cents: 500000 USDC base units; 0.00025 ETH at 2000 USD; 500 sat of WBTC at 100000 USD.
+// 50 cents: 500000 USDC base units; 0.00025 ETH at 2000 USD; 500 sat of WBTC at 100000 USD. Each
+// quote adds a random offset (1 to the asset's spread) so no two open quotes share an amount.
 const PRICE = { 'USDC-ETH': 500_000n, ETH: 250_000_000_000_000n, 'WBTC-ETH': 500n };
+const SPREAD = { 'USDC-ETH': 9_999n, ETH: 999_999_999n, 'WBTC-ETH': 999n };
+type Asset = keyof typeof PRICE;
 
 let app: TestApp;
 let jobsWorker: TestWorker;
@@ -64,7 +69,10 @@ async function priced(digests = 3) {
     ),
   };
   const res = await app.request.post('/api/jobs').send({ service: 'attest.batch', input }).expect(202);
-  return { id: res.body.job.id as string, res, input };
+  const quotes = res.body.payment.quotes as Array<{ asset: string; amount: string; reference: string }>;
+  /** What this job's quote in `asset` asks for: the only amount that pays it. */
+  const amount = (asset: Asset) => BigInt(quotes.find((q) => q.asset === asset)!.amount);
+  return { id: res.body.job.id as string, res, input, amount };
 }
 
 const submit = (jobId: string, body: Record<string, unknown>) =>
@@ -102,16 +110,28 @@ describe('quotes', () => {
     expect(payment.usdCents).toBe(50);
     const byAsset = Object.fromEntries(payment.quotes.map((q: { asset: string }) => [q.asset, q]));
     expect(Object.keys(byAsset).sort()).toEqual(['ETH', 'USDC-ETH', 'WBTC-ETH']);
-    expect(byAsset['USDC-ETH']).toMatchObject({
-      amount: '500000',
-      amountDisplay: '0.5',
-      payTo: treasury,
-      contract: usdc,
-    });
-    expect(byAsset.ETH).toMatchObject({ amount: PRICE.ETH.toString(), network: 'eip155:1337' });
+    expect(byAsset['USDC-ETH']).toMatchObject({ payTo: treasury, contract: usdc, binding: 'amount' });
+    for (const asset of Object.keys(PRICE) as Asset[]) {
+      const offset = BigInt(byAsset[asset].amount) - PRICE[asset];
+      expect(offset >= 1n && offset <= SPREAD[asset]).toBe(true);
+    }
+    expect(byAsset['USDC-ETH'].amountDisplay).toMatch(/^0\.50\d{2,4}$/);
+    expect(byAsset.ETH).toMatchObject({ network: 'eip155:1337' });
     expect(byAsset.ETH.rate).toMatchObject({ usd: '2000', source: 'config' });
     expect(byAsset['USDC-ETH'].rate).toBeUndefined(); // stablecoins are 1:1
-    expect(byAsset['WBTC-ETH'].amount).toBe('500');
+    expect((await db()('quotes').where({ id: byAsset.ETH.reference }).first()).base_amount).toBe(
+      PRICE.ETH.toString(),
+    );
+
+    // The payer is told what to send: EIP-681 requests that an independent parser reads back.
+    const eth = parseEip681(byAsset.ETH.paymentInstructions.uri);
+    expect(eth).toMatchObject({ scheme: 'ethereum', target_address: treasury, chain_id: '1337' });
+    expect(String(eth.parameters.value)).toBe(byAsset.ETH.amount);
+    const token = parseEip681(byAsset['USDC-ETH'].paymentInstructions.uri);
+    expect(token).toMatchObject({ target_address: usdc, chain_id: '1337', function_name: 'transfer' });
+    expect(token.parameters).toMatchObject({ address: treasury });
+    expect(String(token.parameters.uint256)).toBe(byAsset['USDC-ETH'].amount);
+    expect(byAsset['USDC-ETH'].paymentInstructions).toMatchObject({ exactAmount: true, scheme: 'eip-681' });
     expect(payment.unavailable.map((u: { asset: string }) => u.asset).sort()).toEqual([
       'BTC',
       'PYUSD-SOL',
@@ -129,10 +149,10 @@ describe('quotes', () => {
     expect(accepts.find((a) => a.asset === usdc)).toMatchObject({
       scheme: 'exact',
       network: 'eip155:1337',
-      amount: '500000',
+      amount: byAsset['USDC-ETH'].amount,
       payTo: treasury,
     });
-    expect(accepts.find((a) => a.asset === 'slip44:60')).toMatchObject({ amount: PRICE.ETH.toString() });
+    expect(accepts.find((a) => a.asset === 'slip44:60')).toMatchObject({ amount: byAsset.ETH.amount });
     for (const a of accepts) expect(a.maxTimeoutSeconds).toBeGreaterThan(800);
     const header = JSON.parse(Buffer.from(res.headers['payment-required'] as string, 'base64').toString());
     expect(header).toEqual(payment.x402);
@@ -142,7 +162,7 @@ describe('quotes', () => {
     const res = await app.request.get('/api/pricing').expect(200);
     expect(res.body.assets).toHaveLength(9);
     const eth = res.body.assets.find((a: { id: string }) => a.id === 'ETH');
-    expect(eth).toMatchObject({ enabled: true, payTo: treasury });
+    expect(eth).toMatchObject({ enabled: true, payTo: treasury, binding: 'amount' });
     const sol = res.body.assets.find((a: { id: string }) => a.id === 'SOL');
     expect(sol).toMatchObject({ enabled: false, reason: 'no_treasury' });
     expect(sol.detail).toMatch(/TREASURY_SOLANA/);
@@ -156,8 +176,8 @@ describe('quotes', () => {
 
 describe('paying a job', () => {
   it('runs the whole path: ETH transfer → submitPayment → worker → receipt → the job succeeds', async () => {
-    const { id, input } = await priced(5);
-    const tx = await chain.sendEth(payer, treasury, PRICE.ETH);
+    const { id, input, amount } = await priced(5);
+    const tx = await chain.sendEth(payer, treasury, amount('ETH'));
     await chain.mine(2);
     const res = await submit(id, { asset: 'ETH', txRef: tx, payer }).expect(202);
     expect(res.body.payment).toMatchObject({ status: 'pending', asset: 'ETH', txRef: tx, jobId: id });
@@ -169,9 +189,10 @@ describe('paying a job', () => {
     expect(payment).toMatchObject({
       status: 'confirmed',
       settlement: 'exact',
-      amountReceived: PRICE.ETH.toString(),
+      amountReceived: amount('ETH').toString(),
       confirmations: 3,
     });
+    expect(Math.abs(Date.parse(payment.blockTime) - Date.now())).toBeLessThan(120_000);
     expect(status.body.payment.required).toBe(false);
     expect(status.body.job.links.receipt).toMatch(/\/api\/receipts\/rcpt_/);
     expect(payment.links.receipt).toBe(status.body.job.links.receipt);
@@ -182,7 +203,7 @@ describe('paying a job', () => {
     expect(receipt).toMatchObject({
       jobId: id,
       asset: 'ETH',
-      amount: PRICE.ETH.toString(),
+      amount: amount('ETH').toString(),
       settlement: 'exact',
       payer: payer.toLowerCase(),
     });
@@ -215,26 +236,22 @@ describe('paying a job', () => {
     ]);
   });
 
-  it('records an ERC-20 overpayment as overpaid and still runs the job', async () => {
-    const { id } = await priced();
-    const tx = await payUsdc(PRICE['USDC-ETH'] + 100_000n);
-    await submit(id, { asset: 'USDC-ETH', txRef: tx }).expect(202);
-    expect((await waitForJob(app.request, id)).status).toBe('succeeded');
-    const row = await db()('payments').where({ job_id: id }).first();
-    expect(row).toMatchObject({ status: 'confirmed', settlement: 'overpaid', amount_received: '600000' });
-    expect(row.output).toMatch(/^log:\d+$/);
-  });
-
-  it('calls a short payment underpaid: the job keeps waiting, and the transfer cannot pay elsewhere', async () => {
-    const { id } = await priced();
-    const tx = await payUsdc(PRICE['USDC-ETH'] - 1n);
-    const res = await submit(id, { asset: 'USDC-ETH', txRef: tx }).expect(202);
-    const row = await paymentSettled(res.body.payment.id);
-    expect(row).toMatchObject({ status: 'underpaid', reason: 'underpaid', amount_received: '499999' });
-    expect((await app.request.get(`/api/jobs/${id}`).expect(200)).body.job.status).toBe('awaiting_payment');
-    expect(await db()('receipts').where({ job_id: id })).toHaveLength(0);
-    const other = await priced();
-    expectProblem(await submit(other.id, { asset: 'USDC-ETH', txRef: tx }), 409, 'payment_already_claimed');
+  it('pays nothing with any other amount: over or short, the transfer is not this quote’s', async () => {
+    // The amount is what tells this quote from every other open one, so more or less is another's.
+    for (const delta of [100_000n, -1n]) {
+      const { id, amount } = await priced();
+      const tx = await payUsdc(amount('USDC-ETH') + delta);
+      const res = await submit(id, { asset: 'USDC-ETH', txRef: tx }).expect(202);
+      const row = await paymentSettled(res.body.payment.id);
+      expect(row).toMatchObject({
+        status: 'rejected',
+        reason: 'amount_mismatch',
+        amount_received: (amount('USDC-ETH') + delta).toString(),
+      });
+      expect((await app.request.get(`/api/jobs/${id}`).expect(200)).body.job.status).toBe('awaiting_payment');
+      expect(await db()('receipts').where({ job_id: id })).toHaveLength(0);
+      expect(await db()('payment_claims').where({ tx_ref: tx.toLowerCase() })).toHaveLength(0);
+    }
   });
 
   it('rejects the wrong asset, the wrong recipient, and a reverted transfer', async () => {
@@ -248,7 +265,7 @@ describe('paying a job', () => {
         },
         'wrong_asset',
       ],
-      ['wrong recipient', () => payUsdc(PRICE['USDC-ETH'], stranger), 'wrong_recipient'],
+      ['wrong recipient', () => payUsdc(PRICE['USDC-ETH'] + 1n, stranger), 'wrong_recipient'],
       [
         'reverted',
         async () => {
@@ -268,14 +285,14 @@ describe('paying a job', () => {
   });
 
   it('keeps a payment pending with too few confirmations, then confirms it once blocks are mined', async () => {
-    const { id } = await priced();
-    const tx = await chain.transferToken(usdc, payer, treasury, PRICE['USDC-ETH']);
+    const { id, amount } = await priced();
+    const tx = await chain.transferToken(usdc, payer, treasury, amount('USDC-ETH'));
     const res = await submit(id, { asset: 'USDC-ETH', txRef: tx }).expect(202);
     const pending = await eventually(async () => {
       const row = await db()('payments').where({ id: res.body.payment.id }).first();
       return row.status === 'pending' && row.reason === 'too_few_confirmations' ? row : undefined;
     });
-    expect(pending).toMatchObject({ confirmations: 1, amount_received: '500000' });
+    expect(pending).toMatchObject({ confirmations: 1, amount_received: amount('USDC-ETH').toString() });
     expect((await app.request.get(`/api/jobs/${id}`).expect(200)).body.payment.payments[0]).toMatchObject({
       status: 'pending',
       reason: 'too_few_confirmations',
@@ -309,11 +326,11 @@ describe('expiry', () => {
   });
 
   it('honours a payment after expiry inside the watch window as paid_late, and the job runs', async () => {
-    const { id } = await priced();
+    const { id, amount } = await priced();
     await age(id, 60);
     await expireUnpaidJobs(db());
     expect((await app.request.get(`/api/jobs/${id}`).expect(200)).body.job.status).toBe('expired');
-    const tx = await chain.sendEth(payer, treasury, PRICE.ETH);
+    const tx = await chain.sendEth(payer, treasury, amount('ETH'));
     await chain.mine(2);
     const res = await submit(id, { asset: 'ETH', txRef: tx }).expect(202);
     expect(await paymentSettled(res.body.payment.id)).toMatchObject({
@@ -349,25 +366,104 @@ describe('expiry', () => {
   });
 });
 
-describe('replay protection', () => {
-  it('lets one transfer pay one job when two jobs race to claim it', async () => {
+describe('a transfer pays only the quote it was made for', () => {
+  it("A's transfer submitted for B (same price) does not pay B, and still pays A", async () => {
     const a = await priced();
+    const tx = await chain.sendEth(payer, treasury, a.amount('ETH'));
+    await chain.mine(2);
+    // Someone else makes job B at the same price and submits A's transaction for it first.
     const b = await priced();
-    const tx = await payUsdc(PRICE['USDC-ETH']);
-    const results = await Promise.all([a, b].map((j) => submit(j.id, { asset: 'USDC-ETH', txRef: tx })));
+    expect(b.amount('ETH')).not.toBe(a.amount('ETH'));
+    const forB = await submit(b.id, { asset: 'ETH', txRef: tx }).expect(202);
+    // A's payer is not locked out while B's claim is being verified.
+    const forA = await submit(a.id, { asset: 'ETH', txRef: tx }).expect(202);
+    expect(await paymentSettled(forB.body.payment.id)).toMatchObject({
+      status: 'rejected',
+      reason: 'amount_mismatch',
+    });
+    expect(await paymentSettled(forA.body.payment.id)).toMatchObject({
+      status: 'confirmed',
+      settlement: 'exact',
+    });
+    expect((await waitForJob(app.request, a.id)).status).toBe('succeeded');
+    expect((await app.request.get(`/api/jobs/${b.id}`).expect(200)).body.job.status).toBe('awaiting_payment');
+    expect(await db()('receipts').where({ job_id: b.id })).toHaveLength(0);
+    const claims = await db()('payment_claims').where({ tx_ref: tx.toLowerCase() });
+    expect(claims.map((c: { payment_id: string }) => c.payment_id)).toEqual([forA.body.payment.id]);
+  });
+
+  it('rejects a transfer whose block is older than the quote (transfer_before_quote)', async () => {
+    const job = await priced();
+    // The exact amount, but sent (by the chain's clock) ten minutes before the quote was made.
+    await chain.setTime(new Date(Date.now() - 10 * 60_000));
+    const tx = await chain.sendEth(payer, treasury, job.amount('ETH'));
+    await chain.setTime(new Date());
+    await chain.mine(2);
+    const res = await submit(job.id, { asset: 'ETH', txRef: tx }).expect(202);
+    expect(await paymentSettled(res.body.payment.id)).toMatchObject({
+      status: 'rejected',
+      reason: 'transfer_before_quote',
+    });
+    expect((await app.request.get(`/api/jobs/${job.id}`).expect(200)).body.job.status).toBe(
+      'awaiting_payment',
+    );
+    expect(await db()('payment_claims').where({ tx_ref: tx.toLowerCase() })).toHaveLength(0);
+  });
+
+  it('never gives two open quotes of one asset and treasury the same amount', async () => {
+    const jobs = await Promise.all(Array.from({ length: 24 }, () => priced(1)));
+    for (const asset of Object.keys(PRICE) as Asset[]) {
+      const amounts = jobs.map((j) => j.amount(asset).toString());
+      expect(new Set(amounts).size).toBe(amounts.length);
+    }
+    // The database itself refuses a second holder of a held amount.
+    const held = await db()('payment_amounts')
+      .where({ owner: jobs[0]!.res.body.payment.quotes[0].reference })
+      .first();
+    await expect(
+      db()('payment_amounts').insert({ ...held, id: undefined, owner: 'pay_01m7ycenb0y37det98dds34qjx' }),
+    ).rejects.toThrow(/payment_amounts_unique/);
+  });
+
+  it('20 concurrent submissions of one transfer for 20 quotes: exactly one paid, the one it was for', async () => {
+    const jobs = await Promise.all(Array.from({ length: 20 }, () => priced(1)));
+    const target = jobs[7]!;
+    const tx = await payUsdc(target.amount('USDC-ETH'));
+    const results = await Promise.all(jobs.map((j) => submit(j.id, { asset: 'USDC-ETH', txRef: tx })));
+    // Submissions that arrive after the transfer was credited are refused outright; the rest are
+    // verified, and only the quote the transfer was made for is paid.
     const accepted = results.filter((r) => r.status === 202);
     for (const r of results.filter((r) => r.status !== 202)) expectProblem(r, 409, 'payment_already_claimed');
     const settled = await Promise.all(accepted.map((r) => paymentSettled(r.body.payment.id)));
-    expect(settled.filter((p) => p.status === 'confirmed')).toHaveLength(1);
-    for (const p of settled.filter((p) => p.status !== 'confirmed'))
-      expect(p).toMatchObject({ status: 'rejected', reason: 'already_claimed' });
-    const claims = await db()('payment_claims').where({ tx_ref: tx.toLowerCase() });
-    expect(claims).toHaveLength(1);
+    const confirmed = settled.filter((p) => p.status === 'confirmed');
+    expect(confirmed).toHaveLength(1);
+    expect(confirmed[0].job_id).toBe(target.id);
+    for (const p of settled.filter((p) => p.status !== 'confirmed')) {
+      expect(p.status).toBe('rejected');
+      expect(['amount_mismatch', 'already_claimed']).toContain(p.reason);
+    }
+    expect(await db()('payment_claims').where({ tx_ref: tx.toLowerCase() })).toHaveLength(1);
+    expect(
+      await db()('receipts').whereIn(
+        'job_id',
+        jobs.map((j) => j.id),
+      ),
+    ).toHaveLength(1);
+  });
+});
 
+describe('replay protection', () => {
+  it('refuses a transaction that already paid, and answers its own job the same payment again', async () => {
+    const a = await priced();
+    const tx = await payUsdc(a.amount('USDC-ETH'));
+    const ok = await submit(a.id, { asset: 'USDC-ETH', txRef: tx }).expect(202);
+    const winner = await paymentSettled(ok.body.payment.id);
+    expect(winner).toMatchObject({ status: 'confirmed' });
     const c = await priced();
+    const before = await db()('payments').count({ n: '*' });
     expectProblem(await submit(c.id, { asset: 'USDC-ETH', txRef: tx }), 409, 'payment_already_claimed');
+    expect(await db()('payments').count({ n: '*' })).toEqual(before);
     // Submitting the winner's transaction again for its own job answers the same payment.
-    const winner = settled.find((p) => p.status === 'confirmed')!;
     const again = await submit(winner.job_id, {
       asset: 'USDC-ETH',
       txRef: tx.toUpperCase().replace('0X', '0x'),
@@ -376,18 +472,17 @@ describe('replay protection', () => {
   });
 
   it('rejects as already_claimed a payment that reaches the worker after its transfer was credited', async () => {
-    // A row that got past the submit-time check (say, queued by an older release): the claim in the
-    // confirming transaction is what stops it.
+    // A second row for the same quote and transaction that got past the submit-time check (say, queued
+    // by an older release): the claim in the confirming transaction is what stops it.
     const first = await priced();
-    const second = await priced();
-    const tx = await payUsdc(PRICE['USDC-ETH']);
+    const tx = await payUsdc(first.amount('USDC-ETH'));
     const ok = await submit(first.id, { asset: 'USDC-ETH', txRef: tx }).expect(202);
     expect(await paymentSettled(ok.body.payment.id)).toMatchObject({ status: 'confirmed' });
-    const quote = await db()('quotes').where({ job_id: second.id, asset: 'USDC-ETH' }).first();
+    const quote = await db()('quotes').where({ job_id: first.id, asset: 'USDC-ETH' }).first();
     const paymentId = 'pay_01m7ycenb0y37det98dds34qjx';
     await db()('payments').insert({
       id: paymentId,
-      job_id: second.id,
+      job_id: first.id,
       quote_id: quote.id,
       asset: 'USDC-ETH',
       chain: 'eip155:1337',
@@ -396,9 +491,7 @@ describe('replay protection', () => {
     });
     await app.deps.queues.enqueue('payments', { paymentId });
     expect(await paymentSettled(paymentId)).toMatchObject({ status: 'rejected', reason: 'already_claimed' });
-    expect((await app.request.get(`/api/jobs/${second.id}`).expect(200)).body.job.status).toBe(
-      'awaiting_payment',
-    );
+    expect(await db()('receipts').where({ job_id: first.id })).toHaveLength(1);
   });
 });
 
@@ -423,6 +516,13 @@ describe('bad input gets a 4xx problem and writes nothing', () => {
       [() => submit(id, { asset: 'ETH', txRef: 'not-a-hash' }), 400, 'validation_failed'],
       [() => submit(id, { asset: 'ETH', txRef: hash, txKey: 'ab'.repeat(32) }), 400, 'validation_failed'],
       [() => submit(id, { asset: 'SOL', txRef: '5'.repeat(88) }), 422, 'asset_not_quoted'],
+      [() => submit(id, { asset: 'ETH', txRef: hash, payer: 'bc1qnotevm' }), 400, 'validation_failed'],
+      [() => submit(id, { asset: 'ETH', txRef: hash, reference: 'not-a-ref' }), 400, 'validation_failed'],
+      [
+        () => submit(id, { asset: 'ETH', txRef: hash, reference: 'pay_01m7ycenb0y37det98dds34qjx' }),
+        422,
+        'unknown_reference',
+      ],
       [() => submit('job_01m7ycenb0y37det98dds34qjx', { asset: 'ETH', txRef: hash }), 404, 'not_found'],
       [() => submit('nope', { asset: 'ETH', txRef: hash }), 400, 'validation_failed'],
       [() => submit(free.body.job.id, { asset: 'ETH', txRef: hash }), 409, 'payment_not_required'],

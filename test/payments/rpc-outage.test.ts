@@ -35,7 +35,6 @@ const { eventually, sha256Of, testApp, testJobsWorker, testQueueWorker, waitForJ
 const { paymentsProcessor } = await import('../../workers/processors/payments');
 
 // 50 cents at 2000 USD per ETH.
-const PRICE_WEI = 250_000_000_000_000n;
 
 let app: TestApp;
 let jobsWorker: TestWorker;
@@ -90,8 +89,12 @@ describe('the EVM RPC goes down, then comes back', () => {
     const input = { digests: [await sha256Of(`outage ${Math.random()}`)] };
     const created = await app.request.post('/api/jobs').send({ service: 'attest.batch', input }).expect(202);
     const jobId = created.body.job.id as string;
+    // The job's own ETH amount: the price plus the offset that tells its quote from every other.
+    const quoted = BigInt(
+      created.body.payment.quotes.find((q: { asset: string }) => q.asset === 'ETH').amount,
+    );
     // Mined and final on the node itself; only our view of it is cut.
-    const tx = await chain.sendEth(payer, treasury, PRICE_WEI);
+    const tx = await chain.sendEth(payer, treasury, quoted);
 
     await proxy.set('refuse');
     const res = await app.request
@@ -131,7 +134,7 @@ describe('the EVM RPC goes down, then comes back', () => {
     const settled = await watch(paymentId, (s) => !['pending', 'verifying'].includes(s.status), seen);
     expect(settled.status).toBe('confirmed');
     const row = await app.deps.db('payments').where({ id: paymentId }).first();
-    expect(row).toMatchObject({ settlement: 'exact', amount_received: PRICE_WEI.toString(), reason: null });
+    expect(row).toMatchObject({ settlement: 'exact', amount_received: quoted.toString(), reason: null });
     expect(row.checks).toBeGreaterThanOrEqual(6);
     expect((await waitForJob(app.request, jobId)).status).toBe('succeeded');
 

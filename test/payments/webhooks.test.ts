@@ -24,6 +24,8 @@ Object.assign(process.env, {
   RATES_USD: 'ETH=2000',
   PAYMENT_RECHECK_MS: '100',
   PAYMENT_RECHECK_MAX_MS: '300',
+  // The receivers are this test's own loopback servers: it opts in to private targets.
+  LOGISTICS_ALLOW_PRIVATE_TARGETS: 'true',
 });
 
 const { eventually, sha256Of, testApp, testJobsWorker, waitForJob } = await import('../helpers');
@@ -35,8 +37,6 @@ const { paymentsProcessor } = await import('../../workers/processors/payments');
 const { deliveriesProcessor } = await import('../../workers/processors/deliveries');
 const { retireWebhooks, startWebhookRelay } = await import('../../shared/payments/webhooks');
 const { expireUnpaidJobs } = await import('../../shared/payments/payments');
-
-const PRICE_WEI = 250_000_000_000_000n;
 
 interface Delivery {
   headers: http.IncomingHttpHeaders;
@@ -144,7 +144,8 @@ describe('job webhooks', () => {
       const status = await app.request.get(`/api/jobs/${jobId}`).expect(200);
       expect(JSON.stringify(status.body)).not.toContain(secret);
 
-      const tx = await chain.sendEth(payer, treasury, PRICE_WEI);
+      const quoted = created.body.payment.quotes.find((q: { asset: string }) => q.asset === 'ETH').amount;
+      const tx = await chain.sendEth(payer, treasury, BigInt(quoted));
       await app.request.post(`/api/jobs/${jobId}/payment`).send({ asset: 'ETH', txRef: tx }).expect(202);
       expect((await waitForJob(app.request, jobId)).status).toBe('succeeded');
 

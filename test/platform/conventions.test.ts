@@ -128,8 +128,16 @@ describe('bad input gets a 4xx problem and writes nothing', () => {
 describe('Idempotency-Key', () => {
   it('replays the same response for the same key and body', async () => {
     const body = { service: 'attest.timestamp', input: { digest: await sha256Of('idem-1') } };
-    const first = await app.request.post('/api/jobs').set('Idempotency-Key', 'key-1').send(body).expect(202);
-    const second = await app.request.post('/api/jobs').set('Idempotency-Key', 'key-1').send(body).expect(202);
+    const first = await app.request
+      .post('/api/jobs')
+      .set('Idempotency-Key', 'conventions-key-0001')
+      .send(body)
+      .expect(202);
+    const second = await app.request
+      .post('/api/jobs')
+      .set('Idempotency-Key', 'conventions-key-0001')
+      .send(body)
+      .expect(202);
     expect(second.body.job.id).toBe(first.body.job.id);
     expect(second.headers['idempotency-replayed']).toBe('true');
     expect(await app.deps.db('jobs').where('id', first.body.job.id).count({ n: '*' })).toEqual([{ n: '1' }]);
@@ -137,11 +145,11 @@ describe('Idempotency-Key', () => {
 
   it('answers 409 idempotency_conflict for the same key with another body, and writes nothing', async () => {
     const body = { service: 'attest.timestamp', input: { digest: await sha256Of('idem-2') } };
-    await app.request.post('/api/jobs').set('Idempotency-Key', 'key-2').send(body).expect(202);
+    await app.request.post('/api/jobs').set('Idempotency-Key', 'conventions-key-0002').send(body).expect(202);
     const jobs = await jobCount();
     const res = await app.request
       .post('/api/jobs')
-      .set('Idempotency-Key', 'key-2')
+      .set('Idempotency-Key', 'conventions-key-0002')
       .send({ ...body, input: { digest: await sha256Of('other') } });
     expectProblem(res, 409, 'idempotency_conflict');
     expect(await jobCount()).toBe(jobs);
@@ -151,7 +159,7 @@ describe('Idempotency-Key', () => {
     const body = { service: 'attest.timestamp', input: { digest: await sha256Of('idem-race') } };
     const results = await Promise.all(
       Array.from({ length: 8 }, () =>
-        app.request.post('/api/jobs').set('Idempotency-Key', 'key-race').send(body),
+        app.request.post('/api/jobs').set('Idempotency-Key', 'conventions-key-race').send(body),
       ),
     );
     const ids = new Set(results.filter((r) => r.status === 202).map((r) => r.body.job.id));
@@ -166,10 +174,14 @@ describe('Idempotency-Key', () => {
 
   it('keeps keys apart per caller', async () => {
     const body = { service: 'attest.timestamp', input: { digest: await sha256Of('idem-3') } };
-    const a = await app.request.post('/api/jobs').set('Idempotency-Key', 'key-3').send(body).expect(202);
+    const a = await app.request
+      .post('/api/jobs')
+      .set('Idempotency-Key', 'conventions-key-0003')
+      .send(body)
+      .expect(202);
     const b = await app.request
       .post('/api/jobs')
-      .set('Idempotency-Key', 'key-3')
+      .set('Idempotency-Key', 'conventions-key-0003')
       .set('Authorization', 'Bearer op_test_token_0123456789')
       .send(body);
     // A different Authorization is a different scope: no replay across callers.
@@ -255,16 +267,16 @@ describe('stored idempotent responses', () => {
     const body = { service: 'attest.timestamp', input: { digest: await sha256Of('idem-sealed') } };
     const first = await app.request
       .post('/api/jobs')
-      .set('Idempotency-Key', 'sealed-key-1')
+      .set('Idempotency-Key', 'sealed-key-00000001')
       .send(body)
       .expect(202);
     const rows = await app.deps.db('idempotency_keys').select('*');
     const dump = JSON.stringify(rows);
-    expect(dump).not.toContain('sealed-key-1');
+    expect(dump).not.toContain('sealed-key-00000001');
     expect(dump).not.toContain(first.body.job.id);
     const replay = await app.request
       .post('/api/jobs')
-      .set('Idempotency-Key', 'sealed-key-1')
+      .set('Idempotency-Key', 'sealed-key-00000001')
       .send(body)
       .expect(202);
     expect(replay.body).toEqual(first.body);

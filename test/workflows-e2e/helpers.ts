@@ -8,6 +8,7 @@ import type { Db } from '../../shared/db/knex';
 import { Queues } from '../../shared/queues';
 import { createRedis } from '../../shared/redis';
 import { findTemplate } from '../../shared/workflows/templates';
+import { provePolicy, snarkjsBackend } from '../../shared/zk';
 import type { WorkflowTemplate } from '../../shared/workflows/templates';
 import { startWorker } from '../../workers/pool';
 import { proofsProcessor } from '../../workers/prover/main';
@@ -49,21 +50,68 @@ export function testProver(): TestProver {
 
 type Request = TestApp['request'];
 
+/** The lender's private policy for Underwriting's risk stage: a threshold and the salt of its commitment. */
+export const RISK_POLICY = { threshold: '650', thresholdSalt: '918273645546372819' };
+
+/** Parameters for the templates whose stages need a policy proof (the owner's plain threshold). */
+const defaultParameters: Record<string, Record<string, unknown>> = {
+  Underwriting: { risk_assessment: RISK_POLICY },
+};
+
+export interface PolicyGate {
+  index: number;
+  stage: string;
+  policy: string;
+  commitments: Record<string, string>;
+  context: string;
+  salts?: Record<string, string>;
+}
+
 export async function prepare(
   request: Request,
   template: string,
-): Promise<{ workflowId: string; proofId: string }> {
+  policyParameters: Record<string, unknown> | undefined = defaultParameters[template],
+): Promise<{ workflowId: string; proofId: string; policyGates: PolicyGate[] }> {
   const res = await request
     .post('/api/proof-workflows/prepare')
     .set('Authorization', OPERATOR)
-    .send({ template });
+    .send({ template, ...(policyParameters ? { policyParameters } : {}) });
   expect(res.status, JSON.stringify(res.body)).toBe(201);
-  return { workflowId: res.body.workflowId as string, proofId: res.body.proofId as string };
+  return {
+    workflowId: res.body.workflowId as string,
+    proofId: res.body.proofId as string,
+    policyGates: res.body.policyGates as PolicyGate[],
+  };
+}
+
+export interface OfferedPolicyProof {
+  policy: string;
+  proof: unknown;
+  publicSignals: string[];
+}
+
+/**
+ * A real Groth16 threshold proof (a credit score of 742) against the risk policy, bound to a stage
+ * by its context: what an applicant holding the lender's threshold and salt makes for the stage.
+ */
+export async function riskProof(
+  context: string,
+  inputs: Record<string, string> = { value: '742', ...RISK_POLICY },
+): Promise<OfferedPolicyProof> {
+  const p = await provePolicy(snarkjsBackend(), 'threshold', inputs, undefined, { context: BigInt(context) });
+  return { policy: 'threshold', proof: p.proof, publicSignals: p.publicSignals };
 }
 
 export function event(
   request: Request,
-  body: { workflowId: string; stage: string; action: string; actorCommitment: string; evidenceHash?: string },
+  body: {
+    workflowId: string;
+    stage: string;
+    action: string;
+    actorCommitment: string;
+    evidenceHash?: string;
+    policyProof?: OfferedPolicyProof;
+  },
 ) {
   return request.post('/api/proof-workflows/event').set('Authorization', OPERATOR).send(body);
 }
@@ -71,8 +119,8 @@ export function event(
 export interface DriveOptions {
   /** Private texts the client hashes as evidence, in order of use. */
   secrets?: string[];
-  /** The evidence hash of a verified blind policy proof, for stages that need one. */
-  policyEvidence?: string;
+  /** The blind policy proof for the stage that needs one (made for this workflow's stage). */
+  policyProof?: OfferedPolicyProof;
   /** Stop before this stage (exclusive). */
   until?: string;
 }
@@ -87,13 +135,18 @@ export async function drive(
   const template = findTemplate(templateName) as WorkflowTemplate;
   const replies: Body[] = [];
   let n = 0;
-  const send = async (stage: string, action: string, who: string, evidenceHash?: string) => {
+  const send = async (
+    stage: string,
+    action: string,
+    who: string,
+    evidence?: { evidenceHash: string } | { policyProof: OfferedPolicyProof },
+  ) => {
     const res = await event(request, {
       workflowId,
       stage,
       action,
       actorCommitment: actor(who),
-      ...(evidenceHash ? { evidenceHash } : {}),
+      ...evidence,
     });
     expect(res.status, `${stage} ${action}: ${JSON.stringify(res.body)}`).toBe(200);
     replies.push(res.body as Body);
@@ -102,10 +155,10 @@ export async function drive(
     if (spec.key === options.until) break;
     if (spec.phase === 'proof') continue;
     if (spec.evidenceRequired) {
-      const hash = spec.requiresBlindPolicyProof
-        ? options.policyEvidence
-        : evidence(options.secrets?.[n++] ?? `${templateName} ${spec.key} document`);
-      await send(spec.key, 'attach_evidence', 'applicant', hash);
+      const offered = spec.requiresBlindPolicyProof
+        ? { policyProof: options.policyProof! }
+        : { evidenceHash: evidence(options.secrets?.[n++] ?? `${templateName} ${spec.key} document`) };
+      await send(spec.key, 'attach_evidence', 'applicant', offered);
     }
     if (spec.actions.includes('submit')) await send(spec.key, 'submit', 'applicant');
     else

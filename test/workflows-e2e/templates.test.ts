@@ -1,32 +1,21 @@
 // Every template end to end over HTTP: prepare, events, the prover builds and logs the package, and
 // the verify route and the offline verifier both confirm the four facts.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { provePolicy, snarkjsBackend, terminateCurves } from '../../shared/zk';
+import { terminateCurves } from '../../shared/zk';
 import { checkInclusionProof, verifyTreeHead } from '../../shared/translog/treeHead';
-import { acceptPolicyProof } from '../../shared/workflows/policyEvidence';
 import { verifyPackage } from '../../shared/workflows/package';
 import { templateNames } from '../../shared/workflows/templates';
 import { testApp } from '../helpers';
 import type { TestApp } from '../helpers';
-import { drive, prepare, testProver, waitForPackage } from './helpers';
+import { drive, prepare, riskProof, testProver, waitForPackage } from './helpers';
 import type { TestProver } from './helpers';
 
 let app: TestApp;
 let prover: TestProver;
-let policyEvidence: string;
 
-beforeAll(async () => {
+beforeAll(() => {
   app = testApp();
   prover = testProver();
-  // A real Groth16 threshold proof (a score of 742 against a policy of 650), verified before it counts.
-  const proof = await provePolicy(snarkjsBackend(), 'threshold', { value: '742', threshold: '650' });
-  const accepted = await acceptPolicyProof(app.deps.db, {
-    policyId: 'threshold',
-    proof: proof.proof,
-    publicSignals: proof.publicSignals,
-  });
-  if (!accepted.valid) throw new Error(accepted.reason);
-  policyEvidence = accepted.evidenceHash;
 });
 afterAll(async () => {
   await prover.close();
@@ -72,10 +61,13 @@ describe('each template end to end', () => {
     (await app.request.get('/api/proof-workflows/status')).body.signingKey.publicKey as string;
 
   it.each(templateNames)('%s runs to a verified, logged proof', async (name) => {
-    const { workflowId, proofId } = await prepare(app.request, name);
+    const { workflowId, proofId, policyGates } = await prepare(app.request, name);
     expect(workflowId).toMatch(/^wf_/);
     expect(proofId).toMatch(/^prf_/);
-    const replies = await drive(app.request, workflowId, name, { policyEvidence });
+    // A real Groth16 threshold proof (a score of 742 against the lender's 650), made for this stage.
+    const gate = policyGates[0];
+    const policyProof = gate ? await riskProof(gate.context) : undefined;
+    const replies = await drive(app.request, workflowId, name, policyProof ? { policyProof } : {});
     const last = replies[replies.length - 1];
     expect(last.workflowStatus).toBe('completed');
     expect(last.currentStage).toBeNull();

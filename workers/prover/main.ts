@@ -7,6 +7,7 @@ import { createDb } from '../../shared/db/knex';
 import type { Db } from '../../shared/db/knex';
 import { isUnavailableError } from '../../shared/errors';
 import { closeJobEvents } from '../../shared/jobs/notify';
+import { runProcess } from '../../shared/lifecycle';
 import { logger } from '../../shared/log';
 import { jobDuration, jobsProcessed } from '../../shared/metrics';
 import { Queues, queueCatalog } from '../../shared/queues';
@@ -25,6 +26,7 @@ import {
   warmCircuit,
 } from '../../shared/zk/index';
 import type { NativeProverLike, ProverBackend } from '../../shared/zk/index';
+import { assertCircuitSetup } from '../../shared/zk/setup';
 import { expireHeldProofs } from '../../shared/zk/store';
 import { useProverBackend } from './blind-policy';
 import { proofHandler, proofKinds } from './kinds';
@@ -90,6 +92,8 @@ export async function prepareProving(): Promise<ProverBackend> {
 }
 
 export async function startProverProcess(concurrency = env.PROVER_CONCURRENCY ?? Math.max(1, cpus().length)) {
+  // Checked before any key is loaded or connection opened: a refused setup ends the process at once.
+  const setup = await assertCircuitSetup();
   const shutdown = new Shutdown();
   const backend = await prepareProving();
   // snarkjs keeps curve worker threads alive; registered first so it runs after the worker stopped.
@@ -117,11 +121,20 @@ export async function startProverProcess(concurrency = env.PROVER_CONCURRENCY ??
   );
   expiry.unref();
   shutdown.register('hold-expiry', () => clearInterval(expiry));
-  logger.info({ kinds: proofKinds(), concurrency, backend: backend.name }, 'prover started');
+  if (setup.insecure) {
+    logger.warn(
+      { ptau: setup.ptau.file, allowInsecureCircuits: setup.allowInsecureCircuits },
+      'circuit keys come from the insecure development setup: policy proofs are forgeable',
+    );
+  }
+  await worker.waitUntilReady();
+  logger.info(
+    { kinds: proofKinds(), concurrency, backend: backend.name, insecureSetup: setup.insecure },
+    'prover started',
+  );
   return { worker, shutdown };
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const { shutdown } = await startProverProcess();
-  shutdown.installSignalHandlers();
+  await runProcess('prover', () => startProverProcess());
 }

@@ -1,6 +1,5 @@
 // zk.blind_policy: a blind policy proof bought on the agent exchange. The job names a proof held by
 // POST /api/proof-workflows/blind-policy/prove (hold: true), so no private input ever sits in a job's input.
-import type { Redis } from 'ioredis';
 import { UnrecoverableError } from 'bullmq';
 import { z } from 'zod';
 import { createDb } from '../../db/knex';
@@ -8,6 +7,7 @@ import type { Db } from '../../db/knex';
 import { idPattern } from '../../ids';
 import { Queues } from '../../queues';
 import { createRedis } from '../../redis';
+import type { RedisClient } from '../../redis';
 import { awaitProof, proofView, releaseHeldProof } from '../../zk/store';
 
 export const blindPolicyInput = z.strictObject({
@@ -23,7 +23,7 @@ const WAIT_MS = 5 * 60 * 1000;
 
 interface Stores {
   db: Db;
-  redis: Redis;
+  redis: RedisClient;
   queues: Queues;
 }
 let stores: Stores | undefined;

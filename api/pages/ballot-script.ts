@@ -1,0 +1,100 @@
+// The voting page's script: the voter's client in the browser. It makes the same ballot as
+// shared/governance/ballot-client.ts — the vote padded and encrypted to the proposal key (WebCrypto
+// X25519, HKDF-SHA256, AES-256-GCM), the membership proof made here with snarkjs from the circuit's
+// public wasm and zkey — and sends only the nullifier, root, ciphertext and proof. The identity secret
+// stays in the page. The whole member tree is fetched (never one member's path). No Poseidon is needed
+// here: the service publishes every tree node, and the circuit computes the root and nullifier itself.
+import { BALLOT_CIRCUIT, VOTE_PLAINTEXT_BYTES } from '../../shared/governance/ballot-protocol';
+
+/** The Content-Security-Policy of the voting page: its own scripts, WebAssembly, and this origin only. */
+export const BALLOT_PAGE_CSP =
+  "default-src 'none'; style-src 'unsafe-inline'; script-src 'self' 'unsafe-inline' 'wasm-unsafe-eval'; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
+
+export const ballotForm = (proposalId: string): string => `<h2>Vote in this browser</h2>
+<form id="vote-form">
+<label for="identity">Your identity (the JSON file <code>npm run ballot -- identity</code> wrote; it stays in this page)</label><br>
+<textarea id="identity" required autocomplete="off" spellcheck="false"></textarea><br>
+<label for="choice">Your choice</label><br>
+<input type="text" id="choice" required maxlength="200" autocomplete="off">
+<button type="submit">Prove and vote</button>
+</form>
+<p id="vote-status" role="status"></p>
+<pre id="receipt" class="hash"></pre>
+<script src="/circuits/snarkjs.min.js"></script>
+<script>
+(function () {
+  var PROPOSAL = ${JSON.stringify(proposalId)};
+  var $ = function (id) { return document.getElementById(id); };
+  var enc = new TextEncoder();
+  var b64u = function (bytes) {
+    var s = ''; for (var i = 0; i < bytes.length; i++) s += String.fromCharCode(bytes[i]);
+    return btoa(s).replace(/\\+/g, '-').replace(/\\//g, '_').replace(/=+$/, '');
+  };
+  var fromB64u = function (s) {
+    return Uint8Array.from(atob(s.replace(/-/g, '+').replace(/_/g, '/')), function (c) { return c.charCodeAt(0); });
+  };
+  var hex = function (buf) {
+    return Array.from(new Uint8Array(buf), function (b) { return b.toString(16).padStart(2, '0'); }).join('');
+  };
+  async function encryptVote(recipient, choice) {
+    var bytes = enc.encode(choice);
+    if (!bytes.length || bytes.length > ${VOTE_PLAINTEXT_BYTES - 2}) throw new Error('A choice is 1 to 200 characters.');
+    var plain = new Uint8Array(${VOTE_PLAINTEXT_BYTES});
+    plain[0] = bytes.length >> 8; plain[1] = bytes.length & 255; plain.set(bytes, 2);
+    var eph = await crypto.subtle.generateKey({ name: 'X25519' }, true, ['deriveBits']);
+    var ephRaw = new Uint8Array(await crypto.subtle.exportKey('raw', eph.publicKey));
+    var them = await crypto.subtle.importKey('raw', recipient, { name: 'X25519' }, false, []);
+    var shared = await crypto.subtle.deriveBits({ name: 'X25519', public: them }, eph.privateKey, 256);
+    var ikm = await crypto.subtle.importKey('raw', shared, 'HKDF', false, ['deriveKey']);
+    var salt = new Uint8Array(64); salt.set(ephRaw, 0); salt.set(recipient, 32);
+    var key = await crypto.subtle.deriveKey(
+      { name: 'HKDF', hash: 'SHA-256', salt: salt, info: enc.encode('proof-exchange/governance/vote/v1\\n' + PROPOSAL) },
+      ikm, { name: 'AES-GCM', length: 256 }, false, ['encrypt']);
+    var nonce = crypto.getRandomValues(new Uint8Array(12));
+    var body = new Uint8Array(await crypto.subtle.encrypt(
+      { name: 'AES-GCM', iv: nonce, additionalData: enc.encode(PROPOSAL) }, key, plain));
+    var out = new Uint8Array(44 + body.length);
+    out.set(ephRaw, 0); out.set(nonce, 32); out.set(body, 44);
+    return out;
+  }
+  async function getJson(path) {
+    var res = await fetch(path, { headers: { accept: 'application/json' } });
+    var body = await res.json();
+    if (!res.ok) throw new Error(body.code + ': ' + body.detail);
+    return body;
+  }
+  $('vote-form').addEventListener('submit', async function (e) {
+    e.preventDefault();
+    var status = $('vote-status');
+    $('receipt').textContent = '';
+    status.textContent = 'Proving on this device…';
+    try {
+      var identity = JSON.parse($('identity').value);
+      var key = await getJson('/api/governance/proposals/' + PROPOSAL + '/ballot-key');
+      var tree = await getJson('/api/governance/rooms/' + key.roomId + '/tree?levels=true');
+      var index = tree.identityCommitments.indexOf(String(identity.commitment));
+      if (index < 0) throw new Error('This identity is not in the room’s member list.');
+      var path = [], pos = index;
+      for (var d = 0; d < tree.depth; d++) { path.push(tree.levels[d][pos ^ 1] || tree.zeros[d]); pos >>= 1; }
+      var ciphertext = await encryptVote(fromB64u(key.publicKey), $('choice').value);
+      var voteHash = (BigInt('0x' + hex(await crypto.subtle.digest('SHA-256', ciphertext))) >> 8n).toString();
+      var proved = await snarkjs.groth16.fullProve(
+        { identitySecret: String(identity.secret), pathElements: path, pathIndex: String(index), scope: key.scope, voteHash: voteHash },
+        '/circuits/${BALLOT_CIRCUIT}.wasm', '/circuits/${BALLOT_CIRCUIT}.zkey', undefined, undefined, { singleThread: true });
+      var p = proved.proof;
+      var res = await fetch('/api/governance/proposals/' + PROPOSAL + '/ballots', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json' },
+        body: JSON.stringify({ root: proved.publicSignals[0], nullifier: proved.publicSignals[1],
+          ciphertext: b64u(ciphertext), proof: { pi_a: p.pi_a, pi_b: p.pi_b, pi_c: p.pi_c } })
+      });
+      var receipt = await res.json();
+      if (res.status !== 201) throw new Error(receipt.code + ': ' + receipt.detail);
+      $('receipt').textContent = JSON.stringify(receipt, null, 2);
+      status.textContent = 'Cast. Keep this receipt: it proves your ballot is counted once the vote closes.';
+    } catch (err) {
+      status.textContent = 'Not cast: ' + (err && err.message ? err.message : String(err));
+    }
+  });
+})();
+</script>`;

@@ -1,0 +1,32 @@
+// What `npm start` prints once every process is ready: where to go, each address under the base of its
+// route table (A at BASE_URL, B at API_URL, C and the pages at SITE_URL). The README shows it verbatim.
+
+export interface BannerInput {
+  port: number;
+  baseUrl?: string;
+  apiUrl?: string;
+  siteUrl?: string;
+  /** The file holding the development operator token; unset when OPERATOR_TOKEN was given. */
+  tokenFile?: string;
+}
+
+export function banner(b: BannerInput): string[] {
+  const local = `http://localhost:${b.port}`;
+  const at = (url: string | undefined) => (url ?? local).replace(/\/+$/, '');
+  const [base, api, site] = [at(b.baseUrl), at(b.apiUrl), at(b.siteUrl)];
+  const rows: Array<[string, string, string?]> = [
+    ['home', `${site}/`],
+    ['verify a proof', `${site}/proof-workflows/verify/`],
+    ['agent exchange', `${base}/api/services`],
+    ['API docs', `${base}/docs`],
+    ['health', `${base}/api/health`],
+    ['readiness', `${api}/api/v1/readiness`],
+    ['Bull Board', `${local}/admin/queues`, 'user: anything, password: the operator token'],
+    ['operator token', b.tokenFile ? `cat ${b.tokenFile}` : 'the OPERATOR_TOKEN you set'],
+  ];
+  return [
+    'proof-exchange is running',
+    ...rows.map(([label, where, note]) => `  ${label.padEnd(16)}${where}${note ? `   (${note})` : ''}`),
+    'Ctrl-C stops everything; a second Ctrl-C forces.',
+  ];
+}

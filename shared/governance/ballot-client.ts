@@ -1,0 +1,205 @@
+// The voter's side of an anonymous ballot: make an identity, build the membership proof for a
+// proposal from the room's public member list, encrypt the vote and submit it. The identity secret
+// stays here: the service receives a nullifier, a root, a ciphertext and a proof. Imports nothing of
+// the service (no configuration, database or keys): the CLI, the tests and the benchmark run it as a
+// voter would, and a native prover can be plugged in for speed.
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { WitnessCalculatorBuilder } from 'circom_runtime';
+import { utils as ffUtils } from 'ffjavascript';
+import * as snarkjs from 'snarkjs';
+import {
+  BALLOT_CIRCUIT,
+  BALLOT_TREE_DEPTH,
+  ballotSignals,
+  createIdentity,
+  encryptVote,
+  identityFromSecret,
+  memberPath,
+  memberTreeLevels,
+  nullifierOf,
+  proposalScope,
+  voteHashOf,
+} from './ballot-protocol';
+import type { Groth16ProofJson, Identity } from './ballot-protocol';
+
+export { createIdentity, identityFromSecret };
+export type { Identity };
+
+/** What a voter needs to know about a proposal: all public, the same for every voter. */
+export interface BallotInfo {
+  proposalId: string;
+  roomId: string;
+  /** The proposal's X25519 public key, base64url. */
+  publicKey: string;
+  /** The room's identity commitments in tree order (decimal). */
+  members: string[];
+}
+
+/** A ballot as the service takes it. */
+export interface Ballot {
+  nullifier: string;
+  root: string;
+  /** The encrypted vote, base64url. */
+  ciphertext: string;
+  proof: Groth16ProofJson;
+}
+
+export interface BallotArtifacts {
+  wasm: Uint8Array;
+  zkey: Uint8Array;
+}
+
+/** The structural shape of a loaded native prover (workers/native-prover's CircuitProver). */
+export interface NativeBallotProver {
+  prove(witness: Uint8Array): Promise<{ proof: unknown; publicSignals: string[] }>;
+}
+
+export interface MadeBallot extends Ballot {
+  timings: { witnessMs: number; provingMs: number };
+}
+
+/** Reads the circuit's wasm and zkey from a folder (circuits/artifacts) or the service's public copies. */
+export async function loadBallotArtifacts(
+  from: string,
+  fetchImpl: typeof fetch = fetch,
+): Promise<BallotArtifacts> {
+  const get = async (file: string): Promise<Uint8Array> => {
+    if (!/^https?:\/\//.test(from)) return new Uint8Array(await readFile(join(from, file)));
+    const res = await fetchImpl(new URL(`/circuits/${file}`, from));
+    if (!res.ok) throw new Error(`GET /circuits/${file}: ${res.status}`);
+    return new Uint8Array(await res.arrayBuffer());
+  };
+  const [wasm, zkey] = await Promise.all([get(`${BALLOT_CIRCUIT}.wasm`), get(`${BALLOT_CIRCUIT}.zkey`)]);
+  return { wasm, zkey };
+}
+
+interface WitnessCalculator {
+  calculateWTNSBin(input: unknown, sanityCheck: boolean): Promise<Uint8Array>;
+}
+const calculators = new WeakMap<Uint8Array, Promise<WitnessCalculator>>();
+
+/** One compiled witness calculator per wasm: compiling it costs more than a witness. */
+async function witness(wasm: Uint8Array, input: Record<string, unknown>): Promise<Uint8Array> {
+  let calc = calculators.get(wasm);
+  if (!calc) {
+    calc = WitnessCalculatorBuilder(wasm) as Promise<WitnessCalculator>;
+    calculators.set(wasm, calc);
+  }
+  return (await calc).calculateWTNSBin(ffUtils.unstringifyBigInts(input), true);
+}
+
+/**
+ * The circuit input for an identity's ballot: its path in the tree built from the public member list,
+ * the proposal scope and the vote hash. Throws when the identity is not in the list.
+ */
+export async function ballotCircuitInput(
+  identity: Identity,
+  members: readonly string[],
+  proposalId: string,
+  voteHash: bigint,
+): Promise<{ input: Record<string, string | string[]>; root: string; nullifier: string }> {
+  const index = members.indexOf(identity.commitment);
+  if (index < 0) throw new Error('This identity is not in the room’s member list.');
+  const levels = await memberTreeLevels(members.map(BigInt));
+  const scope = proposalScope(proposalId);
+  return {
+    input: {
+      identitySecret: identity.secret,
+      pathElements: (await memberPath(levels, index)).map(String),
+      pathIndex: String(index),
+      scope: String(scope),
+      voteHash: String(voteHash),
+    },
+    root: String(levels[BALLOT_TREE_DEPTH]![0]),
+    nullifier: String(await nullifierOf(identity.secret, scope)),
+  };
+}
+
+/** Encrypts the choice and proves membership for it, with snarkjs or a native prover. */
+export async function makeBallot(options: {
+  identity: Identity;
+  info: BallotInfo;
+  choice: string;
+  artifacts: BallotArtifacts;
+  native?: NativeBallotProver | undefined;
+}): Promise<MadeBallot> {
+  const { identity, info, choice, artifacts } = options;
+  const ciphertext = encryptVote(Buffer.from(info.publicKey, 'base64url'), info.proposalId, choice);
+  const voteHash = voteHashOf(ciphertext);
+  const { input, root, nullifier } = await ballotCircuitInput(
+    identity,
+    info.members,
+    info.proposalId,
+    voteHash,
+  );
+  const start = performance.now();
+  const wtns = await witness(artifacts.wasm, input);
+  const witnessMs = performance.now() - start;
+  const proved = options.native
+    ? await options.native.prove(wtns)
+    : await snarkjs.groth16.prove({ type: 'mem', data: artifacts.zkey }, { type: 'mem', data: wtns });
+  const provingMs = performance.now() - start - witnessMs;
+  const expected = ballotSignals({ root, nullifier, scope: proposalScope(info.proposalId), voteHash });
+  if (proved.publicSignals.join() !== expected.join())
+    throw new Error('The prover returned public signals that are not this ballot’s.');
+  const { pi_a, pi_b, pi_c } = proved.proof as Groth16ProofJson;
+  return {
+    nullifier,
+    root,
+    ciphertext: ciphertext.toString('base64url'),
+    proof: { pi_a, pi_b, pi_c, protocol: 'groth16', curve: 'bn128' },
+    timings: { witnessMs: Math.round(witnessMs), provingMs: Math.round(provingMs) },
+  };
+}
+
+async function getJson(url: URL, fetchImpl: typeof fetch): Promise<Record<string, unknown>> {
+  const res = await fetchImpl(url, { headers: { accept: 'application/json' } });
+  const body = (await res.json()) as Record<string, unknown>;
+  if (!res.ok) throw new Error(`GET ${url.pathname}: ${res.status} ${String(body.code ?? '')}`);
+  return body;
+}
+
+/**
+ * The proposal's key and its room's whole member list. The voter always takes the whole list, never
+ * its own path: asking for one member's path would tell the service who is about to vote.
+ */
+export async function fetchBallotInfo(
+  baseUrl: string,
+  proposalId: string,
+  fetchImpl: typeof fetch = fetch,
+): Promise<BallotInfo> {
+  const key = await getJson(
+    new URL(`/api/governance/proposals/${proposalId}/ballot-key`, baseUrl),
+    fetchImpl,
+  );
+  const roomId = String(key.roomId);
+  const tree = await getJson(new URL(`/api/governance/rooms/${roomId}/tree`, baseUrl), fetchImpl);
+  return {
+    proposalId,
+    roomId,
+    publicKey: String(key.publicKey),
+    members: tree.identityCommitments as string[],
+  };
+}
+
+/** Sends a ballot; the reply is the signed receipt (201) or a problem. */
+export async function submitBallot(
+  baseUrl: string,
+  proposalId: string,
+  ballot: Ballot,
+  fetchImpl: typeof fetch = fetch,
+): Promise<{ status: number; body: Record<string, unknown> }> {
+  const res = await fetchImpl(new URL(`/api/governance/proposals/${proposalId}/ballots`, baseUrl), {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/json' },
+    body: JSON.stringify({
+      nullifier: ballot.nullifier,
+      root: ballot.root,
+      ciphertext: ballot.ciphertext,
+      proof: ballot.proof,
+    }),
+  });
+  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+}

@@ -1,0 +1,249 @@
+// The anonymous ballot protocol, as voter, service and offline verifier all compute it: identities and
+// nullifiers (Poseidon, as circuits/ballot.circom), the room's member tree, the proposal scope, the
+// vote's encryption to the proposal key and the hash that binds it to a proof. Pure: no configuration,
+// no database; node:crypto, circomlibjs and snarkjs only.
+import {
+  createHash,
+  createPrivateKey,
+  createPublicKey,
+  diffieHellman,
+  generateKeyPairSync,
+  hkdfSync,
+  createCipheriv,
+  createDecipheriv,
+  randomBytes,
+} from 'node:crypto';
+import type { KeyObject } from 'node:crypto';
+import * as snarkjs from 'snarkjs';
+import { FIELD_PRIME, poseidonHash, randomFieldElement } from '../zk/field';
+
+export const BALLOT_CIRCUIT = 'ballot';
+/** Depth of the member tree in the circuit: rooms of up to 2^10 = 1024 identities. */
+export const BALLOT_TREE_DEPTH = 10;
+export const MAX_ROOM_IDENTITIES = 2 ** BALLOT_TREE_DEPTH;
+/** The circuit's public signals, in order (outputs first). */
+export const BALLOT_PUBLIC_SIGNALS = ['root', 'nullifier', 'scope', 'voteHash'] as const;
+
+/**
+ * Every vote is padded to this many bytes before encryption, so a ciphertext's length says nothing of
+ * the option chosen: 2 length bytes, the choice in UTF-8 (at most 200 characters, 800 bytes), zeros.
+ */
+export const VOTE_PLAINTEXT_BYTES = 1024;
+const EPHEMERAL_BYTES = 32;
+const NONCE_BYTES = 12;
+const TAG_BYTES = 16;
+export const BALLOT_CIPHERTEXT_BYTES = EPHEMERAL_BYTES + NONCE_BYTES + VOTE_PLAINTEXT_BYTES + TAG_BYTES;
+
+export const DECIMAL_FIELD = /^(0|[1-9]\d{0,76})$/;
+
+/** A decimal string that is an element of the BN254 scalar field. */
+export const isFieldElement = (v: string): boolean => DECIMAL_FIELD.test(v) && BigInt(v) < FIELD_PRIME;
+
+/** sha256 cut to 248 bits: always below the field prime, so a hash is one public signal. */
+const fieldHash = (data: string | Uint8Array): bigint =>
+  BigInt(`0x${createHash('sha256').update(data).digest('hex')}`) >> 8n;
+
+/** The proposal as the circuit's scope: a member's nullifier differs from one proposal to the next. */
+export const proposalScope = (proposalId: string): bigint =>
+  fieldHash(`proof-exchange/governance/ballot-scope/v1\n${proposalId}`);
+
+/** The vote hash a ballot proof commits to: the ciphertext, byte for byte. */
+export const voteHashOf = (ciphertext: Uint8Array): bigint => fieldHash(ciphertext);
+
+/** sha256 of the ciphertext, hex: how receipts and packages name a ballot's content. */
+export const ciphertextDigest = (ciphertext: Uint8Array): string =>
+  createHash('sha256').update(ciphertext).digest('hex');
+
+// --- Identities
+
+export interface Identity {
+  /** The secret: never leaves the member's device. Decimal field element. */
+  secret: string;
+  /** Poseidon(secret): what the room's tree holds. Decimal field element. */
+  commitment: string;
+}
+
+export async function identityFromSecret(secret: string): Promise<Identity> {
+  if (!isFieldElement(secret) || secret === '0')
+    throw new Error('An identity secret is a non-zero field element.');
+  return { secret, commitment: String(await poseidonHash([BigInt(secret)])) };
+}
+
+/** A fresh identity: 248 random bits. */
+export const createIdentity = (): Promise<Identity> => identityFromSecret(String(randomFieldElement()));
+
+export const nullifierOf = async (secret: string, scope: bigint): Promise<bigint> =>
+  poseidonHash([BigInt(secret), scope]);
+
+// --- The member tree: DEPTH levels, leaves are identity commitments in registration order, empty 0
+
+let zeros: Promise<bigint[]> | undefined;
+
+/** zeros[i]: the root of an empty subtree of height i. */
+export function zeroHashes(): Promise<bigint[]> {
+  zeros ??= (async () => {
+    const z = [0n];
+    for (let i = 0; i < BALLOT_TREE_DEPTH; i++) z.push(await poseidonHash([z[i]!, z[i]!]));
+    return z;
+  })();
+  return zeros;
+}
+
+/** Every occupied node, level by level (levels[0] = the leaves); only occupied nodes are hashed. */
+export async function memberTreeLevels(leaves: readonly bigint[]): Promise<bigint[][]> {
+  if (leaves.length > MAX_ROOM_IDENTITIES)
+    throw new Error(`A room holds at most ${MAX_ROOM_IDENTITIES} identities.`);
+  const z = await zeroHashes();
+  const levels: bigint[][] = [[...leaves]];
+  for (let depth = 0; depth < BALLOT_TREE_DEPTH; depth++) {
+    const level = levels[depth]!;
+    const next: bigint[] = [];
+    for (let i = 0; i < Math.max(level.length, 1); i += 2)
+      next.push(await poseidonHash([level[i] ?? z[depth]!, level[i + 1] ?? z[depth]!]));
+    levels.push(next);
+  }
+  return levels;
+}
+
+export async function memberTreeRoot(leaves: readonly bigint[]): Promise<bigint> {
+  return (await memberTreeLevels(leaves))[BALLOT_TREE_DEPTH]![0]!;
+}
+
+/** The authentication path of leaf `index`: its sibling at each level, bottom up. */
+export async function memberPath(levels: readonly bigint[][], index: number): Promise<bigint[]> {
+  const z = await zeroHashes();
+  const path: bigint[] = [];
+  let position = index;
+  for (let depth = 0; depth < BALLOT_TREE_DEPTH; depth++) {
+    path.push(levels[depth]![position ^ 1] ?? z[depth]!);
+    position >>= 1;
+  }
+  return path;
+}
+
+// --- The vote's encryption: X25519 to the proposal key, HKDF-SHA256, AES-256-GCM
+
+const X25519_PKCS8 = Buffer.from('302e020100300506032b656e04220420', 'hex');
+const X25519_SPKI = Buffer.from('302a300506032b656e032100', 'hex');
+
+const x25519Private = (raw: Uint8Array): KeyObject =>
+  createPrivateKey({ key: Buffer.concat([X25519_PKCS8, raw]), format: 'der', type: 'pkcs8' });
+const x25519Public = (raw: Uint8Array): KeyObject =>
+  createPublicKey({ key: Buffer.concat([X25519_SPKI, raw]), format: 'der', type: 'spki' });
+const rawPublic = (key: KeyObject): Buffer =>
+  Buffer.from(key.export({ format: 'der', type: 'spki' })).subarray(X25519_SPKI.length);
+
+/** The proposal's X25519 public key (32 bytes) from its private key. */
+export const ballotPublicKey = (privateKey: Uint8Array): Buffer =>
+  rawPublic(createPublicKey(x25519Private(privateKey)));
+
+function voteKey(shared: Buffer, ephemeral: Uint8Array, recipient: Uint8Array, proposalId: string): Buffer {
+  return Buffer.from(
+    hkdfSync(
+      'sha256',
+      shared,
+      Buffer.concat([ephemeral, recipient]),
+      `proof-exchange/governance/vote/v1\n${proposalId}`,
+      32,
+    ),
+  );
+}
+
+function padVote(choice: string): Buffer {
+  const bytes = Buffer.from(choice, 'utf8');
+  if (bytes.length === 0 || bytes.length > VOTE_PLAINTEXT_BYTES - 2)
+    throw new Error('A choice is 1 to 200 characters.');
+  const plain = Buffer.alloc(VOTE_PLAINTEXT_BYTES);
+  plain.writeUInt16BE(bytes.length, 0);
+  bytes.copy(plain, 2);
+  return plain;
+}
+
+/** Encrypts a choice to the proposal's public key: ephemeral key ‖ nonce ‖ padded vote ‖ tag. */
+export function encryptVote(proposalPublicKey: Uint8Array, proposalId: string, choice: string): Buffer {
+  const ephemeral = generateKeyPairSync('x25519');
+  const ephemeralRaw = rawPublic(ephemeral.publicKey);
+  const shared = diffieHellman({
+    privateKey: ephemeral.privateKey,
+    publicKey: x25519Public(proposalPublicKey),
+  });
+  const nonce = randomBytes(NONCE_BYTES);
+  const cipher = createCipheriv(
+    'aes-256-gcm',
+    voteKey(shared, ephemeralRaw, proposalPublicKey, proposalId),
+    nonce,
+  );
+  cipher.setAAD(Buffer.from(proposalId));
+  const body = Buffer.concat([cipher.update(padVote(choice)), cipher.final()]);
+  return Buffer.concat([ephemeralRaw, nonce, body, cipher.getAuthTag()]);
+}
+
+/**
+ * Opens a ballot with the proposal's private key: the choice, or null when the ciphertext is not a
+ * well-formed vote for this proposal (a spoiled ballot). Never throws.
+ */
+export function decryptVote(
+  proposalPrivateKey: Uint8Array,
+  proposalId: string,
+  ciphertext: Uint8Array,
+): string | null {
+  try {
+    if (ciphertext.length !== BALLOT_CIPHERTEXT_BYTES) return null;
+    const ct = Buffer.from(ciphertext);
+    const ephemeral = ct.subarray(0, EPHEMERAL_BYTES);
+    const nonce = ct.subarray(EPHEMERAL_BYTES, EPHEMERAL_BYTES + NONCE_BYTES);
+    const body = ct.subarray(EPHEMERAL_BYTES + NONCE_BYTES, ct.length - TAG_BYTES);
+    const shared = diffieHellman({
+      privateKey: x25519Private(proposalPrivateKey),
+      publicKey: x25519Public(ephemeral),
+    });
+    const recipient = ballotPublicKey(proposalPrivateKey);
+    const decipher = createDecipheriv(
+      'aes-256-gcm',
+      voteKey(shared, ephemeral, recipient, proposalId),
+      nonce,
+    );
+    decipher.setAAD(Buffer.from(proposalId));
+    decipher.setAuthTag(ct.subarray(ct.length - TAG_BYTES));
+    const plain = Buffer.concat([decipher.update(body), decipher.final()]);
+    const length = plain.readUInt16BE(0);
+    if (length === 0 || length > VOTE_PLAINTEXT_BYTES - 2 || plain.subarray(2 + length).some((b) => b !== 0))
+      return null;
+    return new TextDecoder('utf-8', { fatal: true }).decode(plain.subarray(2, 2 + length));
+  } catch {
+    return null;
+  }
+}
+
+// --- Proofs
+
+export interface Groth16ProofJson {
+  pi_a: string[];
+  pi_b: string[][];
+  pi_c: string[];
+  protocol?: string;
+  curve?: string;
+}
+
+/** The public signals a ballot proof must verify against, in circuit order. */
+export const ballotSignals = (s: {
+  root: string;
+  nullifier: string;
+  scope: bigint;
+  voteHash: bigint;
+}): string[] => [s.root, s.nullifier, String(s.scope), String(s.voteHash)];
+
+/** Groth16 verification against the ballot circuit's verification key. Never throws. */
+export async function verifyBallotProof(
+  vkey: unknown,
+  proof: Groth16ProofJson,
+  publicSignals: string[],
+): Promise<boolean> {
+  if (publicSignals.length !== BALLOT_PUBLIC_SIGNALS.length || !publicSignals.every(isFieldElement))
+    return false;
+  try {
+    return await snarkjs.groth16.verify(vkey, publicSignals, proof);
+  } catch {
+    return false;
+  }
+}

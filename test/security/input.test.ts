@@ -1,0 +1,125 @@
+// One input guard before every route: NUL and other control characters in any string of the body,
+// the query or the path are 400 validation_failed, and JSON nested past 64 levels is 400 json_too_deep
+// — before idempotency, before Postgres. Nothing is written, and nothing reaches Postgres to refuse.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { guardInput, MAX_JSON_DEPTH } from '../../api/http/input-guard';
+import { captureLogs } from '../commercial/helpers';
+import { expectProblem, newWallet, registerAgent } from '../exchange/fixtures';
+import type { TestAgent } from '../exchange/fixtures';
+import { testApp } from '../helpers';
+import type { TestApp } from '../helpers';
+
+let app: TestApp;
+let seller: TestAgent;
+let logs: Awaited<ReturnType<typeof captureLogs>>;
+beforeAll(async () => {
+  logs = await captureLogs();
+  app = testApp();
+  seller = await registerAgent(app, { name: 'Seller' });
+});
+afterAll(async () => {
+  logs.stop();
+  await app.close();
+});
+
+const tables = ['agents', 'listings', 'checkouts', 'jobs', 'job_events', 'idempotency_keys', 'proofs'];
+async function counts() {
+  return Object.fromEntries(
+    await Promise.all(
+      tables.map(async (t) => [t, Number((await app.deps.db(t).count({ n: '*' }))[0]!.n)] as const),
+    ),
+  );
+}
+
+const nested = (depth: number) => {
+  let v: unknown = 'leaf';
+  for (let i = 0; i < depth; i++) v = i % 2 ? [v] : { a: v };
+  return v;
+};
+
+describe('the input guard', () => {
+  it('refuses NUL and control characters everywhere with 400 validation_failed, writing nothing', async () => {
+    const before = await counts();
+    const attempts = [
+      () =>
+        app.request
+          .post('/api/registry/register')
+          .send({ name: 'bad\u0000name', walletPublicKey: newWallet().publicKey }),
+      () =>
+        app.request
+          .post('/api/registry/register')
+          .send({ name: 'bell', description: 'ring \u0007', walletPublicKey: newWallet().publicKey }),
+      () => app.request.get('/api/registry/search?q=%00'),
+      () => app.request.get('/api/marketplace/listings?q=abc%00def'),
+      () => app.request.get('/api/jobs/job_%00'),
+      () =>
+        app.request
+          .post('/api/v1/commercial/checkout/prepare')
+          .send({ license: 'Starter', asset: 'ETH', organization: 'Acme\u0000', email: 'a@b.test' }),
+      () =>
+        app.request
+          .post('/api/marketplace/listings')
+          .set(seller.auth)
+          .send({ title: 'A title\u0000', description: 'x', priceUsdCents: 100, asset: 'USDC-SOL' }),
+      () =>
+        app.request
+          .post('/api/jobs')
+          .send({ service: 'attest.timestamp', input: { 'dig\u0000est': 'a'.repeat(64) } }),
+      () =>
+        app.request
+          .post('/api/jobs')
+          .set('Idempotency-Key', 'nul-in-body-0000001')
+          .send({ service: 'attest.timestamp\u001b', input: {} }),
+    ];
+    for (const attempt of attempts) {
+      const res = await attempt();
+      expectProblem(res, 400, 'validation_failed');
+    }
+    expect(await counts()).toEqual(before);
+    // Postgres never saw a string it would refuse (it logs those as errors with the SQL).
+    expect(logs.lines.join('\n')).not.toMatch(
+      /invalid byte sequence|unsupported Unicode escape|internal_error/,
+    );
+  });
+
+  it('lets tab, line feed and carriage return through where text is expected', async () => {
+    const res = await app.request
+      .post('/api/registry/register')
+      .send({
+        name: 'multi line',
+        description: 'line one\n\tline two\r\n',
+        walletPublicKey: newWallet().publicKey,
+      })
+      .expect(201);
+    expect(res.body.agent.description).toContain('\tline two');
+  });
+
+  it('refuses JSON nested 20,000 deep with an Idempotency-Key: 400, no row', async () => {
+    const before = await counts();
+    const deep = `{"service":"attest.timestamp","input":${'['.repeat(20_000)}${']'.repeat(20_000)}}`;
+    const res = await app.request
+      .post('/api/jobs')
+      .set('Idempotency-Key', 'deep-json-000000000001')
+      .set('Content-Type', 'application/json')
+      .send(deep);
+    expectProblem(res, 400, 'json_too_deep');
+    expectProblem(
+      await app.request.post('/api/agreements').send(nested(MAX_JSON_DEPTH + 1) as object),
+      400,
+      'json_too_deep',
+    );
+    expect(await counts()).toEqual(before);
+  });
+
+  it('allows nesting up to the limit and refuses one level more', () => {
+    expect(() => guardInput(nested(MAX_JSON_DEPTH), 'body')).not.toThrow();
+    expect(() => guardInput(nested(MAX_JSON_DEPTH + 1), 'body')).toThrow(/nest at most 64/);
+  });
+
+  it('answers a deep package pasted into the verification page with a page, not a crash', async () => {
+    const deep = `${'['.repeat(20_000)}${']'.repeat(20_000)}`;
+    const res = await app.request.post('/proof-workflows/verify/').type('form').send({ package: deep });
+    expect(res.status).toBe(400);
+    expect(res.text).toContain('nests too deeply');
+  });
+});

@@ -1,0 +1,104 @@
+// Rate limits cannot be escaped: every request spends from its address's bucket, a Bearer token that
+// authenticates nothing earns no bucket of its own, anonymous proving has a small budget of its own,
+// one caller can keep only a few proofs queued, and Groth16 verification has its own limit.
+import { randomBytes } from 'node:crypto';
+import { afterAll, describe, expect, it } from 'vitest';
+import { Queues } from '../../shared/queues';
+import { waitReady } from '../../shared/redis';
+import { expectProblem, registerAgent } from '../exchange/fixtures';
+import { testApp } from '../helpers';
+import type { TestApp } from '../helpers';
+import type { AppDeps } from '../../api/deps';
+
+const apps: TestApp[] = [];
+afterAll(async () => {
+  for (const a of apps) await a.close();
+});
+
+/** An app with its own limits and counters (its own key prefix, so they start at zero). */
+async function limitedApp(rateLimit: Partial<AppDeps['rateLimit']>): Promise<TestApp> {
+  const app = testApp();
+  app.deps.rateLimit = { ...app.deps.rateLimit, enabled: true, ...rateLimit };
+  app.deps.queues = new Queues(
+    app.deps.redis,
+    `${app.deps.queues.prefix}:t${randomBytes(3).toString('hex')}`,
+  );
+  expect(await waitReady(app.deps.redis)).toBe(true);
+  apps.push(app);
+  return app;
+}
+
+const junkAgentKey = () => `Bearer ak_${randomBytes(32).toString('base64url')}`;
+const proofCount = async (app: TestApp) => Number((await app.deps.db('proofs').count({ n: '*' }))[0]!.n);
+
+describe('per-address and per-credential buckets', () => {
+  it('meets 429 within 60 junk-token requests at 40 a minute', async () => {
+    const app = await limitedApp({ ipPerMinute: 40, keyPerMinute: 10_000 });
+    const statuses: number[] = [];
+    for (let i = 0; i < 60; i++) {
+      const res = await app.request
+        .get('/api/pricing')
+        .set('Authorization', i % 2 ? junkAgentKey() : `Bearer junk-${i}-${randomBytes(8).toString('hex')}`);
+      statuses.push(res.status);
+      if (res.status === 429) {
+        expectProblem(res, 429, 'rate_limited');
+        expect(Number(res.headers['retry-after'])).toBeGreaterThan(0);
+      }
+    }
+    expect(statuses.slice(0, 40).every((s) => s === 200)).toBe(true);
+    expect(statuses.slice(40).every((s) => s === 429)).toBe(true);
+  });
+
+  it('spends an authenticated agent’s own bucket as well as its address’s', async () => {
+    const app = await limitedApp({ ipPerMinute: 10_000, keyPerMinute: 5 });
+    const agent = await registerAgent(app);
+    for (let i = 0; i < 5; i++) await app.request.get('/api/pricing').set(agent.auth).expect(200);
+    expectProblem(await app.request.get('/api/pricing').set(agent.auth), 429, 'rate_limited');
+    // Anonymous requests from the same address still pass: the key bucket is the agent's alone.
+    await app.request.get('/api/pricing').expect(200);
+  });
+});
+
+describe('proving and verifying budgets', () => {
+  const prove = (app: TestApp, inputs: Record<string, unknown>, auth?: { Authorization: string }) => {
+    const req = app.request.post('/api/proof-workflows/blind-policy/prove');
+    if (auth) req.set(auth);
+    return req.send({ policy: 'threshold', inputs });
+  };
+  const unsatisfied = { value: '10', threshold: '11' };
+
+  it('answers the 11th anonymous prove in a minute with 429 and queues nothing', async () => {
+    const app = await limitedApp({});
+    expect(app.deps.rateLimit.proveAnonPerMinute).toBe(10); // the default
+    const before = await proofCount(app);
+    for (let i = 0; i < 10; i++) expect((await prove(app, unsatisfied)).status).toBe(422);
+    expectProblem(await prove(app, unsatisfied), 429, 'rate_limited');
+    // A valid proof is refused as well: the budget is spent before any work.
+    expectProblem(await prove(app, { value: '12', threshold: '11' }), 429, 'rate_limited');
+    expect(await proofCount(app)).toBe(before);
+    // An agent that authenticated is not held to the anonymous budget.
+    const agent = await registerAgent(app);
+    expect((await prove(app, unsatisfied, agent.auth)).status).toBe(422);
+  });
+
+  it('keeps at most PROVE_MAX_IN_FLIGHT proofs queued per caller', async () => {
+    const app = await limitedApp({ proveMaxInFlight: 2 });
+    const before = await proofCount(app);
+    // No prover runs here: accepted proofs stay queued.
+    for (let i = 0; i < 2; i++) await prove(app, { value: String(20 + i), threshold: '11' }).expect(202);
+    expectProblem(await prove(app, { value: '30', threshold: '11' }), 429, 'too_many_in_flight');
+    expect(await proofCount(app)).toBe(before + 2);
+    // Once one of them is done, the caller may queue another.
+    const [first] = await app.deps.db('proofs').where({ status: 'queued' }).orderBy('created_at').limit(1);
+    await app.deps.db('proofs').where({ id: first.id }).update({ status: 'failed', input_sealed: null });
+    await prove(app, { value: '31', threshold: '11' }).expect(202);
+    expect(await proofCount(app)).toBe(before + 3);
+  });
+
+  it('limits Groth16 verifications per address', async () => {
+    const app = await limitedApp({ verifyPerMinute: 3 });
+    const verify = () => app.request.post('/api/proof-workflows/blind-policy/verify').send({});
+    for (let i = 0; i < 3; i++) expect((await verify()).status).toBe(400);
+    expectProblem(await verify(), 429, 'rate_limited');
+  });
+});
