@@ -17,7 +17,7 @@ import { ADMIN_PATH, adminRouter } from './http/admin';
 import { bearerOnly, bearerToken } from './http/auth';
 import { guardBody, guardQuery } from './http/input-guard';
 import { origin } from './http/links';
-import { buildDocument } from './http/openapi';
+import { exchangeDocument, platformDocument } from './http/openapi';
 import { errorMiddleware, notFoundMiddleware } from './http/problem';
 import { rateLimit } from './http/ratelimit';
 import { queueDepths } from './routes/health';
@@ -135,28 +135,13 @@ export function createApp(deps: AppDeps, options: AppOptions = {}): express.Expr
   });
   app.use(adminRouter(deps));
 
-  const exchangeDoc = (req: Request) =>
-    buildDocument(
-      [tables.exchange],
-      {
-        title: 'proof-exchange agent exchange API',
-        version: AGENT_EXCHANGE_VERSION,
-        description:
-          'Discover services, price and create jobs, pay for them, fetch signed receipts, and trade with other agents.',
-      },
-      origin(req, deps, 'base'),
-    );
-  const platformDoc = (req: Request) =>
-    buildDocument(
-      [tables.commercial, tables.site],
-      {
-        title: 'proof-exchange platform API',
-        version: AGENT_EXCHANGE_VERSION,
-        description:
-          'Commercial checkout and status routes (/api/v1) and the public proof-workflow, blind-policy, governance, treasury and auction routes.',
-      },
-      origin(req, deps, 'site'),
-    );
+  const urls = (req: Request) => ({
+    base: origin(req, deps, 'base'),
+    api: origin(req, deps, 'api'),
+    site: origin(req, deps, 'site'),
+  });
+  const exchangeDoc = (req: Request) => exchangeDocument(tables, AGENT_EXCHANGE_VERSION, urls(req));
+  const platformDoc = (req: Request) => platformDocument(tables, AGENT_EXCHANGE_VERSION, urls(req));
   app.get('/openapi.json', (req, res) => void res.json(exchangeDoc(req)));
   app.get('/.well-known/agent-card.json', agentCardHandler(deps));
   app.get('/openapi/platform.json', (req, res) => void res.json(platformDoc(req)));

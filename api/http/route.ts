@@ -1,7 +1,5 @@
 // A route table: each route is declared once — method, path, schemas, auth, handler — and that one
 // declaration both validates requests at runtime and describes the route in the OpenAPI document.
-import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
-import type { RouteConfig } from '@asteasolutions/zod-to-openapi';
 import express from 'express';
 import type { Request, Response, RequestHandler } from 'express';
 import { z } from 'zod';
@@ -22,7 +20,15 @@ export interface ResponseSpec {
   description: string;
   schema?: z.ZodType;
   contentType?: string;
+  /** Response headers the reply sets, for the document. */
+  headers?: Record<
+    string,
+    { description: string; required?: boolean; schema: { type: 'string' | 'integer' } }
+  >;
 }
+
+/** Problem codes by HTTP status: what a route's handler and the services it calls can answer with. */
+export type ProblemCodes = Partial<Record<number, readonly string[]>>;
 
 export interface Reply {
   status: number;
@@ -58,8 +64,12 @@ export interface RouteSpec<P extends ZObject, Q extends ZObject, B extends z.Zod
   params?: P;
   query?: Q;
   body?: B;
-  /** Extra request headers worth documenting (Idempotency-Key is added to every POST). */
   responses: Record<number, ResponseSpec>;
+  /**
+   * The problems this route's own handler and services raise (the pipeline's — validation, auth,
+   * rate limits, idempotency, body limits, license checks — are added by the OpenAPI generator).
+   */
+  problems?: ProblemCodes;
   /** Returns the reply, or undefined when it wrote the response itself (streams). */
   handler: (ctx: HandlerContext<z.output<P>, z.output<Q>, z.output<B>>) => Promise<Reply | undefined>;
   /** Left out of the OpenAPI document (pages, streams documented elsewhere). */
@@ -135,55 +145,6 @@ export class RouteTable {
       router[spec.method](expressPath, handler);
     }
     return router;
-  }
-
-  registerOpenApi(registry: OpenAPIRegistry): void {
-    for (const spec of this.routes) {
-      if (spec.hidden) continue;
-      const responses: RouteConfig['responses'] = {};
-      for (const [status, r] of Object.entries(spec.responses)) {
-        responses[status] = r.schema
-          ? {
-              description: r.description,
-              content: { [r.contentType ?? 'application/json']: { schema: r.schema } },
-            }
-          : { description: r.description };
-      }
-      responses.default = {
-        description: 'An RFC 9457 problem document',
-        content: { 'application/problem+json': { schema: problemSchema } },
-      };
-      const security: Array<Record<string, string[]>> | undefined =
-        spec.auth === 'operator'
-          ? [{ operatorToken: [] }]
-          : spec.auth === 'agent'
-            ? [{ agentKey: [] }]
-            : spec.auth === 'agent-optional'
-              ? [{ agentKey: [] }, {}]
-              : spec.auth === 'operator-or-license'
-                ? [{ operatorToken: [] }, { licenseKey: [] }]
-                : undefined;
-      registry.registerPath({
-        method: spec.method,
-        path: spec.path,
-        operationId: spec.operationId,
-        summary: spec.summary,
-        ...(spec.description ? { description: spec.description } : {}),
-        ...(spec.tags ? { tags: spec.tags } : {}),
-        ...(security ? { security } : {}),
-        request: {
-          ...(spec.params ? { params: spec.params } : {}),
-          ...(spec.query ? { query: spec.query } : {}),
-          ...(spec.method === 'post'
-            ? { headers: z.object({ 'Idempotency-Key': z.string().min(16).max(255).optional() }) }
-            : {}),
-          ...(spec.body
-            ? { body: { content: { 'application/json': { schema: spec.body } }, required: true } }
-            : {}),
-        },
-        responses,
-      });
-    }
   }
 }
 
