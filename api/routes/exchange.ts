@@ -80,6 +80,15 @@ const createJobBody = z
 
 const jobParams = z.strictObject({ jobId: jobIdSchema });
 
+const createdJobSchema = z
+  .object({ job: jobSchema, payment: jobPaymentSchema.optional(), webhook: jobWebhookSchema.optional() })
+  .meta({ id: 'CreatedJob' });
+const jobLocation = {
+  description: 'The job’s address (jobStatus)',
+  required: true,
+  schema: { type: 'string' as const },
+};
+
 export function exchangeRoutes(table = new RouteTable('exchange')): RouteTable {
   const tags = ['Agent exchange'];
   return table
@@ -151,6 +160,7 @@ export function exchangeRoutes(table = new RouteTable('exchange')): RouteTable {
           }),
         },
       },
+      problems: { 503: ['asset_config_invalid'] },
       handler: async () => ({
         status: 200,
         body: {
@@ -179,13 +189,29 @@ export function exchangeRoutes(table = new RouteTable('exchange')): RouteTable {
       body: createJobBody,
       responses: {
         202: {
-          description: 'Accepted; poll the job or follow its events',
-          schema: z.object({
-            job: jobSchema,
-            payment: jobPaymentSchema.optional(),
-            webhook: jobWebhookSchema.optional(),
-          }),
+          description:
+            'Accepted: free, or paid from a license’s prepaid credit; poll the job or follow its events',
+          schema: createdJobSchema,
+          headers: { Location: jobLocation },
         },
+        402: {
+          description:
+            'Stored and awaiting payment: the same body, whose `payment` holds this job’s quotes (amounts, receiving addresses, references, expiry); pay one and submit it, or retry with an x402 payment',
+          schema: createdJobSchema,
+          headers: {
+            'PAYMENT-REQUIRED': {
+              description: 'The x402 payment requirements of this job (base64 of their JSON)',
+              required: true,
+              schema: { type: 'string' },
+            },
+            Location: jobLocation,
+          },
+        },
+      },
+      problems: {
+        400: ['validation_failed'],
+        422: ['unknown_service', 'unknown_referral', 'self_referral', 'target_not_allowed'],
+        503: ['payments_unavailable', 'asset_config_invalid'],
       },
       handler: async ({ body, query, auth, req, deps }) => {
         const agentId = auth.kind === 'agent' ? auth.agentId : null;
@@ -243,6 +269,7 @@ export function exchangeRoutes(table = new RouteTable('exchange')): RouteTable {
           schema: z.object({ job: jobSchema, payment: jobPaymentSchema.optional() }),
         },
       },
+      problems: { 404: ['not_found'] },
       handler: async ({ params, query, req, res, deps }) => {
         let row = await getJob(deps.db, params.jobId);
         if (query.wait && !terminalStatuses.has(row.status)) {
