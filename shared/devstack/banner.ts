@@ -1,5 +1,7 @@
 // What `npm start` prints once every process is ready: where to go, each address under the base of its
-// route table (A at BASE_URL, B at API_URL, C and the pages at SITE_URL). The README shows it verbatim.
+// route table (A at BASE_URL, B at API_URL, C and the pages at SITE_URL; B and C at BASE_URL when they
+// have none of their own, as the app serves them). The README shows it verbatim.
+import { tableBases } from '../urls';
 
 export interface BannerInput {
   port: number;
@@ -13,7 +15,8 @@ export interface BannerInput {
 export function banner(b: BannerInput): string[] {
   const local = `http://localhost:${b.port}`;
   const at = (url: string | undefined) => (url ?? local).replace(/\/+$/, '');
-  const [base, api, site] = [at(b.baseUrl), at(b.apiUrl), at(b.siteUrl)];
+  const bases = tableBases({ BASE_URL: b.baseUrl, API_URL: b.apiUrl, SITE_URL: b.siteUrl });
+  const [base, api, site] = [at(bases.base), at(bases.api), at(bases.site)];
   const rows: Array<[string, string, string?]> = [
     ['home', `${site}/`],
     ['verify a proof', `${site}/proof-workflows/verify/`],
