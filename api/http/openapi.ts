@@ -133,6 +133,7 @@ function problemResponse(status: number, codes: string[], described?: string) {
     content: {
       'application/problem+json': {
         schema: {
+          type: 'object' as const,
           allOf: [
             problemRef,
             { type: 'object' as const, properties: { code: { type: 'string' as const, enum: codes } } },
