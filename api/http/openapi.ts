@@ -68,9 +68,13 @@ function add(into: Map<number, Set<string>>, status: number, ...codes: string[])
  * the input guard and zod on params, query and body; the auth mode; the route's own budget; the
  * license's product line and quota.
  */
-export function pipelineProblems(spec: Pick<AnyRoute, 'method' | 'auth' | 'budget' | 'product' | 'quota'>) {
+export function pipelineProblems(
+  spec: Pick<AnyRoute, 'method' | 'path' | 'auth' | 'budget' | 'product' | 'quota'>,
+) {
   const out = new Map<number, Set<string>>();
   add(out, 400, 'validation_failed');
+  // A path segment that is not valid percent-encoding never reaches the route.
+  if (spec.path.includes('{')) add(out, 400, 'bad_request');
   add(out, 401, 'unauthorized');
   add(out, 429, 'rate_limited');
   if (spec.method !== 'get') {

@@ -313,6 +313,7 @@ describe('problem replies carry documented codes', () => {
             .send({ service: 'attest.timestamp', input: { digest: '0'.repeat(64) } }),
       ],
       [exchange, '/api/registry/search', 'get', () => app.request.get('/api/registry/search?cursor=zzz')],
+      [exchange, '/api/jobs/{jobId}', 'get', () => app.request.get('/api/jobs/%E0')],
       [
         exchange,
         '/api/receipts/{receiptId}',
@@ -351,6 +352,7 @@ describe('problem replies carry documented codes', () => {
     }
     expect([...met].sort()).toEqual(
       [
+        'bad_request',
         'invalid_cursor',
         'invalid_idempotency_key',
         'invalid_range',
