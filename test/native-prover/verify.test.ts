@@ -1,45 +1,22 @@
 // The native Groth16 verifier against snarkjs on the committed circuits: valid proofs, every coordinate
 // and signal changed, points off the curve or outside G2's subgroup, values beyond the fields, malformed
 // input; the pairing's bilinearity; and the service's verification gate using it.
-import { generateKeyPairSync, randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
 import * as ffjavascript from 'ffjavascript';
 import * as snarkjs from 'snarkjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadBallotArtifacts, makeBallot } from '../../shared/governance/ballot-client';
-import {
-  ballotPublicKey,
-  ballotSignals,
-  createIdentity,
-  proposalScope,
-  voteHashOf,
-} from '../../shared/governance/ballot-protocol';
-import { provePolicy, snarkjsBackend, terminateCurves, verifyPolicyProof } from '../../shared/zk';
-import { artifactPaths } from '../../shared/zk/artifacts';
+import { terminateCurves, verifyPolicyProof } from '../../shared/zk';
 import { groth16Backend, useGroth16Verifier, verifyGroth16 } from '../../shared/zk/groth16';
 import { loadNativeInternals, loadNativeVerifier } from '../../workers/native-prover';
 import type { NativeInternals, NativeVerifier } from '../../workers/native-prover';
+import { committedCircuits, committedProofs } from './committed-proofs';
+import type { CommittedProof, ProofJson } from './committed-proofs';
 
 const P = 21888242871839275222246405745257275088696311157297823662689037894645226208583n;
 const R = 21888242871839275222246405745257275088548364400416034343698204186575808495617n;
 
 const mod = (x: bigint, m: bigint) => ((x % m) + m) % m;
 const randomBelow = (m: bigint) => mod(BigInt(`0x${randomBytes(40).toString('hex')}`), m);
-
-interface Proof {
-  pi_a: string[];
-  pi_b: string[][];
-  pi_c: string[];
-  protocol?: string;
-  curve?: string;
-}
-
-interface Case {
-  circuit: string;
-  vkey: Record<string, unknown>;
-  proof: Proof;
-  publicSignals: string[];
-}
 
 // The ffjavascript curve API this test uses (the package ships no types).
 interface Field2 {
@@ -76,13 +53,15 @@ const { buildBn128 } = ffjavascript as unknown as { buildBn128(singleThread?: bo
 let verifier: NativeVerifier;
 let internals: NativeInternals;
 let curve: Bn128;
-const cases: Case[] = [];
+const cases: CommittedProof[] = [];
 
 const copy = <T>(v: T): T => JSON.parse(JSON.stringify(v)) as T;
-const vkeyOf = (circuit: string) =>
-  JSON.parse(readFileSync(artifactPaths(circuit).vkey, 'utf8')) as Record<string, unknown>;
 
-async function snarkjsVerdict(c: Case, publicSignals: string[], proof: Proof): Promise<boolean> {
+async function snarkjsVerdict(
+  c: CommittedProof,
+  publicSignals: string[],
+  proof: ProofJson,
+): Promise<boolean> {
   try {
     return await snarkjs.groth16.verify(c.vkey, publicSignals, proof);
   } catch {
@@ -115,34 +94,7 @@ beforeAll(async () => {
   verifier = v;
   internals = i;
   curve = await buildBn128(true);
-
-  const policies = [
-    ['threshold', { value: '720', threshold: '650' }],
-    ['range', { value: 42, low: 18, high: 65 }],
-    ['membership', { value: '840', set: ['124', '250', '840', '276'] }],
-  ] as const;
-  for (const [policy, inputs] of policies) {
-    const out = await provePolicy(snarkjsBackend(), policy, inputs);
-    cases.push({ circuit: policy, vkey: vkeyOf(policy), proof: out.proof, publicSignals: out.publicSignals });
-  }
-
-  const ids = await Promise.all(Array.from({ length: 3 }, () => createIdentity()));
-  const key = generateKeyPairSync('x25519').privateKey.export({ format: 'der', type: 'pkcs8' }).subarray(16);
-  const info = {
-    proposalId: 'prop_native',
-    roomId: 'room_native',
-    publicKey: ballotPublicKey(key).toString('base64url'),
-    members: ids.map((id) => id.commitment),
-  };
-  const artifacts = await loadBallotArtifacts('circuits/artifacts');
-  const ballot = await makeBallot({ identity: ids[1]!, info, choice: 'yes', artifacts });
-  const publicSignals = ballotSignals({
-    root: ballot.root,
-    nullifier: ballot.nullifier,
-    scope: proposalScope(info.proposalId),
-    voteHash: voteHashOf(Buffer.from(ballot.ciphertext, 'base64url')),
-  });
-  cases.push({ circuit: 'ballot', vkey: vkeyOf('ballot'), proof: ballot.proof, publicSignals });
+  cases.push(...(await committedProofs()));
 }, 240_000);
 
 afterAll(async () => {
@@ -151,7 +103,7 @@ afterAll(async () => {
   await terminateCurves();
 });
 
-describe.each(['threshold', 'range', 'membership', 'ballot'])('circuit %s', (circuit) => {
+describe.each(committedCircuits)('circuit %s', (circuit) => {
   const get = () => cases.find((c) => c.circuit === circuit)!;
 
   it('accepts the valid proof, as snarkjs does', async () => {
@@ -163,9 +115,9 @@ describe.each(['threshold', 'range', 'membership', 'ballot'])('circuit %s', (cir
 
   it('agrees with snarkjs on every changed coordinate, signal and point, and never accepts what it rejects', async () => {
     const c = get();
-    type Mutant = { label: string; proof: Proof; signals: string[]; reason?: string; stricter?: boolean };
+    type Mutant = { label: string; proof: ProofJson; signals: string[]; reason?: string; stricter?: boolean };
     const mutants: Mutant[] = [];
-    const add = (label: string, change: (p: Proof, s: string[]) => void, extra: Partial<Mutant> = {}) => {
+    const add = (label: string, change: (p: ProofJson, s: string[]) => void, extra: Partial<Mutant> = {}) => {
       const proof = copy(c.proof);
       const signals = [...c.publicSignals];
       change(proof, signals);
@@ -174,7 +126,7 @@ describe.each(['threshold', 'range', 'membership', 'ballot'])('circuit %s', (cir
     const bump = (v: string, m: bigint) => String(mod(BigInt(v) + 1n, m));
 
     // Each coordinate of A, B and C (x, y and z) moved by one, set at random, and written as itself + p.
-    const coords: [string, (p: Proof) => string[]][] = [
+    const coords: [string, (p: ProofJson) => string[]][] = [
       ['pi_a', (p) => p.pi_a],
       ['pi_b[0]', (p) => p.pi_b[0]!],
       ['pi_b[1]', (p) => p.pi_b[1]!],

@@ -12,14 +12,14 @@ namespace np {
 
 // ---- Tower: Fq6 = Fq2[v]/(v^3 - xi), Fq12 = Fq6[w]/(w^2 - v), xi = 9 + u, so w^6 = xi.
 
-inline Fq2 fq2MulXi(const Fq2& a) {
+NP_INLINE Fq2 fq2MulXi(const Fq2& a) {
   // (c0 + c1 u)(9 + u) = (9 c0 - c1) + (c0 + 9 c1) u
   Fq n0 = Fq::add(Fq::dbl(Fq::dbl(Fq::dbl(a.c0))), a.c0);
   Fq n1 = Fq::add(Fq::dbl(Fq::dbl(Fq::dbl(a.c1))), a.c1);
   return Fq2{Fq::sub(n0, a.c1), Fq::add(n1, a.c0)};
 }
-inline Fq2 fq2Conj(const Fq2& a) { return Fq2{a.c0, Fq::neg(a.c1)}; }
-inline Fq2 fq2MulFq(const Fq2& a, const Fq& s) { return Fq2{Fq::mul(a.c0, s), Fq::mul(a.c1, s)}; }
+NP_INLINE Fq2 fq2Conj(const Fq2& a) { return Fq2{a.c0, Fq::neg(a.c1)}; }
+NP_INLINE Fq2 fq2MulFq(const Fq2& a, const Fq& s) { return Fq2{Fq::mul(a.c0, s), Fq::mul(a.c1, s)}; }
 
 // a^e for a standard-form exponent.
 inline Fq2 fq2Pow(const Fq2& a, const U256& e) {
@@ -76,6 +76,13 @@ struct Fq6 {
     Fq2 t1 = Fq2::mul(a.c1, b1);
     Fq2 x01 = Fq2::sub(Fq2::sub(Fq2::mul(Fq2::add(a.c0, a.c1), Fq2::add(b0, b1)), t0), t1);
     return Fq6{Fq2::add(t0, fq2MulXi(Fq2::mul(a.c2, b1))), x01, Fq2::add(Fq2::mul(a.c2, b0), t1)};
+  }
+
+  // a * (b0 + v): three Fq2 products.
+  static inline Fq6 mulBy0v(const Fq6& a, const Fq2& b0) {
+    Fq2 t0 = Fq2::mul(a.c0, b0);
+    Fq2 x01 = Fq2::sub(Fq2::sub(Fq2::mul(Fq2::add(a.c0, a.c1), Fq2::add(b0, Fq2::one())), t0), a.c1);
+    return Fq6{Fq2::add(t0, fq2MulXi(a.c2)), x01, Fq2::add(Fq2::mul(a.c2, b0), a.c1)};
   }
 
   static inline Fq6 mulFq2(const Fq6& a, const Fq2& s) {
@@ -204,6 +211,14 @@ struct Fq12 {
     return Fq12{Fq6::add(t0, Fq6::mulV(t1)), Fq6::sub(Fq6::sub(s, t0), t1)};
   }
 
+  // a * (d0 + d3 w + w^3): a line scaled so its w^3 coefficient is one, four Fq2 products fewer.
+  static inline Fq12 mulBy034Unit(const Fq12& a, const Fq2& d0, const Fq2& d3) {
+    Fq6 t0 = Fq6::mulFq2(a.c0, d0);
+    Fq6 t1 = Fq6::mulBy0v(a.c1, d3);
+    Fq6 s = Fq6::mulBy0v(Fq6::add(a.c0, a.c1), Fq2::add(d0, d3));
+    return Fq12{Fq6::add(t0, Fq6::mulV(t1)), Fq6::sub(Fq6::sub(s, t0), t1)};
+  }
+
   // x^(p^k) for k = 1, 2, 3. Coefficient of w^i: c0.c0 w^0, c1.c0 w^1, c0.c1 w^2, c1.c1 w^3, c0.c2 w^4, c1.c2 w^5.
   static inline Fq12 frobenius(const Fq12& a, int k) {
     const auto& g = FrobeniusConstants::get().gamma[k];
@@ -249,6 +264,9 @@ struct LineCoeffs {
 // (a verification key's beta, gamma, delta) and evaluated at any G1 point.
 struct G2Prepared {
   std::vector<LineCoeffs> lines;
+  // Every line divided by its c, so c = 1 (a factor in Fq2 the final exponentiation removes): worth an
+  // inversion per line for a point whose lines are evaluated many times.
+  bool unit = false;
 };
 
 namespace detail {
@@ -328,8 +346,27 @@ inline G2Prepared prepareG2(const G2Affine& q) {
   return out;
 }
 
-inline Fq12 evalLine(const Fq12& f, const LineCoeffs& l, const G1Affine& p) {
-  return Fq12::mulBy034(f, fq2MulFq(l.a, p.y), fq2MulFq(l.b, p.x), l.c);
+// Scales every line so its c is one, with one inversion for all (Montgomery's trick); lines whose c
+// is zero (none for a point of order r) leave the lines as they are.
+inline void normalizeLines(G2Prepared& q) {
+  const size_t n = q.lines.size();
+  std::vector<Fq2> prefix(n);
+  Fq2 acc = Fq2::one();
+  for (size_t i = 0; i < n; ++i) {
+    if (q.lines[i].c.isZero()) return;
+    prefix[i] = acc;
+    acc = Fq2::mul(acc, q.lines[i].c);
+  }
+  Fq2 inv = Fq2::inv(acc);
+  for (size_t i = n; i-- > 0;) {
+    LineCoeffs& l = q.lines[i];
+    const Fq2 ci = Fq2::mul(inv, prefix[i]);
+    inv = Fq2::mul(inv, l.c);
+    l.a = Fq2::mul(l.a, ci);
+    l.b = Fq2::mul(l.b, ci);
+    l.c = Fq2::one();
+  }
+  q.unit = true;
 }
 
 struct MillerPair {
@@ -337,21 +374,27 @@ struct MillerPair {
   const G2Prepared* q;
 };
 
+inline Fq12 evalLine(const Fq12& f, const LineCoeffs& l, const MillerPair& pair) {
+  const G1Affine& p = *pair.p;
+  if (pair.q->unit) return Fq12::mulBy034Unit(f, fq2MulFq(l.a, p.y), fq2MulFq(l.b, p.x));
+  return Fq12::mulBy034(f, fq2MulFq(l.a, p.y), fq2MulFq(l.b, p.x), l.c);
+}
+
 // The product of the Miller loops of all pairs, sharing one accumulator and its squarings.
 inline Fq12 multiMillerLoop(const MillerPair* pairs, size_t n) {
   Fq12 f = Fq12::one();
   size_t idx = 0;
   for (int i = kAteLoop.length - 2; i >= 0; --i) {
     if (i != kAteLoop.length - 2) f = Fq12::sqr(f);
-    for (size_t k = 0; k < n; ++k) f = evalLine(f, pairs[k].q->lines[idx], *pairs[k].p);
+    for (size_t k = 0; k < n; ++k) f = evalLine(f, pairs[k].q->lines[idx], pairs[k]);
     ++idx;
     if (kAteLoop.digits[i] != 0) {
-      for (size_t k = 0; k < n; ++k) f = evalLine(f, pairs[k].q->lines[idx], *pairs[k].p);
+      for (size_t k = 0; k < n; ++k) f = evalLine(f, pairs[k].q->lines[idx], pairs[k]);
       ++idx;
     }
   }
   for (int last = 0; last < 2; ++last, ++idx) {
-    for (size_t k = 0; k < n; ++k) f = evalLine(f, pairs[k].q->lines[idx], *pairs[k].p);
+    for (size_t k = 0; k < n; ++k) f = evalLine(f, pairs[k].q->lines[idx], pairs[k]);
   }
   return f;
 }

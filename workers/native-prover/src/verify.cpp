@@ -8,9 +8,10 @@ namespace np {
 
 namespace {
 
-constexpr unsigned kWindowBits = 4;
-constexpr unsigned kWindows = 64;
-constexpr unsigned kPerWindow = (1u << kWindowBits) - 1;
+// vk_x in signed six-bit windows: digits in [-32, 32), a table of 1..32 times each window's base.
+constexpr unsigned kWindowBits = 6;
+constexpr unsigned kWindows = (254 + kWindowBits) / kWindowBits;  // r < 2^254, plus the last carry
+constexpr unsigned kPerWindow = 1u << (kWindowBits - 1);
 
 // Splits a comma-separated list of decimal integers below 2^256; false on anything else.
 bool parseDecimals(const std::string& s, std::vector<U256>* out) {
@@ -127,21 +128,36 @@ FixedBaseTable buildFixedBase(const G1Affine& p) {
     }
     for (unsigned b = 0; b < kWindowBits; ++b) base = G1::dbl(base);
   }
-  // j 2^(4k) P is never infinity: P has prime order r, which no j 2^(4k) with j < 16 is a multiple of.
+  // j 2^(6k) P is never infinity: P has prime order r, which divides no j 2^(6k) with j <= 32.
   t.points = normalize(pts);
   return t;
 }
 
-// IC0 + sum s_i IC_i, the scalars standard-form and below r.
+// Bits [bit, bit + kWindowBits) of a 256-bit value.
+unsigned windowAt(const U256& s, unsigned bit) {
+  const unsigned limb = bit >> 6, shift = bit & 63;
+  u64 w = s.v[limb] >> shift;
+  if (shift + kWindowBits > 64 && limb < 3) w |= s.v[limb + 1] << (64 - shift);
+  return (unsigned)w & ((1u << kWindowBits) - 1);
+}
+
+// IC0 + sum s_i IC_i, the scalars standard-form and below r: each scalar recoded into signed digits
+// d_k in [-32, 32) with s = sum d_k 2^(6k), one table lookup and mixed addition per non-zero digit.
 G1 publicInputSum(const VerifyingKey& vk, const std::vector<U256>& signals) {
   G1 acc = G1::fromAffine(vk.ic0);
   for (size_t i = 0; i < signals.size(); ++i) {
     const FixedBaseTable& t = vk.ic[i];
     if (t.points.empty()) continue;
+    unsigned carry = 0;
     for (unsigned k = 0; k < kWindows; ++k) {
-      const unsigned bit = k * kWindowBits;
-      const unsigned d = (unsigned)(signals[i].v[bit >> 6] >> (bit & 63)) & kPerWindow;
-      if (d) acc = G1::addAffine(acc, t.points[k * kPerWindow + d - 1]);
+      int d = (int)(windowAt(signals[i], k * kWindowBits) + carry);
+      carry = d >= (int)kPerWindow ? 1 : 0;
+      d -= (int)(carry << kWindowBits);
+      if (d > 0) acc = G1::addAffine(acc, t.points[k * kPerWindow + (unsigned)d - 1]);
+      if (d < 0) {
+        const G1Affine& p = t.points[k * kPerWindow + (unsigned)(-d) - 1];
+        acc = G1::addAffine(acc, G1Affine{p.x, Fq::neg(p.y)});
+      }
     }
   }
   return acc;
@@ -177,6 +193,8 @@ std::shared_ptr<const VerifyingKey> prepareVerifyingKey(const std::string& numbe
   for (size_t i = 1; i < nIc; ++i) vk->ic.push_back(buildFixedBase(ic[i]));
   vk->gamma = prepareG2(gamma);
   vk->delta = prepareG2(delta);
+  normalizeLines(vk->gamma);
+  normalizeLines(vk->delta);
   const G2Prepared betaLines = prepareG2(beta);
   const MillerPair ab{&alpha, &betaLines};
   vk->alphaBeta = multiMillerLoop(&ab, 1);

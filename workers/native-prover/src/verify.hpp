@@ -9,8 +9,8 @@
 
 namespace np {
 
-// j * 2^(4k) * P for the 64 four-bit windows k and j = 1..15, affine: a public input's term of
-// vk_x costs at most 64 mixed additions.
+// j * 2^(6k) * P for the 43 six-bit windows k and j = 1..32, affine: with signed digits, a public
+// input's term of vk_x costs at most 43 mixed additions.
 struct FixedBaseTable {
   std::vector<G1Affine> points;  // empty for the point at infinity
 };
