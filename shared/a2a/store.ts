@@ -42,7 +42,7 @@ export interface PushConfig {
   id: string;
   url: string;
   token: string;
-  authentication: { scheme: string; credentials: string } | undefined;
+  authentication?: { scheme: string; credentials: string } | undefined;
 }
 
 interface PushRow {

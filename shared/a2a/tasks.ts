@@ -248,7 +248,10 @@ export function eventUpdates(
 ): StreamResponse[] {
   const state = eventStates[event.type];
   if (state === undefined) return [];
-  const payment = event.type === 'awaiting_payment' ? paymentMeta(state, ctx.payment) : undefined;
+  // The x402 extension's part: requirements while waiting for a payment, receipts once paid and done.
+  const payment = ['awaiting_payment', 'expired', 'succeeded'].includes(event.type)
+    ? paymentMeta(state, ctx.payment)
+    : undefined;
   const error =
     event.type === 'failed' && typeof event.data?.code === 'string'
       ? { error: { code: event.data.code, message: String(event.data.message ?? '') } }
