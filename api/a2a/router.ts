@@ -5,6 +5,7 @@
 // form, before the SDK reads it.
 import { A2A_CONTENT_TYPE } from '@a2a-js/sdk';
 import { A2A_ERROR_CODE, restStatusFor, toJsonRpcError, toRestErrorBody } from '@a2a-js/sdk/errors';
+import { validateVersion } from '@a2a-js/sdk/server';
 import { jsonRpcHandler, restHandler } from '@a2a-js/sdk/server/express';
 import cors from 'cors';
 import express from 'express';
@@ -15,11 +16,13 @@ import type { AppDeps } from '../deps';
 import { authenticate } from '../http/auth';
 import { guardInput } from '../http/input-guard';
 import { sendProblem, toAppError } from '../http/problem';
-import { A2A_JSONRPC_PATH, A2A_REST_PATH } from './card';
+import { A2A_JSONRPC_PATH, A2A_REST_PATH, agentCard } from './card';
 import { toA2AError } from './errors';
 import { A2ACaller, JobTaskHandler } from './handler';
 
 type Transport = 'jsonrpc' | 'rest';
+/** The interfaces and versions served, whatever the address. */
+const servedCard = agentCard('');
 
 /** Answers an A2A-level refusal in the transport's own error form. */
 function sendA2AError(req: Request, res: Response, transport: Transport, err: unknown): void {
@@ -84,6 +87,7 @@ function prelude(deps: AppDeps, transport: Transport): RequestHandler {
     strict: transport === 'jsonrpc',
     type: ['application/json', A2A_CONTENT_TYPE],
   });
+  const binding = transport === 'jsonrpc' ? 'JSONRPC' : 'HTTP+JSON';
   return (req, res, next) => {
     const header = req.headers.authorization;
     if (header !== undefined && !/^Bearer\s+\S+\s*$/i.test(header)) {
@@ -123,6 +127,8 @@ function prelude(deps: AppDeps, transport: Transport): RequestHandler {
       }
       void (async () => {
         try {
+          // The version first, as the SDK would (a request without A2A-Version asks for 0.3).
+          validateVersion(req.header('A2A-Version') || '0.3', servedCard, binding);
           if (req.body !== undefined) guardInput(req.body, 'body');
           checkShape(req, transport);
         } catch (err) {

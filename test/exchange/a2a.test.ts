@@ -298,6 +298,49 @@ describe('a priced service', () => {
     });
   });
 
+  it('is not cancelled once work or a payment is under way', async () => {
+    const task = await send(
+      client,
+      dataMessage({ service: 'attest.batch', input: { digests: [await digest()] } }),
+    );
+    const cancel = () => client.cancelTask({ tenant: '', id: task.id, metadata: undefined });
+    const quote = await app.deps.db('quotes').where({ job_id: task.id }).first();
+    const [payment] = await app.deps
+      .db('payments')
+      .insert({
+        id: `pay_${'0'.repeat(25)}1`,
+        job_id: task.id,
+        quote_id: quote.id,
+        asset: quote.asset,
+        chain: quote.network,
+        tx_ref: randomUUID(),
+        status: 'verifying',
+        created_at: new Date(),
+        updated_at: new Date(),
+      })
+      .returning('id');
+    await expect(cancel()).rejects.toThrow(/payment for it is being verified/);
+    await app.deps.db('payments').where({ id: payment.id }).delete();
+    // Set by hand (no worker holds an unpaid job): paid and queued, then running.
+    await app.deps.db('jobs').where({ id: task.id }).update({ status: 'queued' });
+    await expect(cancel()).rejects.toThrow(/it is paid/);
+    await app.deps.db('jobs').where({ id: task.id }).update({ status: 'running' });
+    await expect(cancel()).rejects.toMatchObject({ name: 'TaskNotCancelableError' });
+    expect((await jobRow(task.id)).status).toBe('running');
+    await app.deps.db('jobs').where({ id: task.id }).update({ status: 'failed' });
+  });
+
+  it('waits for input while an expired quote is still watched, and has failed after', async () => {
+    const { taskStateOf } = await import('../../shared/a2a/tasks');
+    const late = env.QUOTE_LATE_WINDOW_SECONDS * 1000;
+    const expiredAt = (msAgo: number) => ({
+      status: 'expired' as const,
+      expires_at: new Date(Date.now() - msAgo),
+    });
+    expect(taskStateOf(expiredAt(1000))).toBe(TaskState.TASK_STATE_INPUT_REQUIRED);
+    expect(taskStateOf(expiredAt(late + 1000))).toBe(TaskState.TASK_STATE_FAILED);
+  });
+
   it('can be followed with a resubscription fed from its job events, to its end', async () => {
     const task = await send(
       client,
@@ -462,6 +505,31 @@ describe('push notifications', () => {
     } finally {
       await hook.close();
     }
+  });
+
+  it('follow task states: a payment shows there, not as an event of its own', async () => {
+    const { emitWebhookEvent } = await import('../../shared/payments/webhooks');
+    const task = await send(
+      client,
+      dataMessage({ service: 'attest.batch', input: { digests: [await digest()] } }),
+      config({
+        taskPushNotificationConfig: {
+          tenant: '',
+          id: '',
+          taskId: '',
+          url: 'http://127.0.0.1:9/x',
+          token: '',
+          authentication: undefined,
+        },
+      }),
+    );
+    const ids = await app.deps.db.transaction((trx) =>
+      emitWebhookEvent(trx, task.id, () => ({
+        event: 'payment.pending',
+        occurredAt: new Date().toISOString(),
+      })),
+    );
+    expect(ids).toEqual([]);
   });
 
   it('refuse a private target unless the deployment opted in, before anything is written', async () => {
@@ -658,6 +726,21 @@ describe('bad input', () => {
       }),
       -32001,
     );
+    await expectRpcError(await rpc({ jsonrpc: '2.0', id: 8, method: 'GetExtendedAgentCard' }), -32004);
+    expect(await count('jobs')).toBe(jobs);
+  });
+
+  it('refuses a second message on a task: one message makes one task', async () => {
+    const task = await send(
+      client,
+      dataMessage({ service: 'attest.batch', input: { digests: [await digest()] } }),
+    );
+    const jobs = await count('jobs');
+    const again = dataMessage(
+      { service: 'attest.batch', input: { digests: [await digest()] } },
+      { taskId: task.id },
+    );
+    await expect(send(client, again)).rejects.toMatchObject({ name: 'UnsupportedOperationError' });
     expect(await count('jobs')).toBe(jobs);
   });
 
