@@ -4,6 +4,7 @@
 import {
   A2AError,
   RequestMalformedError,
+  RestUnsupportedOperationError,
   TaskNotCancelableError,
   TaskNotFoundError,
   UnsupportedOperationError,
@@ -31,6 +32,8 @@ export function toA2AError(err: unknown): A2AError {
   if (app.status === 404) return new TaskNotFoundError(options);
   if (app.code === 'job_not_cancelable') return new TaskNotCancelableError(options);
   if ([400, 413, 415, 422].includes(app.status)) return new RequestMalformedError(options);
+  // Someone else's task: JSON-RPC has no code of its own for it; HTTP+JSON says 403.
+  if (app.status === 403) return new RestUnsupportedOperationError({ ...options, statusCode: 403 });
   if (app.status < 500) return new UnsupportedOperationError(options);
   // A store that is down (503): said as it is, without details.
   return new A2AError(options);

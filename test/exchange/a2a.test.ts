@@ -320,9 +320,15 @@ describe('a priced service', () => {
       })
       .returning('id');
     await expect(cancel()).rejects.toThrow(/payment for it is being verified/);
-    await app.deps.db('payments').where({ id: payment.id }).delete();
     // Set by hand (no worker holds an unpaid job): paid and queued, then running.
+    await app.deps.db('payments').where({ id: payment.id }).update({ status: 'confirmed' });
     await app.deps.db('jobs').where({ id: task.id }).update({ status: 'queued' });
+    const paid = await client.getTask({ tenant: '', id: task.id });
+    expect(paid.status?.state).toBe(TaskState.TASK_STATE_SUBMITTED);
+    expect(paid.status!.message!.metadata).toMatchObject({
+      'x402.payment.status': 'payment-completed',
+      'x402.payment.receipts': [{ success: true, network: quote.network }],
+    });
     await expect(cancel()).rejects.toThrow(/it is paid/);
     await app.deps.db('jobs').where({ id: task.id }).update({ status: 'running' });
     await expect(cancel()).rejects.toMatchObject({ name: 'TaskNotCancelableError' });
@@ -356,6 +362,26 @@ describe('a priced service', () => {
     await following;
     const last = seen.at(-1)!.payload;
     expect(last?.$case === 'statusUpdate' && last.value.status?.state).toBe(TaskState.TASK_STATE_CANCELED);
+    // A subscriber that goes away leaves nothing waiting behind it.
+    const task2 = await send(
+      client,
+      dataMessage({ service: 'attest.batch', input: { digests: [await digest()] } }),
+    );
+    const abort = new AbortController();
+    const gone = (async () => {
+      for await (const e of client.resubscribeTask({ tenant: '', id: task2.id }, { signal: abort.signal }))
+        void e;
+    })().catch(() => undefined);
+    const waiters = (app.deps.notifier as unknown as { waiters: Map<string, unknown> }).waiters;
+    await eventually(async () => waiters.has(task2.id));
+    abort.abort();
+    await gone;
+    await eventually(async () => !waiters.has(task2.id), 5000);
+    // A live follower waits again within HINT_REREAD_MS (2 s) at the latest; this one never does.
+    for (const until = Date.now() + 2500; Date.now() < until;) {
+      expect(waiters.has(task2.id)).toBe(false);
+      await new Promise((r) => setTimeout(r, 50));
+    }
     // An ended task has nothing to subscribe to.
     await expect(
       (async () => {
@@ -607,6 +633,11 @@ describe("someone else's task", () => {
         { serviceParameters: other.auth },
       ),
     ).rejects.toThrow(/another agent/);
+    const restCancel = await fetch(`${base}/a2a/rest/tasks/${task.id}:cancel`, {
+      method: 'POST',
+      headers: { 'A2A-Version': '1.0', ...other.auth },
+    });
+    expect(restCancel.status).toBe(403);
     expect((await jobRow(task.id)).status).toBe('awaiting_payment');
     expect(await app.deps.db('job_webhooks').where({ job_id: task.id })).toHaveLength(0);
     const cancelled = await client.cancelTask(
