@@ -178,12 +178,17 @@ export class JobTaskHandler implements A2ARequestHandler {
     try {
       const caller = callerOf(context);
       const started = await this.start(params, caller);
-      const cursor = await this.firstEventId(started.row.id);
-      const ctx = await this.contextFor(started.row, caller, started.contextId, started.payment);
-      yield { payload: { $case: 'task', value: taskFromJob(started.row, ctx) } };
-      if (isSettledState(taskStateOf(started.row))) return;
+      // A new task streams from its first event; a resent message from now (the cursor before the row,
+      // so an event in between shows twice rather than not at all).
+      const cursor = started.fresh
+        ? await this.firstEventId(started.row.id)
+        : await this.lastEventId(started.row.id);
+      const row = started.fresh ? started.row : await getJob(this.deps.db, started.row.id);
+      const ctx = await this.contextFor(row, caller, started.contextId, started.payment);
+      yield { payload: { $case: 'task', value: taskFromJob(row, ctx) } };
+      if (isSettledState(taskStateOf(row))) return;
       // A streamed send ends, as a blocking one returns, when the task ends or waits for a payment.
-      yield* this.follow(started.row, ctx, cursor, caller, isSettledState);
+      yield* this.follow(row, ctx, cursor, caller, isSettledState);
     } catch (err) {
       throw toA2AError(err);
     }
@@ -298,10 +303,13 @@ export class JobTaskHandler implements A2ARequestHandler {
   private async start(
     params: SendMessageRequest,
     caller: A2ACaller,
-  ): Promise<{ row: JobRow; contextId: string; payment?: JobPaymentView | undefined }> {
+  ): Promise<{ row: JobRow; contextId: string; fresh: boolean; payment?: JobPaymentView | undefined }> {
     const message = params.message;
     if (!message) throw new RequestMalformedError('The request carries no message.');
     if (!message.messageId) throw new RequestMalformedError('The message has no messageId.');
+    if (message.messageId.length > 200 || message.contextId.length > 200) {
+      throw new RequestMalformedError('A messageId or contextId is at most 200 characters.');
+    }
     if (message.taskId) await this.refuseFollowUp(message.taskId);
     const request = taskRequestOf(message);
     const raw = params.configuration?.taskPushNotificationConfig;
@@ -329,7 +337,7 @@ export class JobTaskHandler implements A2ARequestHandler {
             await registerPushConfig(trx, job, push, this.jobUrl(job.id, caller), { fromStart: true });
         },
       );
-      return { row: created.row, contextId, payment: created.payment };
+      return { row: created.row, contextId, fresh: true, payment: created.payment };
     } catch (err) {
       // The same message id raced in twice: the first one made the task.
       if (isUniqueViolation(err)) {
@@ -347,7 +355,7 @@ export class JobTaskHandler implements A2ARequestHandler {
         metadata: { code: 'message_id_reused' },
       });
     }
-    return { row: await getJob(this.deps.db, task.job_id), contextId: task.context_id };
+    return { row: await getJob(this.deps.db, task.job_id), contextId: task.context_id, fresh: false };
   }
 
   private async refuseFollowUp(taskId: string): Promise<never> {
@@ -367,7 +375,7 @@ export class JobTaskHandler implements A2ARequestHandler {
     const row = await getJob(this.deps.db, jobIdOf(taskId));
     if (row.agent_id && row.agent_id !== caller.agentId) {
       throw forbidden(
-        'This task belongs to another agent; only its API key can change its push notifications.',
+        'This task belongs to another agent; only its API key can see or change its push notifications.',
       );
     }
     return row;

@@ -96,7 +96,7 @@ export async function registerPushConfig(
   if (inserted.length === 0) {
     throw conflict(
       'push_config_exists',
-      'This task already has a push notification config (one per task); delete it first.',
+      'This task already has a push notification config or webhook (one per task); delete the config first.',
     );
   }
   return { ...config, id };

@@ -578,6 +578,22 @@ describe('push notifications', () => {
           }),
         ),
       ).rejects.toMatchObject({ name: 'RequestMalformedError', message: expect.stringMatching(/refused/) });
+      const raw = await rpc({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'SendMessage',
+        params: {
+          message: rawMessage([{ data: { service: 'attest.timestamp', input: { digest: await digest() } } }]),
+          configuration: { taskPushNotificationConfig: { url: 'http://[::1]:9/hook' } },
+        },
+      });
+      const body = (await raw.json()) as {
+        error: { code: number; data: Array<{ metadata: { code: string } }> };
+      };
+      expect(body.error).toMatchObject({
+        code: -32602,
+        data: [{ metadata: { code: 'target_not_allowed' } }],
+      });
       expect(await count('jobs')).toBe(jobs);
       const task = await send(
         client,
