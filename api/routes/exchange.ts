@@ -1,26 +1,21 @@
 // Table A, the agent exchange: the platform operations (health, services, pricing, jobs).
 import { z } from 'zod';
 import { serviceSigningKey } from '../../shared/keys';
-import { attributeJob, referralForJob } from '../../shared/exchange/referrals';
-import { attachQuotes } from '../../shared/payments/payments';
 import { listServices } from '../../shared/jobs/catalog';
-import { createJob, getJob, jobEvents, jobIdSchema, terminalStatuses } from '../../shared/jobs/jobs';
+import { getJob, jobEvents, jobIdSchema, terminalStatuses } from '../../shared/jobs/jobs';
 import { RouteTable } from '../http/route';
 import { origin } from '../http/links';
 import { checkDb, checkRedis, queueDepths } from './health';
+import { createJobFor } from './jobs-create';
 import { jobSchema, jobView } from './jobs-view';
 import {
   assetPricingSchema,
-  checkJobWebhook,
   jobPaymentSchema,
   jobWebhookRequestSchema,
   jobWebhookSchema,
-  subscribeJobWebhook,
   jobStatusBody,
-  newJobPayment,
   paymentRequiredHeader,
   pricingAssets,
-  quoteForNewJob,
   quotePolicy,
 } from './payments';
 
@@ -214,31 +209,10 @@ export function exchangeRoutes(table = new RouteTable('exchange')): RouteTable {
         503: ['payments_unavailable', 'asset_config_invalid'],
       },
       handler: async ({ body, query, auth, req, deps }) => {
-        const agentId = auth.kind === 'agent' ? auth.agentId : null;
-        const referral = await referralForJob(deps.db, query.ref ?? req.header('x-referral-code'), agentId);
-        // A license never makes a priced job free: its prepaid credit (if any) pays it in the same
-        // transaction, else the job is quoted like anyone's.
-        const prepaidLicenseId = auth.kind === 'license' ? auth.licenseId : undefined;
-        const quoting = quoteForNewJob(body.service);
-        const prepared = prepaidLicenseId ? await quoting.catch(() => undefined) : await quoting;
-        await checkJobWebhook(body.webhook);
-        let webhook: z.infer<typeof jobWebhookSchema> | undefined;
-        const row = await createJob(
-          deps.db,
-          deps.queues,
-          { service: body.service, input: body.input, agentId, prepaidLicenseId },
-          referral || prepared || body.webhook || prepaidLicenseId
-            ? async (trx, created) => {
-                // Credit did not cover it and it cannot be quoted either: nothing is written.
-                if (created.status === 'awaiting_payment' && !prepared) await quoting;
-                if (referral) await attributeJob(trx, created.id, referral.id);
-                if (prepared && created.status === 'awaiting_payment')
-                  await attachQuotes(trx, created, prepared);
-                if (body.webhook) webhook = await subscribeJobWebhook(trx, created, body.webhook, req, deps);
-              }
-            : undefined,
-        );
-        const payment = await newJobPayment(row, prepared, req, deps);
+        const { row, payment, webhook } = await createJobFor(req, deps, auth, {
+          ...body,
+          referralCode: query.ref ?? req.header('x-referral-code'),
+        });
         const job = jobView(row, req, deps);
         return {
           status: 202,
