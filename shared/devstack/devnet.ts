@@ -183,8 +183,9 @@ export function readDevnetInfo(dataDir: string): DevnetInfo | undefined {
 /**
  * The settings web, worker and prover get for the chain: its endpoint and treasury, one confirmation
  * (every transaction is mined at once), and the registry's EVM assets moved onto it: USDC-ETH becomes
- * the demo stablecoin (named as such), ETH the chain's native coin, WBTC-ETH (which has no contract
- * there) off. Other ASSETS_JSON overrides are kept.
+ * the demo stablecoin (named as such), ETH the chain's native coin (quoted once a rate is configured).
+ * WBTC-ETH stays on Ethereum, so it shows `wrong_network`: the chain has no WBTC. Other ASSETS_JSON
+ * overrides are kept.
  */
 export function devnetChildEnv(info: DevnetInfo, assetsJson: string | undefined): Record<string, string> {
   let overrides: Record<string, Record<string, unknown>> = {};
@@ -206,7 +207,6 @@ export function devnetChildEnv(info: DevnetInfo, assetsJson: string | undefined)
       name: `${info.token.name} (${DEVNET_LABEL}, not real money)`,
     },
     ETH: { ...overrides.ETH, network: info.network, name: `Ether (${DEVNET_LABEL}, not real money)` },
-    'WBTC-ETH': { ...overrides['WBTC-ETH'], disabled: true },
   };
   return {
     EVM_RPC_URL: info.rpcUrl,
