@@ -13,8 +13,8 @@ import {
   createPublicClient,
   createWalletClient,
   defineChain,
-  erc20Abi,
   http,
+  numberToHex,
   parseEther,
   parseUnits,
 } from 'viem';
@@ -22,7 +22,7 @@ import type { Address, Chain, Hex } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import type { Env } from '../env';
 import { chainConfigured, isProduction } from '../env';
-import { deployDemoToken, demoToken, mintDemoToken } from '../devchain/demo-token';
+import { deployDemoToken, demoTokenAbi, demoTokenBalance, mintDemoToken } from '../devchain/token';
 import { StartupFailure } from './failures';
 
 export const DEVNET_CHAIN_ID = 1337;
@@ -134,38 +134,41 @@ export async function provisionDevnet(opts: { dataDir: string; rpcUrl: string })
   const chain = devnetChain(opts.rpcUrl);
   const transport = http(opts.rpcUrl, { retryCount: 0, timeout: 30_000 });
   const pub = createPublicClient({ chain, transport });
-  // ganache's first account, unlocked on the node: it deploys, mints and pays the payer's gas.
-  const [deployerAddress] = await createWalletClient({ chain, transport }).getAddresses();
-  if (!deployerAddress) throw new Error('the development chain has no unlocked account');
-  const deployer = createWalletClient({ chain, transport, account: deployerAddress });
+  const node = createWalletClient({ chain, transport });
+  // ganache's first account, unlocked on the node: it deploys and mints the token and pays for gas.
+  const [deployer] = await node.getAddresses();
+  if (!deployer) throw new Error('the development chain has no unlocked account');
+  const signer = { rpcUrl: opts.rpcUrl, account: deployer };
 
+  // The token keeps USDC's EIP-712 domain (shared/devchain/token.ts), which the registry's USDC-ETH
+  // entry names, so x402 payers that sign for USDC sign for it too.
   const known = readInfo(paths.info).token?.address;
-  const hasCode = async (a: Address) => ((await pub.getCode({ address: a })) ?? '0x') !== '0x';
-  const token = known && (await hasCode(known)) ? known : await deployDemoToken(deployer, pub);
-  const meta = await demoToken(pub, token);
+  const deployed = known && ((await pub.getCode({ address: known })) ?? '0x') !== '0x';
+  const token = deployed ? known : (await deployDemoToken(signer)).address;
+  const read = <F extends 'name' | 'symbol' | 'decimals'>(functionName: F) =>
+    pub.readContract({ address: token, abi: demoTokenAbi, functionName });
+  const [name, symbol, decimals] = await Promise.all([read('name'), read('symbol'), read('decimals')]);
 
   const treasury = privateKeyToAccount(keyFile(paths.treasuryKey)).address;
   const payer = privateKeyToAccount(keyFile(paths.payerKey)).address;
 
   if ((await pub.getBalance({ address: payer })) < PAYER_ETH / 2n) {
-    const hash = await deployer.sendTransaction({ to: payer, value: PAYER_ETH, chain });
+    const hash = await node.request({
+      method: 'eth_sendTransaction',
+      params: [{ from: deployer, to: payer, value: numberToHex(PAYER_ETH), gas: numberToHex(21_000) }],
+    });
     await pub.waitForTransactionReceipt({ hash });
   }
-  const tokens = parseUnits(PAYER_TOKENS, meta.decimals);
-  const held = await pub.readContract({
-    address: token,
-    abi: erc20Abi,
-    functionName: 'balanceOf',
-    args: [payer],
-  });
-  if (held < tokens / 2n) await mintDemoToken(deployer, pub, token, payer, tokens - held);
+  const tokens = parseUnits(PAYER_TOKENS, decimals);
+  const held = await demoTokenBalance(opts.rpcUrl, token, payer);
+  if (held < tokens / 2n) await mintDemoToken(signer, token, payer, tokens - held);
 
   const info: DevnetInfo = {
     label: DEVNET_LABEL,
     rpcUrl: opts.rpcUrl,
     chainId: DEVNET_CHAIN_ID,
     network: DEVNET_NETWORK,
-    token: { address: token, ...meta },
+    token: { address: token, name, symbol, decimals },
     treasury,
     payer,
     payerKeyFile: paths.payerKey,
@@ -203,8 +206,7 @@ export function devnetChildEnv(info: DevnetInfo, assetsJson: string | undefined)
       network: info.network,
       contract: info.token.address,
       decimals: info.token.decimals,
-      symbol: info.token.symbol,
-      name: `${info.token.name} (${DEVNET_LABEL}, not real money)`,
+      name: `${info.token.name} (demo token on the ${DEVNET_LABEL}, not real money)`,
     },
     ETH: { ...overrides.ETH, network: info.network, name: `Ether (${DEVNET_LABEL}, not real money)` },
   };

@@ -151,8 +151,8 @@ describe('what the other processes are told', () => {
     network: DEVNET_NETWORK,
     token: {
       address: '0xe78a0f7e598cc8b0bb87894b0f60dd2a88d6a8ab',
-      name: 'Demo USD',
-      symbol: 'dUSD',
+      name: 'USD Coin',
+      symbol: 'USDC',
       decimals: 6,
     },
     treasury: '0x392Bd071728c1BEbEE7c68cF9ef4DBAd19f51fe9',
@@ -171,8 +171,8 @@ describe('what the other processes are told', () => {
     expect(JSON.stringify(vars)).not.toMatch(/[0-9a-f]{64}/i); // no key of any kind
     const assets = listAssets(parseEnv(vars));
     const usdc = assets.find((a) => a.id === 'USDC-ETH')!;
-    expect(usdc).toMatchObject({ network: 'eip155:1337', contract: info.token.address, symbol: 'dUSD' });
-    expect(usdc.name).toBe('Demo USD (local development chain, not real money)');
+    expect(usdc).toMatchObject({ network: 'eip155:1337', contract: info.token.address, decimals: 6 });
+    expect(usdc.name).toBe('USD Coin (demo token on the local development chain, not real money)');
     expect(assets.find((a) => a.id === 'ETH')!.network).toBe('eip155:1337');
     // WBTC has no contract on the chain: it stays on Ethereum (and shows wrong_network).
     expect(assets.find((a) => a.id === 'WBTC-ETH')!.network).toBe('eip155:1');
@@ -237,7 +237,8 @@ describe('the development chain process', () => {
     const first = (await run()) as DevnetInfo & { state: Awaited<ReturnType<typeof balances>> };
     expect(first.rpcUrl).toBe(`http://127.0.0.1:${port}`);
     expect(first.network).toBe('eip155:1337');
-    expect(first.token.decimals).toBe(6);
+    // USDC's EIP-712 domain name and decimals, so x402 payers signing for USDC sign for it.
+    expect(first.token).toMatchObject({ name: 'USD Coin', symbol: 'USDC', decimals: 6 });
     expect(first.state.tokens).toBe(1000n * 10n ** 6n);
     expect(first.state.eth).toBe(10n * 10n ** 18n);
 
