@@ -1,7 +1,7 @@
 // The local development chain of `npm start`: when it runs (never in production), what its process
 // provisions and keeps across a restart, and what the other processes are told about it. The whole
 // paid walkthrough, through `npm start`, is test/quickstart/paid-walkthrough.test.ts.
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -19,7 +19,8 @@ import {
 import type { DevnetInfo } from '../../shared/devstack/devnet';
 import { StartupFailure } from '../../shared/devstack/failures';
 import { Supervisor } from '../../shared/devstack/supervisor';
-import { ConfigError, parseEnv } from '../../shared/env';
+import type { ConfigError } from '../../shared/env';
+import { parseEnv } from '../../shared/env';
 import { listAssets } from '../../shared/payments/assets';
 
 const issues = (vars: Record<string, string>) => {
@@ -118,6 +119,44 @@ describe('when the development chain runs', () => {
     expect(run.stderr).toContain('DEVNET: the local development chain never runs in production');
     expect(run.stdout).not.toContain('[start]');
   });
+
+  it('npm start in production with no chain runs none, and says priced services stay unavailable', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'px-devnet-prod-start-'));
+    const devnetPort = await freePort();
+    const child = spawn(process.execPath, ['--import', 'tsx', 'shared/bin/start.ts'], {
+      env: {
+        ...process.env,
+        VITEST: '',
+        APP_ENV: 'production',
+        PORT: String(await freePort()),
+        DEVNET_PORT: String(devnetPort),
+        DATA_DIR: dataDir,
+      },
+      detached: true,
+    });
+    let out = '';
+    child.stdout!.on('data', (c: Buffer) => (out += c.toString()));
+    child.stderr!.on('data', (c: Buffer) => (out += c.toString()));
+    const exited = new Promise((r) => child.once('exit', r));
+    try {
+      const deadline = Date.now() + 60_000;
+      while (!out.includes('starting web, worker and prover') && child.exitCode === null) {
+        if (Date.now() > deadline) throw new Error(`npm start said:\n${out}`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      expect(out).toContain(
+        '[start] payments: no chain configured, so priced services answer 503 payments_unavailable; set a treasury and its chain endpoint (the local development chain never runs in production)',
+      );
+      expect(out).not.toContain('starting the local development chain');
+      expect(out).not.toContain('payments provider: stand-in'); // the other development stand-in, too
+      expect(() => statSync(devnetPaths(dataDir).dir)).toThrow();
+    } finally {
+      // Ctrl-C, as a terminal sends it: the processes it started stop with it.
+      process.kill(-child.pid!, 'SIGINT');
+      await exited;
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  }, 90_000);
 
   it('its process refuses to run in production even when started by hand', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'px-devnet-prod-'));

@@ -100,8 +100,7 @@ afterAll(async () => {
 });
 
 describe('the README paid walkthrough, on the local development chain npm start runs', () => {
-  it('npm start says it runs a local development chain of demo money', () => {
-    // eslint-disable-next-line no-console
+  it('npm start says it runs a local development chain of demo money', async () => {
     console.info(`npm start to running, with the development chain: ${startedInMs} ms`);
     const said = stack!.out.split('\n').filter((l) => l.startsWith('[start]'));
     expect(said).toContain(
@@ -114,6 +113,15 @@ describe('the README paid walkthrough, on the local development chain npm start 
       `[start]   pay for a job   npm run demo:pay -- <job id>   (demo payer key in ${join(dataDir, 'devnet', 'payer.key')})`,
     );
     expect(statSync(info.payerKeyFile).mode & 0o777).toBe(0o600);
+    // Pricing offers the demo stablecoin on the chain, named as a demo token; WBTC is not on it.
+    const pricing = (await (await fetch(`http://127.0.0.1:${port}/api/pricing`)).json()) as {
+      assets: Array<{ id: string; enabled: boolean; network: string; name: string; reason?: string }>;
+    };
+    const asset = (id: string) => pricing.assets.find((a) => a.id === id)!;
+    expect(asset('USDC-ETH')).toMatchObject({ enabled: true, network: 'eip155:1337' });
+    expect(asset('USDC-ETH').name).toContain('demo token on the local development chain, not real money');
+    expect(asset('WBTC-ETH')).toMatchObject({ enabled: false, reason: 'wrong_network' });
+    expect(asset('USDC-SOL')).toMatchObject({ enabled: false, reason: 'no_treasury' });
     // What the refusals below run directly is what the npm scripts run.
     const { scripts } = JSON.parse(readFileSync(join(repo, 'package.json'), 'utf8')) as {
       scripts: Record<string, string>;
