@@ -166,10 +166,17 @@ async function main() {
   const metricsVariable =
     env.WORKER_METRICS_PORT === undefined ? "PORT (the worker's metrics take PORT+1)" : 'WORKER_METRICS_PORT';
   const devnet = devnetDecision(env);
+  let devnetStarting: Promise<void> | undefined;
   try {
     await checkPortFree(env.PORT, 'PORT');
     await checkPortFree(metricsPort, metricsVariable);
-    if (devnet.start) await checkPortFree(env.DEVNET_PORT, 'DEVNET_PORT', '127.0.0.1');
+    if (devnet.start) {
+      await checkPortFree(env.DEVNET_PORT, 'DEVNET_PORT', '127.0.0.1');
+      // Started now, beside Postgres, Redis and the migrations; awaited before the process types.
+      say(`starting the ${DEVNET_LABEL} (ganache; demo money, never used in production)`);
+      devnetStarting = supervisor.start([devnetProcess()]);
+      devnetStarting.catch(() => undefined); // its failure is thrown where it is awaited
+    }
     const pgInfo = await resolvePostgres({ log: say, supervisor });
     pgUrl = pgInfo.url;
     pgSource = pgInfo.source === 'DATABASE_URL' ? 'DATABASE_URL' : 'the embedded Postgres';
@@ -210,16 +217,15 @@ async function main() {
 
     // The chain the priced services are paid on, when none is configured: demo money, labelled as such.
     let devnetInfo: DevnetInfo | undefined;
-    if (devnet.start) {
-      say(`starting the ${DEVNET_LABEL} (ganache; demo money, never used in production)`);
-      await supervisor.start([devnetProcess()]);
+    if (devnetStarting) {
+      await devnetStarting;
       devnetInfo = readDevnetInfo(env.DATA_DIR);
       if (!devnetInfo)
         throw new StartupFailure(`the ${DEVNET_LABEL} wrote no devnet.json`, 'its log lines above say why');
       say(
         `devnet: ${DEVNET_LABEL} at ${devnetInfo.rpcUrl} (chain id ${devnetInfo.chainId}); demo stablecoin ${devnetInfo.token.symbol} ${devnetInfo.token.address}, treasury ${devnetInfo.treasury}, demo payer ${devnetInfo.payer}`,
       );
-    } else if (devnet.reason === 'production' && !chainConfigured(env)) {
+    } else if (!devnet.start && devnet.reason === 'production' && !chainConfigured(env)) {
       say(
         'payments: no chain configured, so priced services answer 503 payments_unavailable; set a treasury and its chain endpoint (the local development chain never runs in production)',
       );

@@ -8,7 +8,7 @@ import { runProcess } from '../lifecycle';
 import { logger } from '../log';
 import { Shutdown } from '../shutdown';
 import { DEVNET_CHAIN_ID, DEVNET_LABEL, devnetPaths, provisionDevnet } from './devnet';
-import { StartupFailure, explainListenError } from './failures';
+import { StartupFailure, explainFileError, explainListenError } from './failures';
 
 async function startDevnet(): Promise<{ shutdown: Shutdown }> {
   if (isProduction(env)) {
@@ -27,7 +27,11 @@ async function startDevnet(): Promise<{ shutdown: Shutdown }> {
     },
   );
   const paths = devnetPaths(env.DATA_DIR);
-  mkdirSync(paths.chain, { recursive: true, mode: 0o700 });
+  try {
+    mkdirSync(paths.chain, { recursive: true, mode: 0o700 });
+  } catch (err) {
+    throw explainFileError(err) ?? err;
+  }
   // ganache reports a database it cannot open (held by another node, damaged) as an uncaught error.
   let onUncaught: (err: Error) => void = () => undefined;
   const unopened = new Promise<never>((_, reject) => {
