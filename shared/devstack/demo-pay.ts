@@ -56,7 +56,7 @@ interface PaymentView {
   links: Record<string, string>;
 }
 
-interface JobStatusBody {
+export interface JobStatusBody {
   job: {
     id: string;
     service: string;
@@ -134,7 +134,7 @@ async function readJob(serviceUrl: string, jobId: string, waitSeconds = 0): Prom
 }
 
 /** Whether the job can take this payer's money at all, and the devnet quote to pay. */
-function quoteToPay(state: JobStatusBody, info: DevnetInfo, now = new Date()): Quote {
+export function quoteToPay(state: JobStatusBody, info: DevnetInfo, now = new Date()): Quote {
   const { job, payment } = state;
   if (job.price.usdCents === 0 || !payment) {
     throw new DemoPayError(

@@ -17,6 +17,8 @@ import {
   readDevnetInfo,
 } from '../../shared/devstack/devnet';
 import type { DevnetInfo } from '../../shared/devstack/devnet';
+import { DemoPayError, quoteToPay } from '../../shared/devstack/demo-pay';
+import type { JobStatusBody } from '../../shared/devstack/demo-pay';
 import { StartupFailure } from '../../shared/devstack/failures';
 import { Supervisor } from '../../shared/devstack/supervisor';
 import type { ConfigError } from '../../shared/env';
@@ -348,5 +350,91 @@ describe('the development chain process', () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe('which quote demo:pay pays', () => {
+  const info: DevnetInfo = {
+    label: 'local development chain',
+    rpcUrl: 'http://127.0.0.1:8545',
+    chainId: 1337,
+    network: DEVNET_NETWORK,
+    token: {
+      address: '0xe78a0f7e598cc8b0bb87894b0f60dd2a88d6a8ab',
+      name: 'USD Coin',
+      symbol: 'USDC',
+      decimals: 6,
+    },
+    treasury: '0x392Bd071728c1BEbEE7c68cF9ef4DBAd19f51fe9',
+    payer: '0xE353e11FaaeFeA82ed0d6Dd69228bdC3DcF6F432',
+    payerKeyFile: '/nowhere/payer.key',
+  };
+  const quote = (network: string, contract?: string) => ({
+    reference: 'pay_01m8266zz3xv2b1f81jx48yfq2',
+    asset: 'USDC-ETH',
+    network,
+    amount: '504431',
+    amountDisplay: '0.504431',
+    ...(contract ? { contract } : {}),
+    payTo: '0x392Bd071728c1BEbEE7c68cF9ef4DBAd19f51fe9',
+    expiresAt: '2026-11-22T18:07:39.395Z',
+  });
+  const state = (over: {
+    status?: string;
+    quotes?: ReturnType<typeof quote>[];
+    watchUntil?: string;
+  }): JobStatusBody => ({
+    job: {
+      id: 'job_01m8266zz57tc8mhwjh8y3scpc',
+      service: 'attest.batch',
+      status: over.status ?? 'awaiting_payment',
+      price: { usdCents: 50 },
+      error: null,
+      links: {},
+    },
+    payment: {
+      required: true,
+      watchUntil: over.watchUntil ?? '2999-01-01T00:00:00Z',
+      quotes: over.quotes ?? [
+        quote('eip155:1', '0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48'),
+        quote(DEVNET_NETWORK, info.token.address.toUpperCase().replace('0X', '0x')),
+      ],
+      payments: [],
+      links: {},
+    },
+  });
+  const refusal = (s: JobStatusBody) => {
+    try {
+      quoteToPay(s, info);
+      return undefined;
+    } catch (err) {
+      return err as DemoPayError;
+    }
+  };
+
+  it("the one in the chain's token on the chain, whatever the address's case", () => {
+    expect(quoteToPay(state({}), info).network).toBe(DEVNET_NETWORK);
+  });
+
+  it('none on mainnet or in another token: refused, naming what the job offers', () => {
+    const err = refusal(
+      state({
+        quotes: [
+          quote('eip155:1', '0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48'),
+          quote(DEVNET_NETWORK, '0x0000000000000000000000000000000000000001'),
+        ],
+      }),
+    );
+    expect(err).toBeInstanceOf(DemoPayError);
+    expect(err!.code).toBe('no_devnet_quote');
+    expect(err!.message).toContain('its quotes: USDC-ETH on eip155:1, USDC-ETH on eip155:1337');
+  });
+
+  it('an expired job only while its quotes are still watched', () => {
+    expect(quoteToPay(state({ status: 'expired' }), info).network).toBe(DEVNET_NETWORK);
+    expect(refusal(state({ status: 'expired', watchUntil: '2000-01-01T00:00:00Z' }))!.code).toBe(
+      'not_payable',
+    );
+    expect(refusal(state({ status: 'queued' }))!.code).toBe('already_paid');
   });
 });
