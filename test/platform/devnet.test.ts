@@ -232,7 +232,7 @@ describe('what the other processes are told', () => {
 });
 
 describe('the development chain process', () => {
-  const dataDir = mkdtempSync(join(tmpdir(), 'px-devnet-'));
+  let dataDir: string;
   let port: number;
   let out = '';
 
@@ -270,6 +270,7 @@ describe('the development chain process', () => {
   }
 
   beforeAll(async () => {
+    dataDir = mkdtempSync(join(tmpdir(), 'px-devnet-'));
     port = await freePort();
   });
   afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
