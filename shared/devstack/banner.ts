@@ -1,6 +1,7 @@
 // What `npm start` prints once every process is ready: where to go, each address under the base of its
 // route table (A at BASE_URL, B at API_URL, C and the pages at SITE_URL; B and C at BASE_URL when they
-// have none of their own, as the app serves them). The README shows it verbatim.
+// have none of their own, as the app serves them), and the local development chain when one runs. The
+// README shows it verbatim.
 import { tableBases } from '../urls';
 
 export interface BannerInput {
@@ -10,6 +11,8 @@ export interface BannerInput {
   siteUrl?: string;
   /** The file holding the development operator token; unset when OPERATOR_TOKEN was given. */
   tokenFile?: string;
+  /** The local development chain, when npm start runs one. */
+  devnet?: { rpcUrl: string; payerKeyFile: string };
 }
 
 export function banner(b: BannerInput): string[] {
@@ -26,6 +29,12 @@ export function banner(b: BannerInput): string[] {
     ['readiness', `${api}/api/v1/readiness`],
     ['Bull Board', `${local}/admin/queues`, 'user: anything, password: the operator token'],
     ['operator token', b.tokenFile ? `cat ${b.tokenFile}` : 'the OPERATOR_TOKEN you set'],
+    ...(b.devnet
+      ? ([
+          ['dev chain', b.devnet.rpcUrl, 'local development chain: demo money, never production'],
+          ['pay for a job', 'npm run demo:pay -- <job id>', `demo payer key in ${b.devnet.payerKeyFile}`],
+        ] as Array<[string, string, string]>)
+      : []),
   ];
   return [
     'proof-exchange is running',
