@@ -6,6 +6,7 @@
 // usually costs that one statement; a lost race, a stale copy or a closing stage reads the rows again.
 import type { Knex } from 'knex';
 import { LRUCache } from 'lru-cache';
+import { MicroBatch } from '../batch';
 import { canonicalJson } from '../canonical';
 import { sha256Hex } from '../crypto';
 import type { Db } from '../db/knex';
@@ -26,6 +27,8 @@ type Conn = Db | Knex.Transaction;
 const MAX_BATCH = 256;
 /** Lost compare-and-sets before a batch takes the row lock first (then it cannot lose). */
 const OPTIMISTIC_ATTEMPTS = 2;
+/** The most workflows one statement writes. */
+const MAX_WORKFLOWS_PER_WRITE = 100;
 /** Workflows whose state one process keeps between batches. */
 const CACHED_HEADS = 10_000;
 
@@ -95,8 +98,9 @@ export async function readHead(
   id: string,
   withTrail: boolean,
 ): Promise<WorkflowHead | undefined> {
-  const { rows } = (await conn.raw(
-    `select w.id, w.proof_id, w.template, w.owner, w.status, w.chain_head, w.entry_count,
+  const { rows } = (await conn
+    .raw(
+      `select w.id, w.proof_id, w.template, w.owner, w.status, w.chain_head, w.entry_count,
        (select json_agg(json_build_object('stage', s.stage, 'status', s.status,
           'actorCommitment', s.actor_commitment, 'timestamp', s.timestamp, 'proofHash', s.proof_hash,
           'approvers', s.approvers, 'evidence', s.has_evidence, 'policyEvidence', s.policy_evidence)
@@ -108,8 +112,9 @@ export async function readHead(
             where s.workflow_id = w.id and s.status <> 'completed' order by s.idx limit 1))
        end as open_trail
      from workflows w where w.id = ?`,
-    [withTrail, id],
-  )) as { rows: HeadRow[] };
+      [withTrail, id],
+    )
+    .options({ name: 'workflow_head' })) as { rows: HeadRow[] };
   const row = rows[0];
   if (!row) return undefined;
   const template = findTemplate(row.template);
@@ -254,75 +259,96 @@ function plan(head: WorkflowHead, items: readonly Pending[]): Plan {
   return { outcomes, entries, state, touched, status };
 }
 
+/** A decided batch of one workflow, ready to write. */
+interface Decided {
+  head: WorkflowHead;
+  plan: Plan;
+}
+
 /**
- * Writes a decided batch in one statement: advances the workflow's head from the one the batch was
- * decided on (or nothing, if another writer moved it), inserts the entries, updates the stages it
- * changed, and opens the package outbox row when the workflow closed. False when the head had moved.
+ * Writes decided batches of any number of workflows in one statement: advances each workflow's head
+ * from the one its batch was decided on (or leaves it, if another writer moved it), inserts the entries
+ * and updates the stages of those it advanced, and opens the package outbox row of each that closed.
+ * Returns the ids it advanced.
  */
-async function write(conn: Conn, head: WorkflowHead, p: Plan): Promise<boolean> {
-  const entries = p.entries.map(({ entry: e, salt }) => ({
-    seq: e.seq,
-    stage: e.stage,
-    action: e.action,
-    actor_commitment: e.actorCommitment,
-    evidence_commitment: e.evidenceCommitment ?? null,
-    evidence_kind: e.evidenceKind ?? null,
-    at: e.at,
-    prev_hash: e.prevHash,
-    entry_hash: e.entryHash,
-    evidence_salt: salt,
+async function writeDecided(conn: Conn, batches: readonly Decided[]): Promise<Set<string>> {
+  const heads = batches.map(({ head, plan: p }) => ({
+    id: head.id,
+    head: p.state.head,
+    count: p.state.length,
+    status: p.status,
+    prev_count: head.state.length,
+    prev_head: head.state.head,
+    closed: p.status !== 'active',
   }));
-  const stages = [...p.touched].map((idx) => {
-    const s = p.state.stages[idx] as StageState;
-    return {
-      idx,
-      status: s.status,
-      actor_commitment: s.actorCommitment,
-      timestamp: s.timestamp,
-      proof_hash: s.proofHash,
-      approvers: s.approvers,
-      has_evidence: s.evidence,
-      policy_evidence: s.policyEvidence,
-    };
-  });
-  const { rows } = (await conn.raw(
-    `with w as (
-       update workflows set chain_head = ?, entry_count = ?, status = ?, updated_at = now()
-       where id = ? and entry_count = ? and chain_head = ?
-       returning id, proof_id
+  const entries = batches.flatMap(({ head, plan: p }) =>
+    p.entries.map(({ entry: e, salt }) => ({
+      workflow_id: head.id,
+      seq: e.seq,
+      stage: e.stage,
+      action: e.action,
+      actor_commitment: e.actorCommitment,
+      evidence_commitment: e.evidenceCommitment ?? null,
+      evidence_kind: e.evidenceKind ?? null,
+      at: e.at,
+      prev_hash: e.prevHash,
+      entry_hash: e.entryHash,
+      evidence_salt: salt,
+    })),
+  );
+  const stages = batches.flatMap(({ head, plan: p }) =>
+    [...p.touched].map((idx) => {
+      const s = p.state.stages[idx] as StageState;
+      return {
+        workflow_id: head.id,
+        idx,
+        status: s.status,
+        actor_commitment: s.actorCommitment,
+        timestamp: s.timestamp,
+        proof_hash: s.proofHash,
+        approvers: s.approvers,
+        has_evidence: s.evidence,
+        policy_evidence: s.policyEvidence,
+      };
+    }),
+  );
+  const { rows } = (await conn
+    .raw(
+      `with i as (
+       select * from json_to_recordset(?::json) as x(id text, head text, count int, status text,
+         prev_count int, prev_head text, closed boolean)
+     ), w as (
+       update workflows t set chain_head = i.head, entry_count = i.count, status = i.status,
+         updated_at = now()
+       from i where t.id = i.id and t.entry_count = i.prev_count and t.chain_head = i.prev_head
+       returning t.id, t.proof_id, i.closed
      ), e as (
        insert into audit_entries (workflow_id, seq, stage, action, actor_commitment, evidence_commitment,
          evidence_kind, at, prev_hash, entry_hash, evidence_salt)
-       select w.id, x.seq, x.stage, x.action, x.actor_commitment, x.evidence_commitment, x.evidence_kind,
-         x.at, x.prev_hash, x.entry_hash, x.evidence_salt
-       from w cross join json_to_recordset(?::json) as x(seq int, stage text, action text,
+       select x.workflow_id, x.seq, x.stage, x.action, x.actor_commitment, x.evidence_commitment,
+         x.evidence_kind, x.at, x.prev_hash, x.entry_hash, x.evidence_salt
+       from json_to_recordset(?::json) as x(workflow_id text, seq int, stage text, action text,
          actor_commitment text, evidence_commitment text, evidence_kind text, at text, prev_hash text,
          entry_hash text, evidence_salt text)
+       join w on w.id = x.workflow_id
      ), s as (
        update workflow_stages t set status = x.status, actor_commitment = x.actor_commitment,
          timestamp = x.timestamp, proof_hash = x.proof_hash, approvers = x.approvers,
          has_evidence = x.has_evidence, policy_evidence = x.policy_evidence
-       from w cross join json_to_recordset(?::json) as x(idx int, status text, actor_commitment text,
-         timestamp text, proof_hash text, approvers text[], has_evidence boolean, policy_evidence boolean)
-       where t.workflow_id = w.id and t.idx = x.idx
+       from json_to_recordset(?::json) as x(workflow_id text, idx int, status text,
+         actor_commitment text, timestamp text, proof_hash text, approvers text[],
+         has_evidence boolean, policy_evidence boolean)
+       join w on w.id = x.workflow_id
+       where t.workflow_id = x.workflow_id and t.idx = x.idx
      ), p as (
-       insert into proof_packages (id, workflow_id) select w.proof_id, w.id from w where ?::boolean
+       insert into proof_packages (id, workflow_id) select w.proof_id, w.id from w where w.closed
        on conflict (id) do nothing
      )
-     select count(*)::int as n from w`,
-    [
-      p.state.head,
-      p.state.length,
-      p.status,
-      head.id,
-      head.state.length,
-      head.state.head,
-      JSON.stringify(entries),
-      JSON.stringify(stages),
-      p.status !== 'active',
-    ],
-  )) as { rows: Array<{ n: number }> };
-  return rows[0]?.n === 1;
+     select id from w`,
+      [JSON.stringify(heads), JSON.stringify(entries), JSON.stringify(stages)],
+    )
+    .options({ name: 'workflow_append' })) as { rows: Array<{ id: string }> };
+  return new Set(rows.map((r) => r.id));
 }
 
 /** A head to keep between batches: without the open stage's entry hashes, which can be long. */
@@ -344,10 +370,18 @@ function toCache(head: WorkflowHead, p: Plan): WorkflowHead {
 
 class LostRace extends Error {}
 
+/** Two writers that locked the same workflows in opposite orders: one is aborted, and tries again. */
+const isDeadlock = (err: unknown): boolean => (err as { code?: unknown } | null)?.code === '40P01';
+
 /** The events one process appends: a queue per workflow, and the heads its batches left. */
 export class EventAppender {
   private readonly heads = new LRUCache<string, WorkflowHead>({ max: CACHED_HEADS });
   private readonly waiting = new Map<string, Pending[]>();
+  /** Batches of different workflows decided in the same turn share one statement and one commit. */
+  private readonly writer = new MicroBatch<Decided, boolean | Error>(
+    (batches) => this.writeTogether(batches),
+    MAX_WORKFLOWS_PER_WRITE,
+  );
 
   constructor(private readonly db: Db) {}
 
@@ -403,7 +437,7 @@ export class EventAppender {
           ? await this.db.transaction((trx) => this.attempt(trx, id, batch, attempt, locked))
           : await this.attempt(this.db, id, batch, attempt, false);
       } catch (err) {
-        if (!(err instanceof LostRace) || locked) throw err;
+        if (!(err instanceof LostRace || isDeadlock(err)) || locked) throw err;
         this.heads.delete(id);
       }
     }
@@ -440,9 +474,26 @@ export class EventAppender {
         await claimPolicyProof(conn as Knex.Transaction, item.gated.accepted, head.id, item.gated.stageIndex);
       }
     }
-    if (!(await write(conn, head, p))) throw new LostRace();
+    const decided = { head, plan: p };
+    // Inside a transaction (a claim to take with it, or the row lock held) the write is its own.
+    const won =
+      conn === this.db ? await this.writer.add(decided) : (await writeDecided(conn, [decided])).has(id);
+    if (won instanceof Error) throw won;
+    if (!won) throw new LostRace();
     this.heads.set(id, toCache(head, p));
     return p.outcomes;
+  }
+
+  /** One statement for all; if it fails for another reason than a deadlock, each again on its own. */
+  private async writeTogether(batches: Decided[]): Promise<Array<boolean | Error>> {
+    try {
+      const won = await writeDecided(this.db, batches);
+      return batches.map((b) => won.has(b.head.id));
+    } catch (err) {
+      if (isDeadlock(err)) return batches.map(() => false);
+      if (batches.length === 1) return [err instanceof Error ? err : new Error(String(err))];
+      return Promise.all(batches.map(async (b) => (await this.writeTogether([b]))[0]!));
+    }
   }
 }
 

@@ -213,6 +213,19 @@ export function advance(
   state: ChainState,
   draft: Omit<AuditEntry, 'seq'>,
 ): StateTransition {
+  return advanceLinked(ctx, state, draft);
+}
+
+/**
+ * `advance`, with the entry's links given by a caller that has already recomputed them (a replay over a
+ * chain verified from its genesis): hashing each entry once is enough.
+ */
+function advanceLinked(
+  ctx: WorkflowContext,
+  state: ChainState,
+  draft: Omit<AuditEntry, 'seq'>,
+  link?: { prevHash: string; entryHash: string },
+): StateTransition {
   const { template } = ctx;
   const { stages } = state;
   const index = template.stages.findIndex((s) => s.key === draft.stage);
@@ -273,7 +286,10 @@ export function advance(
     }
   }
 
-  const entry = chainEntry(state.head, { ...draft, seq: state.length });
+  const entry =
+    link && link.prevHash === state.head
+      ? { ...draft, seq: state.length, prevHash: link.prevHash, entryHash: link.entryHash }
+      : chainEntry(state.head, { ...draft, seq: state.length });
   const approvers =
     draft.action === 'request_changes'
       ? []
@@ -406,15 +422,21 @@ export type ReplayResult =
 /**
  * Rebuilds the stage records from a trail by running every entry through the rules again. A trail
  * that breaks a rule, or whose recomputed hashes differ from the recorded ones, stops at that entry.
+ * `linksVerified`: the caller has just recomputed every entry hash of this trail from the genesis
+ * (verifyChain), so the recorded hashes are taken rather than computed a second time.
  */
-export function replay(ctx: WorkflowContext, trail: readonly ChainedEntry[]): ReplayResult {
+export function replay(
+  ctx: WorkflowContext,
+  trail: readonly ChainedEntry[],
+  options: { linksVerified?: boolean } = {},
+): ReplayResult {
   let state = initialState(ctx);
   const accepted: ChainedEntry[] = [];
   for (const recorded of trail) {
     const { prevHash: _p, entryHash: _h, seq, ...draft } = recorded;
     let t: StateTransition;
     try {
-      t = advance(ctx, state, draft);
+      t = advanceLinked(ctx, state, draft, options.linksVerified ? recorded : undefined);
     } catch (err) {
       if (err instanceof AppError)
         return {

@@ -404,7 +404,7 @@ async function loadVerifiable(db: Conn, proofId: string): Promise<VerifiableRow 
      from workflows w left join proof_packages p on p.id = w.proof_id
      where w.proof_id = ?`,
     [proofId],
-  )) as { rows: VerifiableRow[] };
+  ).options({ name: 'workflow_verify' })) as { rows: VerifiableRow[] };
   return rows[0];
 }
 
