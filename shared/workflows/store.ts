@@ -386,8 +386,9 @@ interface VerifiableRow {
  * stage rows, the trail in chain order, the package, and the latest signed tree head.
  */
 async function loadVerifiable(db: Conn, proofId: string): Promise<VerifiableRow | undefined> {
-  const { rows } = (await db.raw(
-    `select w.template, w.template_version, w.status, w.chain_head, w.entry_count,
+  const { rows } = (await db
+    .raw(
+      `select w.template, w.template_version, w.status, w.chain_head, w.entry_count,
        (select coalesce(json_agg(json_build_object('stage', s.stage, 'status', s.status,
           'actorCommitment', s.actor_commitment, 'timestamp', s.timestamp, 'proofHash', s.proof_hash)
           order by s.idx), '[]'::json)
@@ -403,8 +404,9 @@ async function loadVerifiable(db: Conn, proofId: string): Promise<VerifiableRow 
         from tree_heads t order by t.tree_size desc limit 1) as latest
      from workflows w left join proof_packages p on p.id = w.proof_id
      where w.proof_id = ?`,
-    [proofId],
-  ).options({ name: 'workflow_verify' })) as { rows: VerifiableRow[] };
+      [proofId],
+    )
+    .options({ name: 'workflow_verify' })) as { rows: VerifiableRow[] };
   return rows[0];
 }
 
