@@ -1,7 +1,8 @@
 // bench:workflows — workflow events per second over HTTP on one workflow (every event extends one chain)
 // and across many, and verify calls per second on finished workflows, against raw Postgres single-row
 // inserts measured in the same run. Each phase also reports the CPU it cost per operation, by process
-// (web, Postgres backends of the bench database, this driver), from /proc.
+// (web, Postgres backends of the bench database, this driver), from /proc; a floor phase (a GET that
+// runs one select) shows what any request of this app costs before the route does its own work.
 //   npm run bench:workflows
 // BENCH_CPU_PROF=<dir> writes a V8 CPU profile of each child process there.
 import { createHash } from 'node:crypto';
@@ -15,6 +16,7 @@ const EVENTS_MANY = Number(process.env.BENCH_EVENTS_MANY ?? 2000);
 const WORKFLOWS = Number(process.env.BENCH_WORKFLOWS ?? 100);
 const VERIFIES = Number(process.env.BENCH_VERIFIES ?? 2000);
 const INSERTS = Number(process.env.BENCH_INSERTS ?? 4000);
+const FLOOR = Number(process.env.BENCH_FLOOR ?? 2000);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);
 const PORT = Number(process.env.BENCH_PORT ?? 3998);
 const TOKEN = 'op_bench_token_0123456789';
@@ -172,8 +174,14 @@ async function main() {
       verifyOne(many[i % many.length]!.proofId),
     );
 
+    // The floor any route of this app stands on: HTTP, the middleware and one indexed select.
+    const floor = await timed('floor: GET log head (HTTP + one select)', FLOOR, CONCURRENCY, async () => {
+      const res = await call('GET', '/api/proof-workflows/log/head');
+      if (res.status !== 200) throw new Error(`log head answered ${res.status}`);
+    });
+
     const baseline = perSecond(inserts);
-    const phases = [inserts, single, spread, firstVerifies, verifies];
+    const phases = [inserts, floor, single, spread, firstVerifies, verifies];
     const cpuRoles = ['web', 'postgres', 'driver'];
     console.log(
       `\nbench:workflows (${CONCURRENCY} in flight; ${TEMPLATE}: ${WORKFLOWS} workflows of ${EVENTS_MANY / WORKFLOWS + 6} entries for verify)`,
@@ -209,10 +217,12 @@ async function main() {
         eventsManyWorkflowsRatio: perSecond(spread) / baseline,
         verifyPerSecond: perSecond(verifies),
         verifyFirstPerSecond: perSecond(firstVerifies),
+        floorPerSecond: perSecond(floor),
         ...cpuFigures('cpuMsPerEventOne', single),
         ...cpuFigures('cpuMsPerEventMany', spread),
         ...cpuFigures('cpuMsPerVerify', verifies),
         ...cpuFigures('cpuMsPerVerifyFirst', firstVerifies),
+        ...cpuFigures('cpuMsPerFloor', floor),
       },
       baseline: { rawInsertPerSecond: baseline, ...cpuFigures('cpuMsPerInsert', inserts) },
       target: {

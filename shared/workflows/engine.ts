@@ -107,8 +107,19 @@ export interface Transition {
   workflowStatus: WorkflowStatus;
 }
 
-export const genesisOf = (ctx: WorkflowContext): string =>
-  chainGenesis({ kind: 'workflow', subjectId: ctx.proofId, label: ctx.template.name });
+/** Genesis hashes of recently seen workflows: every replay and every closed stage needs its own. */
+const geneses = new Map<string, string>();
+
+export function genesisOf(ctx: WorkflowContext): string {
+  const key = `${ctx.template.name}\n${ctx.proofId}`;
+  let genesis = geneses.get(key);
+  if (genesis === undefined) {
+    genesis = chainGenesis({ kind: 'workflow', subjectId: ctx.proofId, label: ctx.template.name });
+    if (geneses.size >= 10_000) geneses.clear();
+    geneses.set(key, genesis);
+  }
+  return genesis;
+}
 
 export function initialStages(template: WorkflowTemplate): StageRecord[] {
   return template.stages.map((s) => ({

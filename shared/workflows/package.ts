@@ -356,6 +356,8 @@ export function verifyPackage(
   return verdict;
 }
 
+const stageRecordsSchema = z.array(stageRecordSchema);
+
 /**
  * Re-checks stored records (rows read back by the verify route): the chain, every stage hash, and the
  * rules replayed. Reports the first altered entry or stage. Never throws on bad rows.
@@ -366,7 +368,7 @@ export function verifyRecords(input: {
   records: unknown;
 }): RecordsVerdict {
   const { template, proofId } = input;
-  const parsed = z.array(stageRecordSchema).safeParse(input.records);
+  const parsed = stageRecordsSchema.safeParse(input.records);
   if (!parsed.success) {
     const verdict: RecordsVerdict = {
       existed: false,
