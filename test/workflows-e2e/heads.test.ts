@@ -179,6 +179,30 @@ describe('appends', () => {
     expect(records[2]).toMatchObject({ stage: 'signer_approval', status: 'completed' });
   });
 
+  it('cost one statement each while the head is kept, and read the trail only to close a stage', async () => {
+    const { workflowId } = await prepare(app.request, vendor.name);
+    const statements: string[] = [];
+    const seen = (q: { sql: string }) => statements.push(q.sql);
+    app.deps.db.on('query', seen);
+    try {
+      for (let i = 0; i < 5; i++) await event(app.request, attach(workflowId, i)).expect(200);
+      expect(statements).toHaveLength(5);
+      expect(statements.every((sql) => sql.startsWith('with i as'))).toBe(true);
+      // Closing the stage needs its entry hashes: one read of the head with them, then the write.
+      statements.length = 0;
+      await event(app.request, {
+        workflowId,
+        stage: 'application',
+        action: 'submit',
+        actorCommitment: actor('vendor'),
+      }).expect(200);
+      expect(statements).toHaveLength(2);
+      expect(statements[0]).toContain('open_trail');
+    } finally {
+      app.deps.db.off('query', seen);
+    }
+  });
+
   it('reply with the entries the event added, not the whole trail', async () => {
     const { workflowId } = await prepare(app.request, vendor.name);
     await event(app.request, attach(workflowId, 0)).expect(200);
