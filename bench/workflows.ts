@@ -184,7 +184,7 @@ async function main() {
     const phases = [inserts, floor, single, spread, firstVerifies, verifies];
     const cpuRoles = ['web', 'postgres', 'driver'];
     console.log(
-      `\nbench:workflows (${CONCURRENCY} in flight; ${TEMPLATE}: ${WORKFLOWS} workflows of ${EVENTS_MANY / WORKFLOWS + 6} entries for verify)`,
+      `\nbench:workflows (${CONCURRENCY} in flight; ${TEMPLATE}: ${WORKFLOWS} workflows of ${EVENTS_MANY / WORKFLOWS + 7} entries for verify)`,
     );
     console.log(
       `| measure | n | per second | p50 ms | p99 ms | ratio to raw insert | CPU ms/op ${cpuRoles.join(' / ')} |`,
