@@ -14,7 +14,7 @@ import { parseEnv } from '../shared/env';
 import { createRedis, waitReady } from '../shared/redis';
 import type { RedisClient, RedisTarget } from '../shared/redis';
 import { printReport } from './report';
-import { benchStack, cpuMs, httpClient, percentile, pool } from './stack';
+import { benchStack, cpuByRole, cpuPerOp, httpClient, percentile, pool } from './stack';
 
 const N = Number(process.env.BENCH_JOBS ?? 5000);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 64);
@@ -52,29 +52,6 @@ async function redisPids(client: RedisClient): Promise<number[]> {
   const nodes = 'nodes' in client && typeof client.nodes === 'function' ? client.nodes('master') : [client];
   const infos = await Promise.all(nodes.map((n) => n.info('server')));
   return infos.map((info) => Number(/process_id:(\d+)/.exec(info)?.[1]));
-}
-
-/** CPU ms per process role, summed over the role's processes, from /proc (NaN off Linux). */
-async function cpuByRole(roles: Record<string, number[]>, db: pg.Client) {
-  const { rows } = await db.query<{ pid: number }>(
-    'select pid from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()',
-  );
-  const all: Record<string, number[]> = { ...roles, postgres: rows.map((r) => r.pid) };
-  const out: Record<string, Map<number, number>> = {};
-  for (const [role, pids] of Object.entries(all)) out[role] = new Map(pids.map((p) => [p, cpuMs(p)]));
-  const self = process.cpuUsage();
-  out.driver = new Map([[process.pid, (self.user + self.system) / 1000]]);
-  return out;
-}
-
-function cpuPerJob(before: Record<string, Map<number, number>>, after: Record<string, Map<number, number>>) {
-  return Object.fromEntries(
-    Object.entries(after).map(([role, pids]) => {
-      let ms = 0;
-      for (const [pid, end] of pids) ms += end - (before[role]?.get(pid) ?? 0);
-      return [role, ms / N];
-    }),
-  );
 }
 
 async function endToEnd(stack: Stack, place: Place) {
@@ -135,7 +112,7 @@ async function endToEnd(stack: Stack, place: Place) {
   const created = performance.now();
   while ((await doneCount()) < N + 300) await new Promise((r) => setTimeout(r, 10));
   const elapsed = (performance.now() - start) / 1000;
-  const cpu = cpuPerJob(cpuBefore, await cpuByRole(pids, db));
+  const cpu = cpuPerOp(cpuBefore, await cpuByRole(pids, db), N);
 
   const sample = ids.slice(-2000);
   const statusLat = await pool(sample, CONCURRENCY, async (id) => {

@@ -37,13 +37,17 @@ export async function benchStack(): Promise<BenchStack> {
     redisUrl: redisInfo.url,
     prefix,
     spawn(entry, extra = {}) {
-      const child = spawn(process.execPath, ['--import', 'tsx', entry], {
+      // BENCH_CPU_PROF=<dir>: each child writes a V8 CPU profile there when it exits.
+      const prof = process.env.BENCH_CPU_PROF
+        ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`]
+        : [];
+      const child = spawn(process.execPath, [...prof, '--import', 'tsx', entry], {
         env: {
           ...process.env,
           DATABASE_URL: databaseUrl,
           REDIS_URL: redisInfo.url,
           QUEUE_PREFIX: prefix,
-          LOG_LEVEL: 'warn',
+          LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn',
           ...extra,
         },
         stdio: ['ignore', 'inherit', 'inherit'],
@@ -98,7 +102,7 @@ export async function pool<T>(
  * A lean keep-alive HTTP client for the benchmarks: the client shares the machine with the service,
  * so it should spend as little CPU per request as it can (fetch costs several times more).
  */
-export function httpClient(base: string, sockets: number) {
+export function httpClient(base: string, sockets: number, headers: Record<string, string> = {}) {
   const agent = new http.Agent({ keepAlive: true, maxSockets: sockets });
   const url = new URL(base);
   return (method: 'GET' | 'POST', path: string, body?: string): Promise<{ status: number; body: string }> =>
@@ -111,8 +115,8 @@ export function httpClient(base: string, sockets: number) {
           method,
           path,
           headers: body
-            ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }
-            : {},
+            ? { ...headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }
+            : headers,
         },
         (res) => {
           let text = '';
@@ -134,4 +138,33 @@ export function cpuMs(pid: number | undefined): number {
   } catch {
     return NaN;
   }
+}
+
+export type CpuSnapshot = Record<string, Map<number, number>>;
+
+/**
+ * CPU ms so far per process role, summed over the role's processes, from /proc (NaN off Linux): the
+ * given roles, the Postgres backends serving the client's database, and this process (`driver`).
+ */
+export async function cpuByRole(roles: Record<string, number[]>, db: pg.Client): Promise<CpuSnapshot> {
+  const { rows } = await db.query<{ pid: number }>(
+    'select pid from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()',
+  );
+  const all: Record<string, number[]> = { ...roles, postgres: rows.map((r) => r.pid) };
+  const out: CpuSnapshot = {};
+  for (const [role, pids] of Object.entries(all)) out[role] = new Map(pids.map((p) => [p, cpuMs(p)]));
+  const self = process.cpuUsage();
+  out.driver = new Map([[process.pid, (self.user + self.system) / 1000]]);
+  return out;
+}
+
+/** CPU ms per operation and role between two snapshots (a process that appeared in between counts from 0). */
+export function cpuPerOp(before: CpuSnapshot, after: CpuSnapshot, ops: number): Record<string, number> {
+  return Object.fromEntries(
+    Object.entries(after).map(([role, pids]) => {
+      let ms = 0;
+      for (const [pid, end] of pids) ms += end - (before[role]?.get(pid) ?? 0);
+      return [role, ms / ops];
+    }),
+  );
 }

@@ -1,19 +1,26 @@
-// bench:workflows — workflow events per second over HTTP on one workflow (serialized by its row lock)
-// and across many, and verify calls per second, against raw Postgres single-row inserts in the same run.
+// bench:workflows — workflow events per second over HTTP on one workflow (every event extends one chain)
+// and across many, and verify calls per second on finished workflows, against raw Postgres single-row
+// inserts measured in the same run. Each phase also reports the CPU it cost per operation, by process
+// (web, Postgres backends of the bench database, this driver), from /proc; a floor phase (a GET that
+// runs one select) shows what any request of this app costs before the route does its own work.
+//   npm run bench:workflows
+// BENCH_CPU_PROF=<dir> writes a V8 CPU profile of each child process there.
 import { createHash } from 'node:crypto';
 import pg from 'pg';
 import { printReport } from './report';
 import type { BenchReport } from './report';
-import { benchStack, percentile, pool } from './stack';
+import { benchStack, cpuByRole, cpuPerOp, httpClient, percentile, pool } from './stack';
 
-const EVENTS_ONE = Number(process.env.BENCH_EVENTS_ONE ?? 400);
+const EVENTS_ONE = Number(process.env.BENCH_EVENTS_ONE ?? 2000);
 const EVENTS_MANY = Number(process.env.BENCH_EVENTS_MANY ?? 2000);
 const WORKFLOWS = Number(process.env.BENCH_WORKFLOWS ?? 100);
-const VERIFIES = Number(process.env.BENCH_VERIFIES ?? 1000);
+const VERIFIES = Number(process.env.BENCH_VERIFIES ?? 2000);
 const INSERTS = Number(process.env.BENCH_INSERTS ?? 4000);
+const FLOOR = Number(process.env.BENCH_FLOOR ?? 2000);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);
 const PORT = Number(process.env.BENCH_PORT ?? 3998);
 const TOKEN = 'op_bench_token_0123456789';
+const TEMPLATE = 'Vendor Onboarding';
 const fmt = (n: number) => n.toFixed(1);
 const hex = (s: string) => createHash('sha256').update(s).digest('hex');
 
@@ -22,36 +29,24 @@ interface Result {
   n: number;
   seconds: number;
   latencies: number[];
+  /** CPU ms per operation by process role. */
+  cpu: Record<string, number>;
 }
 const perSecond = (r: Result) => r.n / r.seconds;
-
-async function timed(
-  name: string,
-  n: number,
-  concurrency: number,
-  fn: (i: number) => Promise<void>,
-): Promise<Result> {
-  const t = performance.now();
-  const latencies = await pool(
-    Array.from({ length: n }, (_, i) => i),
-    concurrency,
-    fn,
-  );
-  return { name, n, seconds: (performance.now() - t) / 1000, latencies };
-}
 
 async function main() {
   const stack = await benchStack();
   const base = `http://127.0.0.1:${PORT}`;
   let report: BenchReport | undefined;
+  const probe = new pg.Client({ connectionString: stack.databaseUrl });
   try {
-    stack.spawn('api/main.ts', {
+    const web = stack.spawn('api/main.ts', {
       PORT: String(PORT),
       HOST: '127.0.0.1',
       RATE_LIMIT_ENABLED: 'false',
       OPERATOR_TOKEN: TOKEN,
     });
-    stack.spawn('workers/prover/main.ts');
+    const prover = stack.spawn('workers/prover/main.ts');
     for (let i = 0; ; i++) {
       if (
         await fetch(`${base}/api/health`).then(
@@ -63,18 +58,37 @@ async function main() {
       if (i > 200) throw new Error('web did not start');
       await new Promise((r) => setTimeout(r, 100));
     }
+    await probe.connect();
+    const roles = { web: [web.pid!], prover: [prover.pid!] };
+    const timed = async (
+      name: string,
+      n: number,
+      concurrency: number,
+      fn: (i: number) => Promise<void>,
+    ): Promise<Result> => {
+      const before = await cpuByRole(roles, probe);
+      const t = performance.now();
+      const from = process.hrtime.bigint();
+      const latencies = await pool(
+        Array.from({ length: n }, (_, i) => i),
+        concurrency,
+        fn,
+      );
+      const seconds = (performance.now() - t) / 1000;
+      // The phase's window on the monotonic clock the CPU profiles' sample times use (µs).
+      if (process.env.BENCH_CPU_PROF)
+        console.error(`phase ${JSON.stringify(name)} ${from / 1000n} ${process.hrtime.bigint() / 1000n}`);
+      return { name, n, seconds, latencies, cpu: cpuPerOp(before, await cpuByRole(roles, probe), n) };
+    };
+
+    const call = httpClient(base, CONCURRENCY, { authorization: `Bearer ${TOKEN}` });
     const post = async (path: string, body: unknown, expect = 200) => {
-      const res = await fetch(`${base}${path}`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}` },
-        body: JSON.stringify(body),
-      });
-      const json = (await res.json()) as Record<string, unknown>;
-      if (res.status !== expect) throw new Error(`${path} answered ${res.status}: ${JSON.stringify(json)}`);
-      return json;
+      const res = await call('POST', path, JSON.stringify(body));
+      if (res.status !== expect) throw new Error(`${path} answered ${res.status}: ${res.body}`);
+      return JSON.parse(res.body) as Record<string, unknown>;
     };
     const prepare = async () =>
-      (await post('/api/proof-workflows/prepare', { template: 'Vendor Onboarding' }, 201)) as {
+      (await post('/api/proof-workflows/prepare', { template: TEMPLATE }, 201)) as {
         workflowId: string;
         proofId: string;
       };
@@ -110,7 +124,7 @@ async function main() {
 
     // Warm-up: connections, JIT, prepared plans.
     const warm = await prepare();
-    await Promise.all(Array.from({ length: 20 }, (_, i) => attach(warm.workflowId, i)));
+    await Promise.all(Array.from({ length: 50 }, (_, i) => attach(warm.workflowId, i)));
 
     const one = await prepare();
     const single = await timed('events, one workflow', EVENTS_ONE, CONCURRENCY, async (i) => {
@@ -148,33 +162,53 @@ async function main() {
       if (i > 600) throw new Error('packages were not logged in time');
       await new Promise((r) => setTimeout(r, 100));
     }
-    const verifies = await timed('verify by proof id', VERIFIES, CONCURRENCY, async (i) => {
-      const v = await post('/api/proof-workflows/verify', { proofId: many[i % many.length]!.proofId });
+    const verifyOne = async (proofId: string) => {
+      const v = await post('/api/proof-workflows/verify', { proofId });
       if (v.notAltered !== true || v.inclusionValid !== true) throw new Error('verify did not confirm');
+    };
+    // Each workflow's first verify, then verifies over and over (a package seen before is not re-checked).
+    const firstVerifies = await timed('verify, first time', many.length, CONCURRENCY, async (i) =>
+      verifyOne(many[i]!.proofId),
+    );
+    const verifies = await timed('verify by proof id', VERIFIES, CONCURRENCY, async (i) =>
+      verifyOne(many[i % many.length]!.proofId),
+    );
+
+    // The floor any route of this app stands on: HTTP, the middleware and one indexed select.
+    const floor = await timed('floor: GET log head (HTTP + one select)', FLOOR, CONCURRENCY, async () => {
+      const res = await call('GET', '/api/proof-workflows/log/head');
+      if (res.status !== 200) throw new Error(`log head answered ${res.status}`);
     });
 
     const baseline = perSecond(inserts);
-    console.log(`\nbench:workflows (concurrency ${CONCURRENCY})`);
-    console.log('| measure | n | per second | p50 ms | p99 ms | ratio to raw insert |');
-    console.log('|---|---|---|---|---|---|');
-    for (const r of [inserts, single, spread, verifies]) {
+    const phases = [inserts, floor, single, spread, firstVerifies, verifies];
+    const cpuRoles = ['web', 'postgres', 'driver'];
+    console.log(
+      `\nbench:workflows (${CONCURRENCY} in flight; ${TEMPLATE}: ${WORKFLOWS} workflows of ${EVENTS_MANY / WORKFLOWS + 7} entries for verify)`,
+    );
+    console.log(
+      `| measure | n | per second | p50 ms | p99 ms | ratio to raw insert | CPU ms/op ${cpuRoles.join(' / ')} |`,
+    );
+    console.log('|---|---|---|---|---|---|---|');
+    for (const r of phases) {
       console.log(
         `| ${r.name} | ${r.n} | ${fmt(perSecond(r))} | ${fmt(percentile(r.latencies, 50))} | ${fmt(
           percentile(r.latencies, 99),
-        )} | ${(perSecond(r) / baseline).toFixed(3)} |`,
+        )} | ${(perSecond(r) / baseline).toFixed(3)} | ${cpuRoles.map((k) => (r.cpu[k] ?? NaN).toFixed(2)).join(' / ')} |`,
       );
     }
-    console.log(
-      `\nOne workflow's events are serialized by its row lock, and each event re-reads its ${EVENTS_ONE}-entry trail;` +
-        ' events across workflows run in parallel.',
-    );
+    const cpuFigures = (prefix: string, r: Result) =>
+      Object.fromEntries(cpuRoles.map((k) => [`${prefix}.${k}`, r.cpu[k] ?? null]));
     report = {
       bench: 'workflows',
       settings: {
         eventsOne: EVENTS_ONE,
         eventsMany: EVENTS_MANY,
         workflows: WORKFLOWS,
+        verifies: VERIFIES,
+        inserts: INSERTS,
         inFlight: CONCURRENCY,
+        template: TEMPLATE,
       },
       figures: {
         eventsOneWorkflowPerSecond: perSecond(single),
@@ -182,8 +216,15 @@ async function main() {
         eventsManyWorkflowsPerSecond: perSecond(spread),
         eventsManyWorkflowsRatio: perSecond(spread) / baseline,
         verifyPerSecond: perSecond(verifies),
+        verifyFirstPerSecond: perSecond(firstVerifies),
+        floorPerSecond: perSecond(floor),
+        ...cpuFigures('cpuMsPerEventOne', single),
+        ...cpuFigures('cpuMsPerEventMany', spread),
+        ...cpuFigures('cpuMsPerVerify', verifies),
+        ...cpuFigures('cpuMsPerVerifyFirst', firstVerifies),
+        ...cpuFigures('cpuMsPerFloor', floor),
       },
-      baseline: { rawInsertPerSecond: baseline },
+      baseline: { rawInsertPerSecond: baseline, ...cpuFigures('cpuMsPerInsert', inserts) },
       target: {
         eventsOneWorkflowRatio: { min: 0.25 },
         eventsManyWorkflowsRatio: { min: 0.4 },
@@ -191,6 +232,7 @@ async function main() {
       },
     };
   } finally {
+    await probe.end().catch(() => undefined);
     await stack.close();
   }
   if (report) printReport(report);

@@ -160,7 +160,9 @@ const recordedSchema = z
     workflowId: z.string(),
     proofId: z.string(),
     workflowStatus: z.enum(['active', 'completed', 'rejected']),
-    stage: stageRecordSchema,
+    stage: stageRecordSchema.describe(
+      'The event’s stage record after the event; its auditTrail holds the entries this event added (the whole trail is in the proof package)',
+    ),
     entry: z.record(z.string(), z.unknown()),
     chainHead: hex64,
     currentStage: z.string().nullable(),

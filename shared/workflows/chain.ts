@@ -1,6 +1,6 @@
 // The audit hash chain (entryHash = sha256(prevHash ‖ canonicalJson(entry))) and stage proof hashes,
 // with the recomputation that finds the first altered entry or stage. Shared by every package kind.
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { canonicalJson } from '../canonical';
 import { sha256Hex } from '../crypto';
 import type { ChainedEntry, StageRecord, StageStatus } from './records';
@@ -27,7 +27,10 @@ export function chainGenesis(subject: ChainSubject): string {
 
 /** sha256(prevHash bytes ‖ canonical JSON bytes of the entry), hex. */
 export function entryHash(prevHash: string, entry: object): string {
-  return sha256Hex(Buffer.concat([Buffer.from(prevHash, 'hex'), Buffer.from(canonicalJson(entry), 'utf8')]));
+  return createHash('sha256')
+    .update(Buffer.from(prevHash, 'hex'))
+    .update(canonicalJson(entry), 'utf8')
+    .digest('hex');
 }
 
 export function chainEntry<E extends object>(

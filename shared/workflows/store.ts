@@ -1,7 +1,7 @@
-// Proof workflows in Postgres: prepare, record events under the workflow's row lock, read the public
-// state, and verify stored records against the same verifier the offline check uses.
+// Proof workflows in Postgres: prepare, record events (through the appender, append.ts), read the
+// public state, and verify stored records against the same verifier the offline check uses.
 import type { Knex } from 'knex';
-import { canonicalJson } from '../canonical';
+import { LRUCache } from 'lru-cache';
 import { sha256Hex } from '../crypto';
 import type { Db } from '../db/knex';
 import { AppError, notFound } from '../errors';
@@ -9,20 +9,23 @@ import { newId } from '../ids';
 import { logger } from '../log';
 import type { Queues } from '../queues';
 import type { SignedTreeHead } from '../translog/treeHead';
-import { treeHead } from '../translog/pgLog';
-import { chainHead, flattenTrail, newEvidenceSalt } from './chain';
-import { applyEvent, currentStageIndex, genesisOf, initialStages } from './engine';
-import type { Transition, WorkflowContext } from './engine';
+import { appenderFor, preparedHead } from './append';
+import type { GatedProof, Principal, RecordedEvent } from './append';
+import { chainHead, flattenTrail } from './chain';
+import { genesisOf, initialStages, workflowStatus } from './engine';
 import type { Reason } from './envelope';
 import { publicTimeline, verifyPackage, verifyRecords } from './package';
-import { checkPolicyProof, claimPolicyProof, commitPolicyParameters, loadStageGates } from './policyGate';
-import type { AcceptedPolicyProof, PreparedGate } from './policyGate';
-import type { PublicStage, WorkflowPackage } from './package';
+import { checkPolicyProof, commitPolicyParameters, loadStageGates } from './policyGate';
+import type { PreparedGate } from './policyGate';
+import type { PackageVerdict, PublicStage, WorkflowPackage } from './package';
 import type { ChainedEntry, EvidenceKind, StageRecord, WorkflowEvent, WorkflowStatus } from './records';
 import { servicePublicKey } from './seal';
 import { stageContext } from '../zk/context';
 import { findTemplate, stageRequirements, workflowTemplates } from './templates';
 import type { TemplateName, WorkflowTemplate } from './templates';
+
+export type { RecordedEvent } from './append';
+export { serviceActorCommitment } from './append';
 
 type Conn = Db | Knex.Transaction;
 
@@ -72,13 +75,6 @@ export interface PackageRow {
   package: WorkflowPackage | null;
   leaf_index: string | null;
   error: string | null;
-}
-
-/** The commitment the service acts under when it closes the Proof stage: derived from its public key id. */
-export function serviceActorCommitment(): string {
-  return sha256Hex(
-    canonicalJson({ type: 'proof-exchange/service-actor/v1', keyId: servicePublicKey().keyId }),
-  );
 }
 
 export function templateOrThrow(name: string): WorkflowTemplate {
@@ -182,6 +178,8 @@ export async function prepareWorkflow(
       })),
     );
   });
+  // Its first event needs nothing read back: the head of a new workflow is known.
+  appenderFor(db).remember(preparedHead({ id: workflowId, proofId, template, owner: input.owner }));
   return {
     workflowId,
     proofId,
@@ -193,48 +191,6 @@ export async function prepareWorkflow(
   };
 }
 
-async function saveTransition(
-  trx: Knex.Transaction,
-  workflowId: string,
-  t: Transition,
-  salt?: string,
-): Promise<void> {
-  const e = t.entry;
-  await trx('audit_entries').insert({
-    workflow_id: workflowId,
-    seq: e.seq,
-    stage: e.stage,
-    action: e.action,
-    actor_commitment: e.actorCommitment,
-    evidence_commitment: e.evidenceCommitment ?? null,
-    evidence_kind: e.evidenceKind ?? null,
-    at: e.at,
-    prev_hash: e.prevHash,
-    entry_hash: e.entryHash,
-    evidence_salt: salt ?? null,
-  });
-  await trx('workflow_stages').where({ workflow_id: workflowId, stage: t.stage.stage }).update({
-    status: t.stage.status,
-    actor_commitment: t.stage.actorCommitment,
-    timestamp: t.stage.timestamp,
-    proof_hash: t.stage.proofHash,
-  });
-}
-
-export interface RecordedEvent {
-  workflowId: string;
-  proofId: string;
-  workflowStatus: WorkflowStatus;
-  /** The event's stage record after the event. */
-  stage: StageRecord;
-  entry: ChainedEntry;
-  chainHead: string;
-  /** The stage open now (null once the workflow is closed). */
-  currentStage: string | null;
-  /** The blind policy proof the event carried, as the gate accepted it. */
-  policyProof?: { policy: string; context: string; verified: true; insecureSetup: boolean };
-}
-
 /**
  * The gate for an event carrying a policy proof, decided before the row lock is taken: the gate's
  * parameters never change after prepare, and the pairing check should not hold the lock.
@@ -242,8 +198,8 @@ export interface RecordedEvent {
 async function gatePolicyProof(
   db: Db,
   event: WorkflowEvent,
-  principal: { owner: string; operator: boolean },
-): Promise<{ accepted: AcceptedPolicyProof; stageIndex: number } | undefined> {
+  principal: Principal,
+): Promise<GatedProof | undefined> {
   if (!event.policyProof) return undefined;
   const wf = (await db('workflows').where('id', event.workflowId).first()) as WorkflowRow | undefined;
   if (!wf || (!principal.operator && wf.owner !== principal.owner))
@@ -266,15 +222,16 @@ async function gatePolicyProof(
 }
 
 /**
- * Records one event: locks the workflow row, rebuilds its records, lets the engine decide, and saves
- * the entry and stage. When only the Proof stage is left, the service finalizes it in the same
- * transaction; a closed workflow gets its package row and a `proofs` job after commit.
+ * Records one event: a policy proof is checked against its stage's gate first (no lock held), then the
+ * workflow's appender decides the event against the workflow's head and advances it (see append.ts).
+ * When only the Proof stage is left, the service finalizes it in the same write; a closed workflow gets
+ * its package row in that write and a `proofs` job after commit.
  */
 export async function recordEvent(
   db: Db,
   queues: Queues,
   event: WorkflowEvent,
-  principal: { owner: string; operator: boolean },
+  principal: Principal,
 ): Promise<RecordedEvent> {
   if (event.policyProof && event.evidenceHash !== undefined) {
     throw new AppError(400, 'validation_failed', 'Send evidenceHash or policyProof, not both.', {
@@ -282,82 +239,7 @@ export async function recordEvent(
     });
   }
   const gated = await gatePolicyProof(db, event, principal);
-  const result = await db.transaction(async (trx) => {
-    const wf = (await trx('workflows').where('id', event.workflowId).forUpdate().first()) as
-      WorkflowRow | undefined;
-    if (!wf || (!principal.operator && wf.owner !== principal.owner))
-      throw notFound(`Workflow ${event.workflowId}`);
-    const template = templateOrThrow(wf.template);
-    const ctx: WorkflowContext = { template, proofId: wf.proof_id };
-    let stages = await loadRecords(trx, wf.id);
-
-    // Only a proof that passed this stage's gate is a blind policy proof; any other hash is a document.
-    const evidenceHash = gated ? gated.accepted.evidenceHash : event.evidenceHash;
-    const evidenceKind: EvidenceKind | undefined =
-      evidenceHash === undefined ? undefined : gated ? 'blind_policy_proof' : 'document';
-    if (gated) await claimPolicyProof(trx, gated.accepted, wf.id, gated.stageIndex);
-    const salt = evidenceHash !== undefined ? newEvidenceSalt() : undefined;
-    const { policyProof: _offered, ...plain } = event;
-    const t = applyEvent(
-      ctx,
-      stages,
-      { ...plain, ...(evidenceHash ? { evidenceHash } : {}) },
-      {
-        now: new Date(),
-        ...(salt ? { evidenceSalt: salt } : {}),
-        ...(evidenceKind ? { evidenceKind } : {}),
-      },
-    );
-    await saveTransition(trx, wf.id, t, salt);
-    stages = t.stages;
-    let status = t.workflowStatus;
-    let last = t;
-
-    // Closing the Proof stage is the service's act, not a client's.
-    const open = template.stages[currentStageIndex(stages)];
-    if (status === 'active' && open?.phase === 'proof' && open.actions.includes('finalize')) {
-      last = applyEvent(
-        ctx,
-        stages,
-        { stage: open.key, action: 'finalize', actorCommitment: serviceActorCommitment() },
-        { now: new Date() },
-      );
-      await saveTransition(trx, wf.id, last);
-      stages = last.stages;
-      status = last.workflowStatus;
-    }
-    await trx('workflows')
-      .where('id', wf.id)
-      .update({
-        status,
-        chain_head: last.entry.entryHash,
-        entry_count: last.entry.seq + 1,
-        updated_at: trx.fn.now(),
-      });
-    if (status !== 'active') {
-      await trx('proof_packages').insert({ id: wf.proof_id, workflow_id: wf.id }).onConflict('id').ignore();
-    }
-    const current = template.stages[currentStageIndex(stages)];
-    return {
-      workflowId: wf.id,
-      proofId: wf.proof_id,
-      workflowStatus: status,
-      stage: t.stages.find((s) => s.stage === event.stage) as StageRecord,
-      entry: t.entry,
-      chainHead: chainHead(genesisOf(ctx), stages),
-      currentStage: status === 'active' && current ? current.key : null,
-      ...(gated
-        ? {
-            policyProof: {
-              policy: gated.accepted.policy,
-              context: gated.accepted.context,
-              verified: true as const,
-              insecureSetup: gated.accepted.insecureSetup,
-            },
-          }
-        : {}),
-    } satisfies RecordedEvent;
-  });
+  const result = await appenderFor(db).append(event, principal, gated);
   if (result.workflowStatus !== 'active') await enqueuePackage(queues, result.proofId);
   return result;
 }
@@ -486,12 +368,79 @@ export function verifyGivenPackage(pkg: unknown): Verification {
   };
 }
 
+interface VerifiableRow {
+  template: string;
+  template_version: number;
+  status: WorkflowStatus;
+  chain_head: string;
+  entry_count: number;
+  stages: Array<Omit<StageRecord, 'auditTrail'>>;
+  entries: ChainedEntry[];
+  package_status: PackageRow['status'] | null;
+  package_text: string | null;
+  latest: SignedTreeHead | null;
+}
+
+/**
+ * Everything verify reads, in one statement (one snapshot): the workflow row with its stored head, the
+ * stage rows, the trail in chain order, the package, and the latest signed tree head.
+ */
+async function loadVerifiable(db: Conn, proofId: string): Promise<VerifiableRow | undefined> {
+  const { rows } = (await db
+    .raw(
+      `select w.template, w.template_version, w.status, w.chain_head, w.entry_count,
+       (select coalesce(json_agg(json_build_object('stage', s.stage, 'status', s.status,
+          'actorCommitment', s.actor_commitment, 'timestamp', s.timestamp, 'proofHash', s.proof_hash)
+          order by s.idx), '[]'::json)
+        from workflow_stages s where s.workflow_id = w.id) as stages,
+       (select coalesce(json_agg(json_strip_nulls(json_build_object('seq', e.seq, 'stage', e.stage,
+          'action', e.action, 'actorCommitment', e.actor_commitment,
+          'evidenceCommitment', e.evidence_commitment, 'evidenceKind', e.evidence_kind, 'at', e.at,
+          'prevHash', e.prev_hash, 'entryHash', e.entry_hash)) order by e.seq), '[]'::json)
+        from audit_entries e where e.workflow_id = w.id) as entries,
+       p.status as package_status, p.package::text as package_text,
+       (select json_build_object('treeSize', t.tree_size, 'rootHash', t.root_hash,
+          'timestamp', t.timestamp, 'keyId', t.key_id, 'signature', t.signature)
+        from tree_heads t order by t.tree_size desc limit 1) as latest
+     from workflows w left join proof_packages p on p.id = w.proof_id
+     where w.proof_id = ?`,
+      [proofId],
+    )
+    .options({ name: 'workflow_verify' })) as { rows: VerifiableRow[] };
+  return rows[0];
+}
+
+/** Stage records from stage rows and the trail (each stage gets its entries, in chain order). */
+function recordsFromRows(
+  stages: ReadonlyArray<Omit<StageRecord, 'auditTrail'>>,
+  entries: readonly ChainedEntry[],
+): StageRecord[] {
+  const byStage = new Map<string, ChainedEntry[]>(stages.map((s) => [s.stage, []]));
+  for (const e of entries) byStage.get(e.stage)?.push(e);
+  return stages.map((s) => ({ ...s, auditTrail: byStage.get(s.stage) ?? [] }));
+}
+
+/** Verdicts of stored packages by the hash of their bytes: a package row is written once, when logged. */
+const packageVerdicts = new LRUCache<string, PackageVerdict>({ max: 10_000 });
+
+/** verifyPackage over a stored package's exact bytes, remembered: the same bytes always get the same verdict. */
+function verifyPackageText(
+  text: string,
+  publicKey: string,
+): { pkg: WorkflowPackage; verdict: PackageVerdict } {
+  const pkg = JSON.parse(text) as WorkflowPackage;
+  const key = sha256Hex(`${publicKey}\n${text}`);
+  let verdict = packageVerdicts.get(key);
+  if (!verdict) packageVerdicts.set(key, (verdict = verifyPackage(pkg, { publicKey })));
+  return { pkg, verdict: structuredClone(verdict) };
+}
+
 /**
  * Verifies a workflow by proof id: recomputes the chain and stage hashes from the stored records
  * (verifyRecords), and checks the stored package's signature and log inclusion and that it matches.
  */
 export async function verifyStored(db: Conn, proofId: string): Promise<Verification> {
-  const wf = await workflowByProofId(db, proofId);
+  const wf = await loadVerifiable(db, proofId);
   if (!wf) {
     return {
       proofId,
@@ -512,14 +461,30 @@ export async function verifyStored(db: Conn, proofId: string): Promise<Verificat
     };
   }
   const template = templateOrThrow(wf.template);
-  const [records, pkgRow, latest] = await Promise.all([
-    loadRecords(db, wf.id),
-    packageRow(db, proofId),
-    treeHead(db),
-  ]);
+  const records = recordsFromRows(wf.stages, wf.entries);
+  const genesis = genesisOf({ template, proofId });
+  const head = chainHead(genesis, records);
+  const length = wf.entries.length;
   const verdict = verifyRecords({ template, proofId, records });
   const reasons: Reason[] = [...verdict.reasons];
   let notAltered = verdict.notAltered;
+  // The head kept on the workflow row moves with every append: entries dropped from the end, or a row
+  // put back, leave a trail that recomputes but no longer reaches it.
+  if (notAltered && (head !== wf.chain_head || length !== wf.entry_count)) {
+    notAltered = false;
+    reasons.push({
+      check: 'notAltered',
+      code: 'head_mismatch',
+      detail: `The entries end at a different chain head (${length} entries) than the workflow recorded (${wf.entry_count}).`,
+    });
+  } else if (notAltered && workflowStatus(records) !== wf.status) {
+    notAltered = false;
+    reasons.push({
+      check: 'notAltered',
+      code: 'head_mismatch',
+      detail: 'The workflow status differs from what its stages recompute to.',
+    });
+  }
   const out: Verification = {
     proofId,
     existed: verdict.existed,
@@ -531,19 +496,14 @@ export async function verifyStored(db: Conn, proofId: string): Promise<Verificat
     reasons,
     template: template.name,
     status: wf.status,
-    chain: {
-      genesis: genesisOf({ template, proofId }),
-      head: chainHead(genesisOf({ template, proofId }), records),
-      length: flattenTrail(records).length,
-    },
+    chain: { genesis, head, length },
     stages: publicTimeline(template, records),
-    packageStatus: pkgRow?.status ?? 'none',
-    ...(latest ? { latestTreeHead: latest } : {}),
+    packageStatus: wf.package_status ?? 'none',
+    ...(wf.latest ? { latestTreeHead: wf.latest } : {}),
   };
-  if (pkgRow?.status === 'logged' && pkgRow.package) {
-    const key = servicePublicKey();
-    const pv = verifyPackage(pkgRow.package, { publicKey: key.publicKey });
-    out.package = pkgRow.package;
+  if (wf.package_status === 'logged' && wf.package_text) {
+    const { pkg, verdict: pv } = verifyPackageText(wf.package_text, servicePublicKey().publicKey);
+    out.package = pkg;
     out.signatureValid = pv.signatureValid;
     if (pv.inclusionValid !== undefined) out.inclusionValid = pv.inclusionValid;
     if (!pv.notAltered) {
@@ -553,10 +513,9 @@ export async function verifyStored(db: Conn, proofId: string): Promise<Verificat
           (r) => r.check === 'signatureValid' || r.check === 'inclusionValid' || r.check === 'notAltered',
         ),
       );
-    } else if (
-      verdict.notAltered &&
-      canonicalJson(pkgRow.package.auditTrail) !== canonicalJson(flattenTrail(records))
-    ) {
+    } else if (verdict.notAltered && (pkg.chain.head !== head || pkg.chain.length !== length)) {
+      // The signed package's trail recomputes to its head, and the rows to theirs: equal heads mean
+      // equal trails, so the head is all there is to compare.
       notAltered = false;
       reasons.push({
         check: 'notAltered',
@@ -567,9 +526,9 @@ export async function verifyStored(db: Conn, proofId: string): Promise<Verificat
   } else if (wf.status !== 'active') {
     reasons.push({
       check: 'signatureValid',
-      code: pkgRow?.status === 'failed' ? 'package_failed' : 'package_pending',
+      code: wf.package_status === 'failed' ? 'package_failed' : 'package_pending',
       detail:
-        pkgRow?.status === 'failed'
+        wf.package_status === 'failed'
           ? 'The proof package could not be built from these records.'
           : 'The proof package is being built and logged.',
     });
