@@ -22,6 +22,8 @@ export interface ResponseSpec {
   description: string;
   schema?: z.ZodType;
   contentType?: string;
+  /** Response headers worth documenting, by name: what each carries. */
+  headers?: Record<string, string>;
 }
 
 export interface Reply {
@@ -59,6 +61,7 @@ export interface RouteSpec<P extends ZObject, Q extends ZObject, B extends z.Zod
   query?: Q;
   body?: B;
   /** Extra request headers worth documenting (Idempotency-Key is added to every POST). */
+  requestHeaders?: ZObject;
   responses: Record<number, ResponseSpec>;
   /** Returns the reply, or undefined when it wrote the response itself (streams). */
   handler: (ctx: HandlerContext<z.output<P>, z.output<Q>, z.output<B>>) => Promise<Reply | undefined>;
@@ -142,12 +145,23 @@ export class RouteTable {
       if (spec.hidden) continue;
       const responses: RouteConfig['responses'] = {};
       for (const [status, r] of Object.entries(spec.responses)) {
+        const headers = r.headers
+          ? {
+              headers: Object.fromEntries(
+                Object.entries(r.headers).map(([name, description]) => [
+                  name,
+                  { description, schema: { type: 'string' as const } },
+                ]),
+              ),
+            }
+          : {};
         responses[status] = r.schema
           ? {
               description: r.description,
+              ...headers,
               content: { [r.contentType ?? 'application/json']: { schema: r.schema } },
             }
-          : { description: r.description };
+          : { description: r.description, ...headers };
       }
       responses.default = {
         description: 'An RFC 9457 problem document',
@@ -174,8 +188,15 @@ export class RouteTable {
         request: {
           ...(spec.params ? { params: spec.params } : {}),
           ...(spec.query ? { query: spec.query } : {}),
-          ...(spec.method === 'post'
-            ? { headers: z.object({ 'Idempotency-Key': z.string().min(16).max(255).optional() }) }
+          ...(spec.method === 'post' || spec.requestHeaders
+            ? {
+                headers: z.object({
+                  ...(spec.method === 'post'
+                    ? { 'Idempotency-Key': z.string().min(16).max(255).optional() }
+                    : {}),
+                  ...spec.requestHeaders?.shape,
+                }),
+              }
             : {}),
           ...(spec.body
             ? { body: { content: { 'application/json': { schema: spec.body } }, required: true } }

@@ -18,7 +18,9 @@ import {
   subscribeJobWebhook,
   jobStatusBody,
   newJobPayment,
+  payCreatedJob,
   paymentRequiredHeader,
+  paymentSignatureOf,
   pricingAssets,
   quoteForNewJob,
   quotePolicy,
@@ -79,6 +81,12 @@ const createJobBody = z
   .meta({ id: 'CreateJobRequest' });
 
 const jobParams = z.strictObject({ jobId: jobIdSchema });
+
+const createJobReply = z.object({
+  job: jobSchema,
+  payment: jobPaymentSchema.optional(),
+  webhook: jobWebhookSchema.optional(),
+});
 
 export function exchangeRoutes(table = new RouteTable('exchange')): RouteTable {
   const tags = ['Agent exchange'];
@@ -177,17 +185,38 @@ export function exchangeRoutes(table = new RouteTable('exchange')): RouteTable {
         ref: z.string().min(1).max(40).optional().describe('A referral code (or the X-Referral-Code header)'),
       }),
       body: createJobBody,
+      requestHeaders: z.object({
+        'PAYMENT-SIGNATURE': z
+          .string()
+          .optional()
+          .describe(
+            "x402 v2 payment (base64 JSON) for a requirement from this job's PAYMENT-REQUIRED, sent with the same body: it pays that job (no new job is made). X-PAYMENT is read the same way.",
+          ),
+      }),
       responses: {
         202: {
-          description: 'Accepted; poll the job or follow its events',
-          schema: z.object({
-            job: jobSchema,
-            payment: jobPaymentSchema.optional(),
-            webhook: jobWebhookSchema.optional(),
-          }),
+          description:
+            'Accepted: a free job (or one prepaid credit paid) queued, or, for a retry with PAYMENT-SIGNATURE, the payment settled and recorded; poll the job or follow its events',
+          schema: createJobReply,
+          headers: {
+            Location: 'The job',
+            'PAYMENT-RESPONSE':
+              'On a PAYMENT-SIGNATURE retry: the x402 settlement (base64 JSON: success, transaction, network, payer)',
+          },
+        },
+        402: {
+          description:
+            'Payment required: the job was created and awaits payment. The body holds it and its quotes (pay any with submitPayment); PAYMENT-REQUIRED holds the x402 requirements (retry this request with PAYMENT-SIGNATURE)',
+          schema: createJobReply,
+          headers: {
+            Location: 'The job',
+            'PAYMENT-REQUIRED': 'x402 v2 payment requirements (base64 JSON), as in payment.x402',
+          },
         },
       },
       handler: async ({ body, query, auth, req, deps }) => {
+        const signature = paymentSignatureOf(req);
+        if (signature) return payCreatedJob(signature, body, req, deps);
         const agentId = auth.kind === 'agent' ? auth.agentId : null;
         const referral = await referralForJob(deps.db, query.ref ?? req.header('x-referral-code'), agentId);
         // A license never makes a priced job free: its prepaid credit (if any) pays it in the same
@@ -215,7 +244,7 @@ export function exchangeRoutes(table = new RouteTable('exchange')): RouteTable {
         const payment = await newJobPayment(row, prepared, req, deps);
         const job = jobView(row, req, deps);
         return {
-          status: 202,
+          status: payment?.required ? 402 : 202,
           headers: { Location: job.links.self!, ...paymentRequiredHeader(payment) },
           body: { job, ...(payment ? { payment } : {}), ...(webhook ? { webhook } : {}) },
         };
