@@ -211,6 +211,13 @@ export async function payJobWithX402(
     );
   }
   const { payload, exact } = decodePaymentHeader(req.header);
+  // A spent or in-flight authorization is named as such before anything else is looked at.
+  await refuseUsed(db, {
+    network: payload.accepted.network,
+    token: lower(payload.accepted.asset),
+    payer: lower(exact.authorization.from),
+    nonce: lower(exact.authorization.nonce),
+  });
   const reference = payload.accepted.extra?.reference;
   if (typeof reference !== 'string' || !idPattern('pay').test(reference)) {
     throw requirementsMismatch(
@@ -246,7 +253,6 @@ export async function payJobWithX402(
     payer: lower(exact.authorization.from),
     nonce: lower(exact.authorization.nonce),
   };
-  await refuseUsed(db, key);
 
   // Read-only checks first (signature, balance, simulation): a refusal writes nothing.
   let verified;
