@@ -305,7 +305,8 @@ describe('payments that must not pay', () => {
 
   it('refuses garbage, a v1 payload, and a payload of another scheme with 400', async () => {
     const body = await jobBody('garbage');
-    await unpaid(body);
+    const { required } = await unpaid(body);
+    const upto = await signatureFor(payer, required, { after: (r) => (r.scheme = 'upto') });
     const v1 = Buffer.from(
       JSON.stringify({ x402Version: 1, scheme: 'exact', network: 'base', payload: {} }),
     ).toString('base64');
@@ -316,6 +317,7 @@ describe('payments that must not pay', () => {
         'payment_signature_invalid',
       );
       await expectProblem(await post(body, { 'PAYMENT-SIGNATURE': v1 }), 400, 'x402_version_unsupported');
+      await expectProblem(await post(body, { 'PAYMENT-SIGNATURE': upto }), 400, 'payment_signature_invalid');
     });
   });
 });
