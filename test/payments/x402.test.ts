@@ -13,7 +13,7 @@ import type { PaymentRequired } from '@x402/core/types';
 import { ExactEvmScheme } from '@x402/evm/exact/client';
 import { wrapFetchWithPayment } from '@x402/fetch';
 import { parseEther } from 'viem';
-import type { Address, Hex, LocalAccount } from 'viem';
+import type { Address, LocalAccount } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { demoTokenBalance, deployDemoToken, mintDemoToken } from '../../shared/devchain/token';
 import { startChain } from './ganache';
