@@ -204,5 +204,36 @@ describe('self-settlement with the service gas key', () => {
     expect(result.success).toBe(true);
     expect(hooked).toBe(result.transaction);
     expect(known).toBeNull();
+
+    // That transfer went out beside the service's records. Written down as a settlement reported
+    // failed, it is still watched until its authorization expires: the sweeper's pass finds the
+    // AuthorizationUsed event and credits the job with it, once.
+    const auth = (payload.payload as { authorization: { from: string; nonce: string; validBefore: string } })
+      .authorization;
+    const [quote] = await db()('quotes').where({ job_id: created.body.job.id, asset: 'USDC-ETH' });
+    await db()('x402_settlements').insert({
+      network: 'eip155:1337',
+      token: token.address.toLowerCase(),
+      payer: auth.from.toLowerCase(),
+      nonce: auth.nonce.toLowerCase(),
+      job_id: created.body.job.id,
+      quote_id: quote.id,
+      payload_hash: 'x',
+      status: 'failed',
+      settler: 'self',
+      error: 'transaction_failed',
+      valid_before: new Date(Number(auth.validBefore) * 1000),
+    });
+    expect(await recoverX402Settlements(db(), app.deps.queues, { graceMs: 0 })).toEqual({
+      paid: 1,
+      failed: 0,
+    });
+    expect((await waitForJob(app.request, created.body.job.id)).status).toBe('succeeded');
+    const [payment] = await db()('payments').where({ job_id: created.body.job.id });
+    expect(payment).toMatchObject({ status: 'confirmed', tx_ref: result.transaction.toLowerCase() });
+    expect(await recoverX402Settlements(db(), app.deps.queues, { graceMs: 0 })).toEqual({
+      paid: 0,
+      failed: 0,
+    });
   });
 });
