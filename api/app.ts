@@ -10,6 +10,8 @@ import { safeEqual } from '../shared/crypto';
 import { AppError, unauthorized } from '../shared/errors';
 import { logger } from '../shared/log';
 import { httpDuration, queueDepth, registry } from '../shared/metrics';
+import { agentCardHandler } from './a2a/card';
+import { a2aRouter } from './a2a/router';
 import type { AppDeps } from './deps';
 import { pagesRouter } from './pages';
 import { coordinationPagesRouter } from './pages/governance';
@@ -17,11 +19,10 @@ import { ADMIN_PATH, adminRouter } from './http/admin';
 import { bearerOnly, bearerToken } from './http/auth';
 import { guardBody, guardQuery } from './http/input-guard';
 import { origin } from './http/links';
-import { buildDocument } from './http/openapi';
+import { exchangeDocument, platformDocument } from './http/openapi';
 import { errorMiddleware, notFoundMiddleware } from './http/problem';
 import { rateLimit } from './http/ratelimit';
 import { queueDepths } from './routes/health';
-import { agentCardHandler } from './routes/discovery';
 import { AGENT_EXCHANGE_VERSION } from './routes/exchange';
 import { buildTables } from './tables';
 import type { RouteTables } from './tables';
@@ -141,30 +142,15 @@ export function createApp(deps: AppDeps, options: AppOptions = {}): express.Expr
   });
   app.use(adminRouter(deps));
 
-  const exchangeDoc = (req: Request) =>
-    buildDocument(
-      [tables.exchange],
-      {
-        title: 'proof-exchange agent exchange API',
-        version: AGENT_EXCHANGE_VERSION,
-        description:
-          'Discover services, price and create jobs, pay for them, fetch signed receipts, and trade with other agents.',
-      },
-      origin(req, deps, 'base'),
-    );
-  const platformDoc = (req: Request) =>
-    buildDocument(
-      [tables.commercial, tables.site],
-      {
-        title: 'proof-exchange platform API',
-        version: AGENT_EXCHANGE_VERSION,
-        description:
-          'Commercial checkout and status routes (/api/v1) and the public proof-workflow, blind-policy, governance, treasury and auction routes.',
-      },
-      origin(req, deps, 'site'),
-    );
+  const urls = (req: Request) => ({
+    base: origin(req, deps, 'base'),
+    api: origin(req, deps, 'api'),
+    site: origin(req, deps, 'site'),
+  });
+  const exchangeDoc = (req: Request) => exchangeDocument(tables, AGENT_EXCHANGE_VERSION, urls(req));
+  const platformDoc = (req: Request) => platformDocument(tables, AGENT_EXCHANGE_VERSION, urls(req));
   app.get('/openapi.json', (req, res) => void res.json(exchangeDoc(req)));
-  app.get('/.well-known/agent-card.json', agentCardHandler(deps));
+  app.get('/.well-known/agent-card.json', cors({ origin: '*', maxAge: 600 }), agentCardHandler(deps));
   app.get('/openapi/platform.json', (req, res) => void res.json(platformDoc(req)));
   app.use(
     '/docs',
@@ -194,6 +180,8 @@ export function createApp(deps: AppDeps, options: AppOptions = {}): express.Expr
   app.use('/api', bearerOnly);
   app.use(rateLimit(deps));
   app.use(guardQuery);
+  // A2A (JSON-RPC and HTTP+JSON): parses and guards its own bodies, answering in the protocol's forms.
+  app.use(a2aRouter(deps));
   app.use(pagesRouter(deps));
   app.use(coordinationPagesRouter(deps));
 

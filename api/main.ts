@@ -12,6 +12,7 @@ import { logger } from '../shared/log';
 import { Queues } from '../shared/queues';
 import { createRedis, waitReady } from '../shared/redis';
 import { Shutdown } from '../shared/shutdown';
+import { tableBases } from '../shared/urls';
 import { assertCircuitSetup } from '../shared/zk/setup';
 import { createApp } from './app';
 import type { AppDeps } from './deps';
@@ -24,8 +25,7 @@ export function depsFromEnv(): AppDeps {
     redis,
     queues: new Queues(redis),
     notifier: new JobNotifier(),
-    // Tables B and C live at the service's public address unless they have their own.
-    urls: { base: env.BASE_URL, api: env.API_URL ?? env.BASE_URL, site: env.SITE_URL ?? env.BASE_URL },
+    urls: tableBases(env),
     operatorToken: env.OPERATOR_TOKEN,
     metricsToken: env.METRICS_TOKEN,
     rateLimit: {

@@ -13,6 +13,11 @@ const slug = z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}$/, 'lowercase letters, d
 
 export const envSchema = z.object({
   NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
+  /** The deployment's own name for where it runs (staging, production, ...); `production` counts as production. */
+  APP_ENV: z
+    .string()
+    .regex(/^[a-z0-9][a-z0-9_-]{0,31}$/, 'a lowercase name such as staging or production')
+    .optional(),
   HOST: z.string().default('0.0.0.0'),
   PORT: port.default(3000),
   /** Public addresses used in absolute links; default: the app's own address. */
@@ -158,6 +163,15 @@ export const envSchema = z.object({
       'base58 addresses joined by commas',
     )
     .optional(),
+  /**
+   * The local development chain of `npm start`: `auto` runs one when no chain is configured at all (never
+   * in production), `on` asks for it (refused in production or beside a configured EVM chain), `off` never.
+   */
+  DEVNET: z.enum(['auto', 'on', 'off']).default('auto'),
+  /** Port of the local development chain's JSON-RPC (on 127.0.0.1). */
+  DEVNET_PORT: port.default(8545),
+  /** Set by `npm start` in its processes: the EVM endpoint is its local development chain. Refused in production. */
+  EVM_DEVNET: bool.default(false),
   EVM_CONFIRMATIONS: positiveInt.default(12),
   /**
    * An x402 facilitator (its /verify, /settle and /supported): PAYMENT-SIGNATURE retries of createJob
@@ -248,8 +262,47 @@ export const envSchema = z.object({
 
 export type Env = z.infer<typeof envSchema>;
 
+/** Production by either name: NODE_ENV, or the deployment's APP_ENV. */
+export function isProduction(e: Pick<Env, 'NODE_ENV' | 'APP_ENV'>): boolean {
+  return e.NODE_ENV === 'production' || e.APP_ENV === 'production';
+}
+
+/** Whether any chain is configured: a treasury or an endpoint of any family. */
+export function chainConfigured(e: Env): boolean {
+  return [
+    e.TREASURY_SOLANA,
+    e.TREASURY_EVM,
+    e.TREASURY_BITCOIN,
+    e.TREASURY_BITCOIN_XPUB,
+    e.TREASURY_MONERO,
+    e.SOLANA_RPC_URL,
+    e.EVM_RPC_URL,
+    e.BITCOIN_ESPLORA_URL,
+    e.MONERO_WALLET_RPC_URL,
+  ].some((v) => v !== undefined);
+}
+
 /** Rules between variables, checked once each variable has parsed. */
 const checkedSchema = envSchema.superRefine((e, ctx) => {
+  // The development chain's coins are free to mint: a production process never takes one.
+  if (isProduction(e) && e.EVM_DEVNET)
+    ctx.addIssue({
+      code: 'custom',
+      path: ['EVM_DEVNET'],
+      message: 'the local development chain is never used in production; configure a real EVM_RPC_URL',
+    });
+  if (isProduction(e) && e.DEVNET === 'on')
+    ctx.addIssue({
+      code: 'custom',
+      path: ['DEVNET'],
+      message: 'the local development chain never runs in production; unset DEVNET',
+    });
+  if (e.DEVNET === 'on' && !e.EVM_DEVNET && (e.EVM_RPC_URL || e.TREASURY_EVM))
+    ctx.addIssue({
+      code: 'custom',
+      path: ['DEVNET'],
+      message: 'on, but an EVM chain is configured (EVM_RPC_URL or TREASURY_EVM); unset one or the other',
+    });
   if (!e.REDIS_CLUSTER_NODES) return;
   if (e.REDIS_URL)
     ctx.addIssue({

@@ -6,7 +6,21 @@ import { safeEqual } from '../../shared/crypto';
 import { AppError, unauthorized } from '../../shared/errors';
 import type { AppDeps } from '../deps';
 
-export type AuthMode = 'public' | 'operator' | 'agent' | 'agent-optional' | 'operator-or-license';
+/**
+ * What a route takes as its credential. The OpenAPI document's security requirements are derived
+ * from it (`securityOf` in openapi.ts), so a route's declared mode is both what runs and what is shown.
+ * * `operator-optional`: public; the operator token, when sent and valid, shows more.
+ * * `provider-token`: a Bearer token issued by the private-payments provider, required here and
+ *   passed on to the provider unread (the service cannot check it itself).
+ */
+export type AuthMode =
+  | 'public'
+  | 'operator'
+  | 'operator-optional'
+  | 'agent'
+  | 'agent-optional'
+  | 'operator-or-license'
+  | 'provider-token';
 
 export type Principal =
   | { kind: 'anonymous' }
@@ -99,7 +113,19 @@ export const bearerOnly: RequestHandler = (req, _res, next) => {
 
 export async function authenticate(req: Request, deps: AppDeps, mode: AuthMode): Promise<Principal> {
   if (mode === 'public') return { kind: 'anonymous' };
+  if (mode === 'provider-token') {
+    if (!bearerToken(req)) {
+      throw unauthorized(
+        'Send the access token from the provider’s login as Authorization: Bearer <ACCESS_TOKEN>.',
+        { 'WWW-Authenticate': 'Bearer' },
+      );
+    }
+    return { kind: 'anonymous' };
+  }
   const { token, principal, refusal } = await resolveCredential(req, deps);
+  if (mode === 'operator-optional') {
+    return principal?.kind === 'operator' ? principal : { kind: 'anonymous' };
+  }
   if (mode === 'operator') {
     if (!deps.operatorToken) {
       throw new AppError(

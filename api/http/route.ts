@@ -1,7 +1,5 @@
 // A route table: each route is declared once — method, path, schemas, auth, handler — and that one
 // declaration both validates requests at runtime and describes the route in the OpenAPI document.
-import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
-import type { RouteConfig } from '@asteasolutions/zod-to-openapi';
 import express from 'express';
 import type { Request, Response, RequestHandler } from 'express';
 import { z } from 'zod';
@@ -22,9 +20,15 @@ export interface ResponseSpec {
   description: string;
   schema?: z.ZodType;
   contentType?: string;
-  /** Response headers worth documenting, by name: what each carries. */
-  headers?: Record<string, string>;
+  /** Response headers the reply sets, for the document. */
+  headers?: Record<
+    string,
+    { description: string; required?: boolean; schema: { type: 'string' | 'integer' } }
+  >;
 }
+
+/** Problem codes by HTTP status: what a route's handler and the services it calls can answer with. */
+export type ProblemCodes = Partial<Record<number, readonly string[]>>;
 
 export interface Reply {
   status: number;
@@ -63,6 +67,11 @@ export interface RouteSpec<P extends ZObject, Q extends ZObject, B extends z.Zod
   /** Extra request headers worth documenting (Idempotency-Key is added to every POST). */
   requestHeaders?: ZObject;
   responses: Record<number, ResponseSpec>;
+  /**
+   * The problems this route's own handler and services raise (the pipeline's — validation, auth,
+   * rate limits, idempotency, body limits, license checks — are added by the OpenAPI generator).
+   */
+  problems?: ProblemCodes;
   /** Returns the reply, or undefined when it wrote the response itself (streams). */
   handler: (ctx: HandlerContext<z.output<P>, z.output<Q>, z.output<B>>) => Promise<Reply | undefined>;
   /** Left out of the OpenAPI document (pages, streams documented elsewhere). */
@@ -138,73 +147,6 @@ export class RouteTable {
       router[spec.method](expressPath, handler);
     }
     return router;
-  }
-
-  registerOpenApi(registry: OpenAPIRegistry): void {
-    for (const spec of this.routes) {
-      if (spec.hidden) continue;
-      const responses: RouteConfig['responses'] = {};
-      for (const [status, r] of Object.entries(spec.responses)) {
-        const headers = r.headers
-          ? {
-              headers: Object.fromEntries(
-                Object.entries(r.headers).map(([name, description]) => [
-                  name,
-                  { description, schema: { type: 'string' as const } },
-                ]),
-              ),
-            }
-          : {};
-        responses[status] = r.schema
-          ? {
-              description: r.description,
-              ...headers,
-              content: { [r.contentType ?? 'application/json']: { schema: r.schema } },
-            }
-          : { description: r.description, ...headers };
-      }
-      responses.default = {
-        description: 'An RFC 9457 problem document',
-        content: { 'application/problem+json': { schema: problemSchema } },
-      };
-      const security: Array<Record<string, string[]>> | undefined =
-        spec.auth === 'operator'
-          ? [{ operatorToken: [] }]
-          : spec.auth === 'agent'
-            ? [{ agentKey: [] }]
-            : spec.auth === 'agent-optional'
-              ? [{ agentKey: [] }, {}]
-              : spec.auth === 'operator-or-license'
-                ? [{ operatorToken: [] }, { licenseKey: [] }]
-                : undefined;
-      registry.registerPath({
-        method: spec.method,
-        path: spec.path,
-        operationId: spec.operationId,
-        summary: spec.summary,
-        ...(spec.description ? { description: spec.description } : {}),
-        ...(spec.tags ? { tags: spec.tags } : {}),
-        ...(security ? { security } : {}),
-        request: {
-          ...(spec.params ? { params: spec.params } : {}),
-          ...(spec.query ? { query: spec.query } : {}),
-          ...(spec.method === 'post' || spec.requestHeaders
-            ? {
-                headers: z.object({
-                  ...(spec.method === 'post'
-                    ? { 'Idempotency-Key': z.string().min(16).max(255).optional() }
-                    : {}),
-                  ...spec.requestHeaders?.shape,
-                }),
-              }
-            : {}),
-          ...(spec.body
-            ? { body: { content: { 'application/json': { schema: spec.body } }, required: true } }
-            : {}),
-        },
-        responses,
-      });
-    }
   }
 }
 

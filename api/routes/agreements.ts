@@ -106,6 +106,17 @@ export function agreementRoutes(table: RouteTable): RouteTable {
       auth: 'agent',
       body: createBody,
       responses: { 201: { description: 'Proposed', schema: reply } },
+      problems: {
+        409: ['agreement_exists'],
+        422: [
+          'counterparty_not_found',
+          'deadline_passed',
+          'invalid_counterparty',
+          'invalid_expiry',
+          'listing_not_found',
+          'signature_invalid',
+        ],
+      },
       handler: async ({ body, auth, deps }) => {
         const row = await createAgreement(deps.db, agentIdOf(auth), body);
         return { status: 201, body: { agreement: agreementView(row) } };
@@ -120,6 +131,7 @@ export function agreementRoutes(table: RouteTable): RouteTable {
       auth: 'agent',
       params,
       responses: { 200: { description: 'The agreement', schema: reply } },
+      problems: { 404: ['not_found'] },
       handler: async ({ params, auth, deps }) => ({
         status: 200,
         headers: { 'Cache-Control': 'no-store' },
@@ -146,6 +158,17 @@ export function agreementRoutes(table: RouteTable): RouteTable {
         })
         .meta({ id: 'AcceptAgreementRequest' }),
       responses: { 200: { description: 'Accepted', schema: reply } },
+      problems: {
+        403: ['not_counterparty'],
+        404: ['not_found'],
+        409: [
+          'agreement_already_accepted',
+          'agreement_cancelled',
+          'agreement_expired',
+          'terms_hash_mismatch',
+        ],
+        422: ['signature_invalid'],
+      },
       handler: async ({ params, body, auth, deps }) => {
         const row = await acceptAgreement(deps.db, params.agreementId, agentIdOf(auth), body);
         return { status: 200, body: { agreement: agreementView(row) } };

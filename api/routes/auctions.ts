@@ -75,6 +75,7 @@ export function auctionRoutes(table: RouteTable): RouteTable {
       responses: {
         201: { description: 'The auction’s public view, rules included', schema: publicAuctionSchema },
       },
+      problems: { 404: ['not_found'], 422: ['reveal_window', 'unknown_asset'] },
       handler: async ({ body, auth, deps }) => ({
         status: 201,
         body: await createAuction(
@@ -92,6 +93,7 @@ export function auctionRoutes(table: RouteTable): RouteTable {
       tags,
       params: z.strictObject({ auctionId: auctionIdSchema }),
       responses: { 200: { description: 'The public view', schema: publicAuctionSchema } },
+      problems: { 404: ['not_found'] },
       handler: async ({ params, deps }) => ({
         status: 200,
         body: await publicAuction(deps.db, params.auctionId),
@@ -123,6 +125,11 @@ export function auctionRoutes(table: RouteTable): RouteTable {
           }),
         },
       },
+      problems: {
+        403: ['not_a_member', 'signature_invalid'],
+        404: ['not_found'],
+        409: ['already_bid', 'bidding_closed'],
+      },
       handler: async ({ params, body, res, deps }) => {
         sealedAction(res);
         return { status: 201, body: await placeBid(deps.db, params.auctionId, body) };
@@ -147,6 +154,11 @@ export function auctionRoutes(table: RouteTable): RouteTable {
           }),
         },
       },
+      problems: {
+        404: ['not_found'],
+        409: ['already_revealed', 'auction_finalized', 'reveal_not_open'],
+        422: ['reveal_mismatch'],
+      },
       handler: async ({ params, body, res, deps }) => {
         sealedAction(res);
         return { status: 200, body: await revealBid(deps.db, params.auctionId, body) };
@@ -162,6 +174,7 @@ export function auctionRoutes(table: RouteTable): RouteTable {
       product: 'auctions',
       params: z.strictObject({ auctionId: auctionIdSchema }),
       responses: { 200: { description: 'The finalized public view', schema: publicAuctionSchema } },
+      problems: { 404: ['not_found'], 409: ['auction_open'] },
       handler: async ({ params, auth, deps }) => ({
         status: 200,
         body: await finalizeAuctionNow(deps.db, params.auctionId, ownerOf(auth)),
@@ -175,6 +188,7 @@ export function auctionRoutes(table: RouteTable): RouteTable {
       tags,
       params: z.strictObject({ auctionId: auctionIdSchema }),
       responses: { 200: { description: 'The package', schema: auctionPackageSchema } },
+      problems: { 404: ['not_found'], 409: ['not_published'] },
       handler: async ({ params, deps }) => ({
         status: 200,
         body: await auctionPackage(deps.db, params.auctionId),

@@ -178,7 +178,28 @@ export function blindPolicyRoutes(table: RouteTable): RouteTable {
       },
       body: proveBody,
       responses: {
-        202: { description: 'Queued (or held); poll the status link', schema: proveReply },
+        202: {
+          description: 'Queued (or held); poll the status link',
+          schema: proveReply,
+          headers: {
+            Location: {
+              description: 'The proof’s status address',
+              required: true,
+              schema: { type: 'string' },
+            },
+          },
+        },
+      },
+      problems: {
+        400: ['unknown_policy'],
+        404: ['not_found'],
+        422: [
+          'policy_not_satisfied',
+          'policy_parameters_mismatch',
+          'policy_proof_not_expected',
+          'policy_proof_wrong_policy',
+        ],
+        429: ['too_many_in_flight'],
       },
       handler: async ({ body, auth, req, deps }) => {
         if (body.context !== undefined && body.workflow) {
@@ -257,6 +278,7 @@ export function blindPolicyRoutes(table: RouteTable): RouteTable {
           }),
         },
       },
+      problems: { 400: ['invalid_proof_format', 'unknown_policy'] },
       handler: async ({ body }) => {
         const result = await verifyPolicyProof(body.policy, body.proof, body.publicSignals);
         const { insecure } = circuitSetup();
@@ -287,6 +309,7 @@ export function blindPolicyRoutes(table: RouteTable): RouteTable {
           schema: z.union([statusSchema, z.object({ proof: proofSchema })]),
         },
       },
+      problems: { 404: ['not_found'] },
       handler: async ({ query, req, deps }) => {
         if (query.proofId) {
           const row = await getProof(deps.db, query.proofId);

@@ -192,6 +192,7 @@ export function checkoutRoutes(table: RouteTable): RouteTable {
           ]),
         },
       },
+      problems: { 404: ['not_found'], 503: ['asset_config_invalid'] },
       handler: async ({ query, deps }) => {
         if (query.checkoutId) {
           const { checkout, license } = await getCheckout(deps.db, query.checkoutId);
@@ -249,7 +250,22 @@ export function checkoutRoutes(table: RouteTable): RouteTable {
         201: {
           description: 'The checkout (with its license for a TRIAL)',
           schema: z.object({ checkout: checkoutSchema, links: z.record(z.string(), z.string()) }),
+          headers: {
+            Location: {
+              description: 'The checkout’s address (checkoutStatus with its checkoutId)',
+              required: true,
+              schema: { type: 'string' },
+            },
+          },
         },
+      },
+      problems: {
+        401: ['wallet_signature_invalid'],
+        404: ['challenge_unknown'],
+        409: ['challenge_expired', 'challenge_used', 'trial_already_used'],
+        422: ['asset_required', 'asset_unavailable'],
+        429: ['trial_limit_reached'],
+        503: ['asset_config_invalid'],
       },
       handler: async ({ body, req, deps }) => {
         const { wallet, challenge, signature, ...rest } = body;
@@ -304,6 +320,7 @@ export function checkoutRoutes(table: RouteTable): RouteTable {
           }),
         },
       },
+      problems: { 400: ['license_required'] },
       handler: async ({ auth, deps }) => {
         if (auth.kind !== 'license') {
           throw new AppError(
@@ -383,6 +400,16 @@ export function checkoutRoutes(table: RouteTable): RouteTable {
       responses: {
         202: { description: 'Queued for verification', schema: z.object({ checkout: checkoutSchema }) },
       },
+      problems: {
+        404: ['not_found'],
+        409: [
+          'checkout_already_paid',
+          'checkout_expired',
+          'checkout_not_payable',
+          'checkout_verifying',
+          'payment_already_claimed',
+        ],
+      },
       handler: async ({ body, deps }) => {
         const { checkout } = await submitCheckoutPayment(deps.db, deps.queues, body);
         return { status: 202, body: { checkout: checkoutView(checkout) } };
@@ -416,6 +443,7 @@ export function checkoutRoutes(table: RouteTable): RouteTable {
           ]),
         },
       },
+      problems: { 404: ['not_found'], 503: ['asset_config_invalid'] },
       handler: async ({ query, deps }) => {
         if (query.requestId) {
           return {
@@ -456,6 +484,7 @@ export function checkoutRoutes(table: RouteTable): RouteTable {
           path: ['baseAmount'],
         }),
       responses: { 201: { description: 'The reserved request', schema: z.object({ request: gateSchema }) } },
+      problems: { 422: ['asset_unavailable'], 503: ['gate_amounts_exhausted', 'asset_config_invalid'] },
       handler: async ({ body, deps }) => {
         const row = await prepareGateRequest(deps.db, body);
         return { status: 201, body: { request: gateView(row) } };
@@ -473,6 +502,10 @@ export function checkoutRoutes(table: RouteTable): RouteTable {
           description: 'The request and what the chain said; `matched` true once paid',
           schema: z.object({ request: gateSchema, verification: verificationSchema }),
         },
+      },
+      problems: {
+        404: ['not_found'],
+        409: ['gate_already_matched', 'gate_expired', 'gate_not_payable', 'payment_already_claimed'],
       },
       handler: async ({ body, deps }) => {
         const { request, verification } = await verifyGateRequest(deps.db, body);

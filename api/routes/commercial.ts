@@ -45,6 +45,7 @@ export function registerReadinessCheck(name: string, check: ReadinessCheck): voi
 }
 
 export function commercialRoutes(table = new RouteTable('commercial')): RouteTable {
+  const report = z.object({ ready: z.boolean(), checks: z.record(z.string(), z.unknown()) });
   return table.add({
     method: 'get',
     path: '/api/v1/readiness',
@@ -52,11 +53,14 @@ export function commercialRoutes(table = new RouteTable('commercial')): RouteTab
     summary: 'Ready only when every dependency is; each check listed',
     tags: ['Status'],
     responses: {
-      200: {
-        description: 'Ready',
-        schema: z.object({ ready: z.boolean(), checks: z.record(z.string(), z.unknown()) }),
+      200: { description: 'Ready', schema: report },
+      503: {
+        description: 'Not ready; the failing checks say why',
+        schema: report,
+        headers: {
+          'Retry-After': { description: 'Seconds before asking again', schema: { type: 'integer' } },
+        },
       },
-      503: { description: 'Not ready; the failing checks say why' },
     },
     handler: async ({ deps }) => {
       const entries = await Promise.all(

@@ -1,7 +1,8 @@
-// Table A, how agents find and join the exchange: discovery (the agent card, also served as an A2A
-// agent card at /.well-known/agent-card.json) and acquisition (licenses, trial, checkout, referrals).
-import type { Request, RequestHandler } from 'express';
+// Table A, how agents find and join the exchange: discovery (the agent card; the A2A agent card is
+// api/a2a/card.ts) and acquisition (licenses, trial, checkout, referrals).
+import type { Request } from 'express';
 import { z } from 'zod';
+import { A2A_PROTOCOL_VERSION } from '../../shared/a2a/tasks';
 import { licenseTiers, licenseTypes, productLines, trialTerms } from '../../shared/commercial/tiers';
 import { referralTerms } from '../../shared/exchange/referrals';
 import { assetStatus } from '../../shared/payments/assets';
@@ -10,11 +11,9 @@ import { origin } from '../http/links';
 import type { RouteTable } from '../http/route';
 import { AGENT_EXCHANGE_VERSION, serviceSchema, serviceViews, signingKeyView } from './exchange';
 
-const NAME = 'proof-exchange';
-const DESCRIPTION =
+export const SERVICE_NAME = 'proof-exchange';
+export const SERVICE_DESCRIPTION =
   'Privacy and proof infrastructure as an agent exchange: buy proof workflow, blind policy and attestation jobs, pay in crypto, get signed receipts, and trade with other agents.';
-/** The A2A protocol version whose AgentCard shape /.well-known/agent-card.json follows. */
-export const A2A_PROTOCOL_VERSION = '0.3.0';
 
 function endpointsOf(table: RouteTable, base: string) {
   return table
@@ -43,8 +42,8 @@ function acceptedAssets() {
 export function discoveryCard(table: RouteTable, req: Request, deps: AppDeps) {
   const base = origin(req, deps, 'base');
   return {
-    name: NAME,
-    description: DESCRIPTION,
+    name: SERVICE_NAME,
+    description: SERVICE_DESCRIPTION,
     version: AGENT_EXCHANGE_VERSION,
     url: base,
     openapi: `${base}/openapi.json`,
@@ -66,75 +65,6 @@ export function discoveryCard(table: RouteTable, req: Request, deps: AppDeps) {
       },
       walletSignatures: { algorithm: 'ed25519', encoding: 'base58' },
     },
-  };
-}
-
-/** The A2A AgentCard (protocol 0.3 JSON shape): a local typed shape, see docs/agent-exchange.md. */
-export interface A2AAgentCard {
-  name: string;
-  description: string;
-  url: string;
-  version: string;
-  protocolVersion: string;
-  preferredTransport: string;
-  documentationUrl: string;
-  provider: { organization: string; url: string };
-  capabilities: { streaming: boolean; pushNotifications: boolean; stateTransitionHistory: boolean };
-  securitySchemes: Record<string, { type: 'http'; scheme: 'bearer'; description: string }>;
-  security: Array<Record<string, string[]>>;
-  defaultInputModes: string[];
-  defaultOutputModes: string[];
-  skills: Array<{
-    id: string;
-    name: string;
-    description: string;
-    tags: string[];
-    examples: string[];
-    inputModes: string[];
-    outputModes: string[];
-  }>;
-}
-
-export function a2aAgentCard(req: Request, deps: AppDeps): A2AAgentCard {
-  const base = origin(req, deps, 'base');
-  return {
-    name: NAME,
-    description: DESCRIPTION,
-    url: base,
-    version: AGENT_EXCHANGE_VERSION,
-    protocolVersion: A2A_PROTOCOL_VERSION,
-    preferredTransport: 'HTTP+JSON',
-    documentationUrl: `${base}/openapi.json`,
-    provider: { organization: NAME, url: base },
-    // Job state changes stream as server-sent events and results can be pushed (logistics webhooks).
-    capabilities: { streaming: true, pushNotifications: true, stateTransitionHistory: true },
-    securitySchemes: {
-      agentKey: {
-        type: 'http',
-        scheme: 'bearer',
-        description: `An agent API key (ak_…) from POST ${base}/api/registry/register`,
-      },
-    },
-    security: [{ agentKey: [] }],
-    defaultInputModes: ['application/json'],
-    defaultOutputModes: ['application/json'],
-    skills: serviceViews().map((s) => ({
-      id: s.id,
-      name: s.name,
-      description: `${s.description} Price: ${s.price.free ? 'free' : `${s.price.usdCents} USD cents`}. Create a job: POST ${base}/api/jobs {"service":"${s.id}","input":{…}}.`,
-      tags: [s.id.split('.')[0]!, s.price.free ? 'free' : 'paid'],
-      examples: [JSON.stringify({ service: s.id, input: {} })],
-      inputModes: ['application/json'],
-      outputModes: ['application/json'],
-    })),
-  };
-}
-
-/** GET /.well-known/agent-card.json, mounted by the app beside /openapi.json. */
-export function agentCardHandler(deps: AppDeps): RequestHandler {
-  return (req, res) => {
-    res.setHeader('Cache-Control', 'public, max-age=300');
-    res.json(a2aAgentCard(req, deps));
   };
 }
 
@@ -226,7 +156,7 @@ export function discoveryRoutes(table: RouteTable): RouteTable {
       path: '/api/discovery',
       operationId: 'discovery',
       summary: "The exchange's agent card: endpoints, services, payment assets, receipt key, OpenAPI",
-      description: `The same card in the A2A AgentCard shape (protocol ${A2A_PROTOCOL_VERSION}) is at /.well-known/agent-card.json.`,
+      description: `The A2A agent card (protocol ${A2A_PROTOCOL_VERSION}, JSON-RPC and HTTP+JSON transports) is at /.well-known/agent-card.json.`,
       tags,
       responses: { 200: { description: 'The agent card', schema: discoverySchema } },
       handler: async ({ req, deps }) => ({

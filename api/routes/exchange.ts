@@ -1,28 +1,23 @@
 // Table A, the agent exchange: the platform operations (health, services, pricing, jobs).
 import { z } from 'zod';
 import { serviceSigningKey } from '../../shared/keys';
-import { attributeJob, referralForJob } from '../../shared/exchange/referrals';
-import { attachQuotes } from '../../shared/payments/payments';
 import { listServices } from '../../shared/jobs/catalog';
-import { createJob, getJob, jobEvents, jobIdSchema, terminalStatuses } from '../../shared/jobs/jobs';
+import { getJob, jobEvents, jobIdSchema, terminalStatuses } from '../../shared/jobs/jobs';
 import { RouteTable } from '../http/route';
 import { origin } from '../http/links';
 import { checkDb, checkRedis, queueDepths } from './health';
+import { createJobFor } from './jobs-create';
 import { jobSchema, jobView } from './jobs-view';
 import {
   assetPricingSchema,
-  checkJobWebhook,
   jobPaymentSchema,
   jobWebhookRequestSchema,
   jobWebhookSchema,
-  subscribeJobWebhook,
   jobStatusBody,
-  newJobPayment,
   payCreatedJob,
   paymentRequiredHeader,
   paymentSignatureOf,
   pricingAssets,
-  quoteForNewJob,
   quotePolicy,
 } from './payments';
 
@@ -82,11 +77,14 @@ const createJobBody = z
 
 const jobParams = z.strictObject({ jobId: jobIdSchema });
 
-const createJobReply = z.object({
-  job: jobSchema,
-  payment: jobPaymentSchema.optional(),
-  webhook: jobWebhookSchema.optional(),
-});
+const createdJobSchema = z
+  .object({ job: jobSchema, payment: jobPaymentSchema.optional(), webhook: jobWebhookSchema.optional() })
+  .meta({ id: 'CreatedJob' });
+const jobLocation = {
+  description: 'The job’s address (jobStatus)',
+  required: true,
+  schema: { type: 'string' as const },
+};
 
 export function exchangeRoutes(table = new RouteTable('exchange')): RouteTable {
   const tags = ['Agent exchange'];
@@ -159,6 +157,7 @@ export function exchangeRoutes(table = new RouteTable('exchange')): RouteTable {
           }),
         },
       },
+      problems: { 503: ['asset_config_invalid'] },
       handler: async () => ({
         status: 200,
         body: {
@@ -190,58 +189,70 @@ export function exchangeRoutes(table = new RouteTable('exchange')): RouteTable {
           .string()
           .optional()
           .describe(
-            "x402 v2 payment (base64 JSON) for a requirement from this job's PAYMENT-REQUIRED, sent with the same body: it pays that job (no new job is made). X-PAYMENT is read the same way.",
+            'x402 v2 payment (base64 JSON) for a requirement from this job’s PAYMENT-REQUIRED, sent with the same body: it pays that job (no new job is made). X-PAYMENT is read the same way.',
           ),
       }),
       responses: {
         202: {
           description:
-            'Accepted: a free job (or one prepaid credit paid) queued, or, for a retry with PAYMENT-SIGNATURE, the payment settled and recorded; poll the job or follow its events',
-          schema: createJobReply,
+            'Accepted: free, or paid from a license’s prepaid credit, or (a retry with PAYMENT-SIGNATURE) the x402 payment settled and recorded; poll the job or follow its events',
+          schema: createdJobSchema,
           headers: {
-            Location: 'The job',
-            'PAYMENT-RESPONSE':
-              'On a PAYMENT-SIGNATURE retry: the x402 settlement (base64 JSON: success, transaction, network, payer)',
+            Location: jobLocation,
+            'PAYMENT-RESPONSE': {
+              description:
+                'On a PAYMENT-SIGNATURE retry: the x402 settlement (base64 of its JSON: success, transaction, network, payer)',
+              schema: { type: 'string' },
+            },
           },
         },
         402: {
           description:
-            'Payment required: the job was created and awaits payment. The body holds it and its quotes (pay any with submitPayment); PAYMENT-REQUIRED holds the x402 requirements (retry this request with PAYMENT-SIGNATURE)',
-          schema: createJobReply,
+            'Stored and awaiting payment: the same body, whose `payment` holds this job’s quotes (amounts, receiving addresses, references, expiry); pay one and submit it, or retry with an x402 payment',
+          schema: createdJobSchema,
           headers: {
-            Location: 'The job',
-            'PAYMENT-REQUIRED': 'x402 v2 payment requirements (base64 JSON), as in payment.x402',
+            'PAYMENT-REQUIRED': {
+              description: 'The x402 payment requirements of this job (base64 of their JSON)',
+              required: true,
+              schema: { type: 'string' },
+            },
+            Location: jobLocation,
           },
         },
+      },
+      problems: {
+        400: ['validation_failed', 'payment_signature_invalid', 'x402_version_unsupported'],
+        402: ['payment_invalid', 'payment_settlement_failed'],
+        409: [
+          'payment_for_other_job',
+          'payment_signature_used',
+          'payment_in_progress',
+          'job_payment_in_progress',
+          'job_not_awaiting_payment',
+          'quote_expired',
+        ],
+        422: [
+          'unknown_service',
+          'unknown_referral',
+          'self_referral',
+          'target_not_allowed',
+          'payment_requirements_mismatch',
+        ],
+        503: [
+          'payments_unavailable',
+          'asset_config_invalid',
+          'x402_unavailable',
+          'payment_settler_unavailable',
+          'payment_settlement_unknown',
+        ],
       },
       handler: async ({ body, query, auth, req, deps }) => {
         const signature = paymentSignatureOf(req);
         if (signature) return payCreatedJob(signature, body, req, deps);
-        const agentId = auth.kind === 'agent' ? auth.agentId : null;
-        const referral = await referralForJob(deps.db, query.ref ?? req.header('x-referral-code'), agentId);
-        // A license never makes a priced job free: its prepaid credit (if any) pays it in the same
-        // transaction, else the job is quoted like anyone's.
-        const prepaidLicenseId = auth.kind === 'license' ? auth.licenseId : undefined;
-        const quoting = quoteForNewJob(body.service);
-        const prepared = prepaidLicenseId ? await quoting.catch(() => undefined) : await quoting;
-        await checkJobWebhook(body.webhook);
-        let webhook: z.infer<typeof jobWebhookSchema> | undefined;
-        const row = await createJob(
-          deps.db,
-          deps.queues,
-          { service: body.service, input: body.input, agentId, prepaidLicenseId },
-          referral || prepared || body.webhook || prepaidLicenseId
-            ? async (trx, created) => {
-                // Credit did not cover it and it cannot be quoted either: nothing is written.
-                if (created.status === 'awaiting_payment' && !prepared) await quoting;
-                if (referral) await attributeJob(trx, created.id, referral.id);
-                if (prepared && created.status === 'awaiting_payment')
-                  await attachQuotes(trx, created, prepared);
-                if (body.webhook) webhook = await subscribeJobWebhook(trx, created, body.webhook, req, deps);
-              }
-            : undefined,
-        );
-        const payment = await newJobPayment(row, prepared, req, deps);
+        const { row, payment, webhook } = await createJobFor(req, deps, auth, {
+          ...body,
+          referralCode: query.ref ?? req.header('x-referral-code'),
+        });
         const job = jobView(row, req, deps);
         return {
           status: payment?.required ? 402 : 202,
@@ -272,6 +283,7 @@ export function exchangeRoutes(table = new RouteTable('exchange')): RouteTable {
           schema: z.object({ job: jobSchema, payment: jobPaymentSchema.optional() }),
         },
       },
+      problems: { 404: ['not_found'] },
       handler: async ({ params, query, req, res, deps }) => {
         let row = await getJob(deps.db, params.jobId);
         if (query.wait && !terminalStatuses.has(row.status)) {

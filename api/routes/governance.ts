@@ -187,6 +187,7 @@ export function governanceRoutes(table: RouteTable): RouteTable {
           schema: z.object({ roomId: z.string(), name: z.string(), memberCommitments: z.array(hex64) }),
         },
       },
+      problems: { 422: ['duplicate_member'] },
       handler: async ({ body, auth, deps }) => {
         const { room, memberCommitments } = await createRoom(deps.db, body, ownerOf(auth));
         return { status: 201, body: { roomId: room.id, name: room.name, memberCommitments } };
@@ -202,6 +203,7 @@ export function governanceRoutes(table: RouteTable): RouteTable {
       product: 'governance',
       params: z.strictObject({ roomId: roomIdSchema }),
       responses: { 200: { description: 'The room', schema: roomSchema } },
+      problems: { 404: ['not_found'] },
       handler: async ({ params, auth, deps }) => ({
         status: 200,
         body: await roomView(deps.db, params.roomId, ownerOf(auth)),
@@ -223,6 +225,7 @@ export function governanceRoutes(table: RouteTable): RouteTable {
           schema: z.object({ added: z.array(hex64), memberCount: z.number().int() }),
         },
       },
+      problems: { 404: ['not_found'], 422: ['duplicate_member'] },
       handler: async ({ params, body, auth, deps }) => ({
         status: 200,
         body: await addMembers(deps.db, params.roomId, body.members, ownerOf(auth)),
@@ -254,6 +257,11 @@ export function governanceRoutes(table: RouteTable): RouteTable {
             memberCommitments: z.array(hex64),
           }),
         },
+      },
+      problems: {
+        404: ['not_found'],
+        409: ['committee_exists'],
+        422: ['duplicate_member', 'not_a_member', 'threshold_too_high'],
       },
       handler: async ({ params, body, auth, deps }) => {
         const { committee, memberCommitments } = await createCommittee(
@@ -287,6 +295,7 @@ export function governanceRoutes(table: RouteTable): RouteTable {
           schema: z.object({ challenge: z.string(), expiresAt: z.string() }),
         },
       },
+      problems: { 404: ['not_found'] },
       handler: async ({ params, deps }) => {
         await roomOrThrow(deps.db, params.roomId);
         return { status: 200, body: membershipChallenge(params.roomId) };
@@ -311,6 +320,11 @@ export function governanceRoutes(table: RouteTable): RouteTable {
           description: 'Whether the signing wallet is a member, and its commitment when it is',
           schema: z.object({ member: z.boolean(), memberCommitment: hex64.optional() }),
         },
+      },
+      problems: {
+        403: ['signature_invalid'],
+        404: ['not_found'],
+        422: ['challenge_expired', 'challenge_invalid'],
       },
       handler: async ({ params, body, deps }) => ({
         status: 200,
@@ -338,6 +352,7 @@ export function governanceRoutes(table: RouteTable): RouteTable {
           }),
         },
       },
+      problems: { 404: ['not_found'], 422: ['duplicate_identity', 'invalid_identity', 'room_full'] },
       handler: async ({ params, body, auth, deps }) => ({
         status: 200,
         body: await addIdentities(deps.db, params.roomId, body.identityCommitments, ownerOf(auth)),
@@ -363,6 +378,12 @@ export function governanceRoutes(table: RouteTable): RouteTable {
           schema: z.object({ identityCount: z.number().int(), root: z.string() }),
         },
       },
+      problems: {
+        403: ['not_a_member', 'signature_invalid'],
+        404: ['not_found'],
+        409: ['identity_already_registered', 'identity_exists'],
+        422: ['duplicate_identity', 'invalid_identity', 'room_full'],
+      },
       handler: async ({ params, body, deps }) => ({
         status: 201,
         body: await registerIdentity(deps.db, params.roomId, body),
@@ -384,6 +405,7 @@ export function governanceRoutes(table: RouteTable): RouteTable {
           .describe('Also every node, level by level, and the empty-subtree hashes'),
       }),
       responses: { 200: { description: 'The tree', schema: treeSchema } },
+      problems: { 404: ['not_found'] },
       handler: async ({ params, query, deps }) => ({
         status: 200,
         body: await roomTree(deps.db, params.roomId, { levels: query.levels === 'true' }),
@@ -426,6 +448,7 @@ export function governanceRoutes(table: RouteTable): RouteTable {
           }),
         },
       },
+      problems: { 404: ['not_found'], 422: ['duplicate_option', 'unknown_committee', 'voting_window'] },
       handler: async ({ body, auth, deps }) => ({
         status: 201,
         body: await createProposal(
@@ -445,6 +468,7 @@ export function governanceRoutes(table: RouteTable): RouteTable {
       tags,
       params: z.strictObject({ proposalId: proposalIdSchema }),
       responses: { 200: { description: 'The public state', schema: publicProposalSchema } },
+      problems: { 404: ['not_found'] },
       handler: async ({ params, deps }) => ({
         status: 200,
         body: await publicProposal(deps.db, params.proposalId),
@@ -460,6 +484,7 @@ export function governanceRoutes(table: RouteTable): RouteTable {
       product: 'governance',
       params: z.strictObject({ proposalId: proposalIdSchema }),
       responses: { 200: { description: 'The state', schema: publicProposalSchema } },
+      problems: { 404: ['not_found'] },
       handler: async ({ params, auth, deps }) => ({
         status: 200,
         body: await adminProposal(deps.db, params.proposalId, ownerOf(auth)),
@@ -484,6 +509,12 @@ export function governanceRoutes(table: RouteTable): RouteTable {
           description: 'The proposal’s status after the review',
           schema: z.object({ proposalId: z.string(), status: z.string(), memberCommitment: hex64 }),
         },
+      },
+      problems: {
+        403: ['not_a_reviewer', 'signature_invalid'],
+        404: ['not_found'],
+        409: ['already_reviewed', 'not_in_review'],
+        422: ['unknown_committee'],
       },
       handler: async ({ params, body, deps }) => ({
         status: 200,
@@ -510,6 +541,7 @@ export function governanceRoutes(table: RouteTable): RouteTable {
           }),
         },
       },
+      problems: { 404: ['not_found'] },
       handler: async ({ params, deps }) => ({
         status: 200,
         body: await ballotKeyInfo(deps.db, params.proposalId),
@@ -534,6 +566,11 @@ export function governanceRoutes(table: RouteTable): RouteTable {
         proof: ballotProofSchema,
       }),
       responses: { 201: { description: 'The ballot receipt', schema: receiptSchema } },
+      problems: {
+        404: ['not_found'],
+        409: ['already_voted', 'voting_not_open'],
+        422: ['invalid_ciphertext', 'proof_invalid', 'unknown_root'],
+      },
       handler: async ({ params, body, res, deps }) => {
         sealedAction(res);
         return { status: 201, body: await castBallot(deps.db, params.proposalId, body) };
@@ -549,6 +586,7 @@ export function governanceRoutes(table: RouteTable): RouteTable {
       product: 'governance',
       params: z.strictObject({ proposalId: proposalIdSchema }),
       responses: { 200: { description: 'The public state after the close', schema: publicProposalSchema } },
+      problems: { 404: ['not_found'], 409: ['not_in_vote', 'voting_open'] },
       handler: async ({ params, auth, deps }) => ({
         status: 200,
         body: await closeProposalNow(deps.db, params.proposalId, ownerOf(auth)),
@@ -566,6 +604,7 @@ export function governanceRoutes(table: RouteTable): RouteTable {
       params: z.strictObject({ proposalId: proposalIdSchema }),
       body: z.strictObject({ evidenceHash: hex64 }),
       responses: { 200: { description: 'The public state', schema: publicProposalSchema } },
+      problems: { 404: ['not_found'], 409: ['not_closed', 'nothing_to_execute'] },
       handler: async ({ params, body, auth, deps }) => ({
         status: 200,
         body: await recordExecution(deps.db, params.proposalId, body.evidenceHash, ownerOf(auth)),
@@ -581,6 +620,7 @@ export function governanceRoutes(table: RouteTable): RouteTable {
       params: z.strictObject({ proposalId: proposalIdSchema }),
       query: z.strictObject({ phase: z.enum(['tallied', 'executed']).optional() }),
       responses: { 200: { description: 'The package', schema: governancePackageSchema } },
+      problems: { 404: ['not_found'], 409: ['not_published'] },
       handler: async ({ params, query, deps }) => ({
         status: 200,
         body: await proposalPackage(deps.db, params.proposalId, query.phase),

@@ -68,6 +68,11 @@ export function logisticsRoutes(table: RouteTable): RouteTable {
           }),
         },
       },
+      problems: {
+        403: ['forbidden'],
+        404: ['not_found'],
+        422: ['agent_has_no_endpoint', 'method_unavailable', 'target_agent_not_found', 'target_not_allowed'],
+      },
       handler: async ({ body, auth, req, deps }) => {
         const { row, secret } = await requestLogistics(
           deps.db,

@@ -74,6 +74,7 @@ export function marketplaceRoutes(table: RouteTable): RouteTable {
           schema: z.object({ listings: z.array(listingSchema), nextCursor: z.string().nullable() }),
         },
       },
+      problems: { 400: ['invalid_cursor'] },
       handler: async ({ query, deps }) => {
         const page = await searchListings(deps.db, query);
         return { status: 200, body: { listings: page.items, nextCursor: page.nextCursor } };

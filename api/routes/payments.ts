@@ -344,7 +344,22 @@ export function paymentRoutes(table: RouteTable): RouteTable {
       params: z.strictObject({ jobId: jobIdSchema }),
       body: submitPaymentBody,
       responses: {
-        202: { description: 'Recorded; being verified', schema: z.object({ payment: paymentSchema }) },
+        202: {
+          description: 'Recorded; being verified',
+          schema: z.object({ payment: paymentSchema }),
+          headers: {
+            Location: {
+              description: 'The job’s address (jobStatus)',
+              required: true,
+              schema: { type: 'string' },
+            },
+          },
+        },
+      },
+      problems: {
+        404: ['not_found'],
+        409: ['job_not_awaiting_payment', 'payment_already_claimed', 'payment_not_required', 'quote_expired'],
+        422: ['asset_not_quoted', 'unknown_reference'],
       },
       handler: async ({ params, body, req, deps }) => {
         const { payment } = await submitPayment(deps.db, deps.queues, params.jobId, body);
@@ -360,6 +375,7 @@ export function paymentRoutes(table: RouteTable): RouteTable {
       tags,
       params: z.strictObject({ receiptId: z.string().regex(/^rcpt_[0-9a-z]{26}$/, 'a receipt id (rcpt_…)') }),
       responses: { 200: { description: 'The receipt', schema: z.object({ receipt: receiptSchema }) } },
+      problems: { 404: ['not_found'] },
       handler: async ({ params, deps }) => ({
         status: 200,
         headers: { 'Cache-Control': 'public, max-age=300' },

@@ -52,6 +52,7 @@ export function referralRoutes(table: RouteTable): RouteTable {
         }),
       },
     },
+    problems: { 409: ['referral_code_taken'] },
     handler: async ({ body, auth, req, deps }) => {
       const row = await createReferral(deps.db, agentIdOf(auth), body);
       return {

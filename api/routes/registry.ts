@@ -93,6 +93,7 @@ export function registryRoutes(table: RouteTable): RouteTable {
           }),
         },
       },
+      problems: { 422: ['target_not_allowed'] },
       handler: async ({ body, deps }) => {
         const { agent, apiKey, keyId } = await registerAgent(deps.db, body);
         return {
@@ -122,6 +123,7 @@ export function registryRoutes(table: RouteTable): RouteTable {
           schema: z.object({ agents: z.array(agentSchema), nextCursor: z.string().nullable() }),
         },
       },
+      problems: { 400: ['invalid_cursor'] },
       handler: async ({ query, deps }) => {
         const page = await searchAgents(deps.db, query);
         return { status: 200, body: { agents: page.items, nextCursor: page.nextCursor } };

@@ -4,7 +4,6 @@ import { z } from 'zod';
 import { revenueSummary } from '../../shared/exchange/revenue';
 import { recentInflows, treasuryBalances, treasuryFamilies } from '../../shared/exchange/treasury';
 import { chainFamilies } from '../../shared/payments/assets';
-import { bearerToken, isOperator } from '../http/auth';
 import type { RouteTable } from '../http/route';
 
 const sum = z.string().regex(/^\d+$/).describe('An exact integer sum, as a string');
@@ -130,14 +129,15 @@ export function revenueRoutes(table: RouteTable): RouteTable {
       description:
         'Public: which families have a receiving address and which assets that enables. With `Authorization: Bearer <operator token>`: the latest confirmed inflows and balances where a chain adapter can read them (each bounded by a short timeout; a slow chain is reported, never an error).',
       tags,
+      auth: 'operator-optional',
       responses: { 200: { description: 'Treasury status', schema: treasurySchema } },
-      handler: async ({ req, deps }) => {
+      handler: async ({ auth, deps }) => {
         const families = treasuryFamilies();
         const summary = {
           families,
           unconfigured: families.filter((f) => !f.configured).map((f) => f.family),
         };
-        if (!isOperator(bearerToken(req), deps)) {
+        if (auth.kind !== 'operator') {
           return { status: 200, body: { ...summary, details: false } };
         }
         const [recent, balances] = await Promise.all([recentInflows(deps.db), treasuryBalances()]);

@@ -23,7 +23,7 @@ import {
 } from '../../shared/commercial/providers';
 import { streamStats } from '../../shared/commercial/stream';
 import { env } from '../../shared/env';
-import { AppError, unauthorized } from '../../shared/errors';
+import { AppError } from '../../shared/errors';
 import { walletPublicKeySchema, walletSignatureSchema } from '../../shared/exchange/wallet';
 import { serviceSigningKey } from '../../shared/keys';
 import { bearerToken } from '../http/auth';
@@ -221,7 +221,13 @@ export function statusV1Routes(table: RouteTable): RouteTable {
           description: 'The provider answered healthy, or none is configured',
           schema: probeSchema.passthrough(),
         },
-        503: { description: 'The provider is configured but unhealthy or unreachable' },
+        503: {
+          description: 'The provider is configured but unhealthy or unreachable',
+          schema: probeSchema.passthrough(),
+          headers: {
+            'Retry-After': { description: 'Seconds before asking again', schema: { type: 'integer' } },
+          },
+        },
       },
       handler: async () => {
         if (!env.PAYMENTS_PROVIDER_URL)
@@ -298,8 +304,8 @@ export function statusV1Routes(table: RouteTable): RouteTable {
             next: z.object({ login: z.string(), privateBalance: z.string() }),
           }),
         },
-        503: { description: 'No private-payments provider is configured' },
       },
+      problems: { 503: ['payments_provider_unconfigured', 'payments_provider_secret_unset'] },
       handler: async ({ query, req, deps }) => {
         if (!env.PAYMENTS_PROVIDER_URL) {
           throw new AppError(
@@ -351,10 +357,16 @@ export function statusV1Routes(table: RouteTable): RouteTable {
             redeemedAt: z.string(),
           }),
         },
-        401: { description: 'provider_unauthenticated, or challenge_signature_invalid' },
-        503: { description: 'payments_provider_secret_unset: no provider can redeem' },
-        404: { description: 'challenge_unknown: not issued to this wallet, or altered' },
-        409: { description: 'challenge_used or challenge_expired' },
+        401: { description: 'The provider did not authenticate, or the wallet signature does not verify' },
+        404: { description: 'Not issued to this wallet, or altered' },
+        409: { description: 'Already used, or expired' },
+        503: { description: 'No provider can redeem: PAYMENTS_PROVIDER_SECRET is not configured' },
+      },
+      problems: {
+        401: ['provider_unauthenticated', 'challenge_signature_invalid'],
+        404: ['challenge_unknown'],
+        409: ['challenge_used', 'challenge_expired'],
+        503: ['payments_provider_secret_unset'],
       },
       handler: async ({ body, req, deps }) => {
         authenticateProvider(env.PAYMENTS_PROVIDER_SECRET, req.header(PROVIDER_SIGNATURE_HEADER), body);
@@ -371,6 +383,7 @@ export function statusV1Routes(table: RouteTable): RouteTable {
       operationId: 'paymentsProviderBalances',
       summary: 'The private balance of a wallet, proxied to the provider with the caller’s Bearer token',
       tags,
+      auth: 'provider-token',
       params: z.strictObject({ wallet: walletPublicKeySchema }),
       query: z.strictObject({ mint: walletPublicKeySchema.optional().describe('Token mint (base58)') }),
       responses: {
@@ -378,7 +391,12 @@ export function statusV1Routes(table: RouteTable): RouteTable {
           description: 'The provider’s balance answer, as it gave it',
           schema: z.object({}).passthrough(),
         },
-        401: { description: 'No Bearer token, or the provider refused it' },
+        401: { description: 'No Bearer token, or the provider refused it (`providerReason` says why)' },
+      },
+      problems: {
+        404: ['not_found'],
+        502: ['provider_error', 'provider_unreachable'],
+        503: ['payments_provider_unconfigured'],
       },
       handler: async ({ params, query, req }) => {
         if (!env.PAYMENTS_PROVIDER_URL) {
@@ -388,15 +406,8 @@ export function statusV1Routes(table: RouteTable): RouteTable {
             'No private-payments provider is configured (PAYMENTS_PROVIDER_URL).',
           );
         }
-        const token = bearerToken(req);
-        if (!token || !/^Bearer\s/i.test(req.headers.authorization ?? '')) {
-          throw unauthorized(
-            'Send the access token from the provider’s login as Authorization: Bearer <ACCESS_TOKEN>.',
-            {
-              'WWW-Authenticate': 'Bearer',
-            },
-          );
-        }
+        // Required by the route's auth mode; the provider alone can tell whether it is valid.
+        const token = bearerToken(req)!;
         const path = `/v1/spl/balances/${params.wallet}${query.mint ? `?mint=${query.mint}` : ''}`;
         const answer = await providerGet(path, { bearer: token }).catch(providerProblem);
         if (answer.status === 401 || answer.status === 403) {

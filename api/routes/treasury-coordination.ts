@@ -91,6 +91,7 @@ export function treasuryCoordinationRoutes(table: RouteTable): RouteTable {
         limit: z.string().regex(/^(0|[1-9]\d{0,77})$/, 'base units, as a decimal string'),
       }),
       responses: { 200: { description: 'The allowance now', schema: allowanceSchema } },
+      problems: { 404: ['not_found'], 422: ['unknown_asset'] },
       handler: async ({ body, auth, deps }) => ({
         status: 200,
         body: await setSpendingLimit(deps.db, body, ownerOf(auth)),
@@ -111,6 +112,7 @@ export function treasuryCoordinationRoutes(table: RouteTable): RouteTable {
           schema: z.object({ roomId: z.string(), limits: z.array(allowanceSchema) }),
         },
       },
+      problems: { 404: ['not_found'] },
       handler: async ({ query, auth, deps }) => ({
         status: 200,
         body: await listLimits(deps.db, query.roomId, ownerOf(auth)),
@@ -148,6 +150,16 @@ export function treasuryCoordinationRoutes(table: RouteTable): RouteTable {
           }),
         },
       },
+      problems: {
+        404: ['not_found'],
+        422: [
+          'asset_not_spendable',
+          'not_a_treasury_token',
+          'spending_limit_exceeded',
+          'unknown_asset',
+          'unknown_committee',
+        ],
+      },
       handler: async ({ body, auth, deps }) => ({
         status: 201,
         body: await createTreasuryRequest(deps.db, body, ownerOf(auth)),
@@ -163,6 +175,7 @@ export function treasuryCoordinationRoutes(table: RouteTable): RouteTable {
       product: 'treasury',
       params: z.strictObject({ requestId: requestIdSchema }),
       responses: { 200: { description: 'The request', schema: requestViewSchema } },
+      problems: { 404: ['not_found'] },
       handler: async ({ params, auth, deps }) => ({
         status: 200,
         body: await treasuryRequestView(deps.db, params.requestId, ownerOf(auth)),
@@ -183,6 +196,12 @@ export function treasuryCoordinationRoutes(table: RouteTable): RouteTable {
         signature: walletSignatureSchema,
       }),
       responses: { 200: { description: 'The request after the decision', schema: requestViewSchema } },
+      problems: {
+        403: ['not_an_approver', 'signature_invalid'],
+        404: ['not_found'],
+        409: ['already_decided', 'request_decided'],
+        422: ['unknown_committee'],
+      },
       handler: async ({ params, body, deps }) => ({
         status: 200,
         body: await decideTreasuryRequest(deps.db, params.requestId, body),
@@ -198,6 +217,7 @@ export function treasuryCoordinationRoutes(table: RouteTable): RouteTable {
       product: 'treasury',
       params: z.strictObject({ requestId: requestIdSchema }),
       responses: { 200: { description: 'The package', schema: treasuryPackageSchema } },
+      problems: { 404: ['not_found'], 409: ['not_published'] },
       handler: async ({ params, auth, deps }) => ({
         status: 200,
         body: await treasuryPackage(deps.db, params.requestId, ownerOf(auth)),

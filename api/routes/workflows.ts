@@ -216,6 +216,7 @@ export function workflowRoutes(table: RouteTable): RouteTable {
           ]),
         },
       },
+      problems: { 404: ['not_found'] },
       handler: async ({ query, deps }) => {
         if (query.proofId) {
           const state = await publicState(deps.db, query.proofId);
@@ -255,6 +256,7 @@ export function workflowRoutes(table: RouteTable): RouteTable {
       responses: {
         201: { description: 'The workflow with its stages, all pending', schema: preparedSchema },
       },
+      problems: { 422: ['unknown_template', 'policy_parameters_required'] },
       handler: async ({ body, auth, deps }) => {
         const prepared = await prepareWorkflow(deps.db, {
           template: body.template,
@@ -280,6 +282,13 @@ export function workflowRoutes(table: RouteTable): RouteTable {
       body: eventBody,
       responses: {
         200: { description: 'The stage record after the event and the chain head', schema: recordedSchema },
+      },
+      problems: {
+        400: ['invalid_proof_format'],
+        404: ['not_found'],
+        // The engine's rules (unknown_stage is the 422) and the blind-policy gate's refusals.
+        409: [...ruleCodes.filter((c) => c !== 'unknown_stage'), ...policyGateCodes],
+        422: ['unknown_stage'],
       },
       handler: async ({ body, auth, deps }) => {
         const recorded = await recordEvent(deps.db, deps.queues, body, ownerOf(auth));
@@ -348,6 +357,7 @@ export function workflowRoutes(table: RouteTable): RouteTable {
           }),
         },
       },
+      problems: { 400: ['invalid_range'], 422: ['tree_size_unknown'] },
       handler: async ({ query, deps }) => {
         const size = await logSize(deps.db);
         const to = query.to ?? size;
@@ -380,6 +390,7 @@ export function workflowRoutes(table: RouteTable): RouteTable {
           schema: z.object({ inclusion: inclusionProofSchema, treeHead: signedTreeHeadSchema.nullable() }),
         },
       },
+      problems: { 404: ['not_found'], 422: ['tree_size_unknown'] },
       handler: async ({ query, deps }) => {
         const row = await packageRow(deps.db, query.proofId);
         if (!row || row.leaf_index === null) throw notFound(`A logged package for ${query.proofId}`);

@@ -3,8 +3,9 @@
 // printed only once every process is ready; a process that cannot start ends everything with one line
 // saying what failed and how to fix it. Ctrl-C stops everything gracefully; a second Ctrl-C forces.
 //
-// Another local process (a development chain, say) joins as one more `ProcessSpec` group started before
-// the process types, with its address passed to them in `childEnv`.
+// With no chain configured (and never in production) a local development chain joins as one more
+// `ProcessSpec` group started before the process types, its endpoint, treasury and demo stablecoin
+// passed to them in `childEnv`, so priced services can be paid for (`npm run demo:pay`).
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -13,6 +14,8 @@ import { fileURLToPath } from 'node:url';
 import { startStandInProvider } from '../commercial/standin-provider';
 import { createDb } from '../db/knex';
 import { banner } from '../devstack/banner';
+import { DEVNET_LABEL, devnetChildEnv, devnetDecision, readDevnetInfo } from '../devstack/devnet';
+import type { DevnetInfo } from '../devstack/devnet';
 import {
   StartupFailure,
   explainFileError,
@@ -24,7 +27,7 @@ import { resolvePostgres } from '../devstack/postgres';
 import { resolveRedis } from '../devstack/redis';
 import { Supervisor } from '../devstack/supervisor';
 import type { Exit, ProcessSpec } from '../devstack/supervisor';
-import { childProcessEnv, env } from '../env';
+import { chainConfigured, childProcessEnv, env, isProduction } from '../env';
 import { release } from './release';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
@@ -79,13 +82,13 @@ async function healthAnswers(): Promise<void> {
  * A taken port found before Postgres and three processes are started for nothing. The processes still
  * report their own listen errors: a port can be taken in between.
  */
-async function checkPortFree(port: number, variable: string): Promise<void> {
+async function checkPortFree(port: number, variable: string, host = env.HOST): Promise<void> {
   const err = await new Promise<unknown>((resolve) => {
     const probe = createServer();
     probe.once('error', resolve);
-    probe.listen(port, env.HOST, () => probe.close(() => resolve(undefined)));
+    probe.listen(port, host, () => probe.close(() => resolve(undefined)));
   });
-  if (err) throw explainListenError(err, { port, host: env.HOST, variable }) ?? err;
+  if (err) throw explainListenError(err, { port, host, variable }) ?? err;
 }
 
 function asFailure(err: unknown, pgSource: string, pgUrl: string | undefined): StartupFailure {
@@ -102,6 +105,17 @@ function asFailure(err: unknown, pgSource: string, pgUrl: string | undefined): S
     'run again with LOG_LEVEL=debug to see where it came from',
   );
 }
+
+/** The development chain's process (shared/devstack/devnet-main.ts), ready once provisioned. */
+const devnetProcess = (): ProcessSpec => ({
+  name: 'devnet',
+  command: process.execPath,
+  args: ['--import', 'tsx', join(root, 'shared/devstack/devnet-main.ts')],
+  cwd: root,
+  env: childProcessEnv({}),
+  ready: 'ipc',
+  readyTimeoutMs: READY_TIMEOUT_MS,
+});
 
 const describe = (exit: Exit) => (exit.signal ? `signal ${exit.signal}` : `exit code ${exit.code}`);
 
@@ -151,9 +165,18 @@ async function main() {
   const metricsPort = env.WORKER_METRICS_PORT ?? env.PORT + 1;
   const metricsVariable =
     env.WORKER_METRICS_PORT === undefined ? "PORT (the worker's metrics take PORT+1)" : 'WORKER_METRICS_PORT';
+  const devnet = devnetDecision(env);
+  let devnetStarting: Promise<void> | undefined;
   try {
     await checkPortFree(env.PORT, 'PORT');
     await checkPortFree(metricsPort, metricsVariable);
+    if (devnet.start) {
+      await checkPortFree(env.DEVNET_PORT, 'DEVNET_PORT', '127.0.0.1');
+      // Started now, beside Postgres, Redis and the migrations; awaited before the process types.
+      say(`starting the ${DEVNET_LABEL} (ganache; demo money, never used in production)`);
+      devnetStarting = supervisor.start([devnetProcess()]);
+      devnetStarting.catch(() => undefined); // its failure is thrown where it is awaited
+    }
     const pgInfo = await resolvePostgres({ log: say, supervisor });
     pgUrl = pgInfo.url;
     pgSource = pgInfo.source === 'DATABASE_URL' ? 'DATABASE_URL' : 'the embedded Postgres';
@@ -178,7 +201,7 @@ async function main() {
     let standInUrl: string | undefined;
     // The stand-in authenticates its redemptions like a real provider: with a secret shared with web.
     const standInSecret = randomBytes(32).toString('base64url');
-    if (!env.PAYMENTS_PROVIDER_URL && env.NODE_ENV !== 'production') {
+    if (!env.PAYMENTS_PROVIDER_URL && !isProduction(env)) {
       const standIn = await startStandInProvider({
         redeemUrl: `http://127.0.0.1:${env.PORT}/api/v1/${env.PAYMENTS_PROVIDER_SLUG}/challenge/redeem`,
         providerSecret: standInSecret,
@@ -189,6 +212,22 @@ async function main() {
       standInUrl = standIn.url;
       say(
         `payments provider: stand-in at ${standIn.url} (demo balances; set PAYMENTS_PROVIDER_URL for a real one)`,
+      );
+    }
+
+    // The chain the priced services are paid on, when none is configured: demo money, labelled as such.
+    let devnetInfo: DevnetInfo | undefined;
+    if (devnetStarting) {
+      await devnetStarting;
+      devnetInfo = readDevnetInfo(env.DATA_DIR);
+      if (!devnetInfo)
+        throw new StartupFailure(`the ${DEVNET_LABEL} wrote no devnet.json`, 'its log lines above say why');
+      say(
+        `devnet: ${DEVNET_LABEL} at ${devnetInfo.rpcUrl} (chain id ${devnetInfo.chainId}); demo stablecoin ${devnetInfo.token.symbol} ${devnetInfo.token.address}, treasury ${devnetInfo.treasury}, demo payer ${devnetInfo.payer}`,
+      );
+    } else if (!devnet.start && devnet.reason === 'production' && !chainConfigured(env)) {
+      say(
+        'payments: no chain configured, so priced services answer 503 payments_unavailable; set a treasury and its chain endpoint (the local development chain never runs in production)',
       );
     }
 
@@ -205,6 +244,7 @@ async function main() {
             PAYMENTS_PROVIDER_SECRET: standInSecret,
           }
         : {}),
+      ...(devnetInfo ? devnetChildEnv(devnetInfo, env.ASSETS_JSON) : {}),
     });
     const processType = (name: keyof typeof processTypes): ProcessSpec => ({
       name,
@@ -226,6 +266,9 @@ async function main() {
       apiUrl: env.API_URL,
       siteUrl: env.SITE_URL,
       tokenFile: env.OPERATOR_TOKEN ? undefined : tokenFile,
+      ...(devnetInfo
+        ? { devnet: { rpcUrl: devnetInfo.rpcUrl, payerKeyFile: join(env.DATA_DIR, 'devnet', 'payer.key') } }
+        : {}),
     });
     for (const line of lines) say(line);
   } catch (err) {

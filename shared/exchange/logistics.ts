@@ -2,6 +2,8 @@
 // or a POST to another registered agent's endpoint. Each request is a row (queued → delivering →
 // delivered | failed) worked by the `deliveries` queue with retries and backoff.
 import { randomBytes } from 'node:crypto';
+import { A2A_CONTENT_TYPE } from '@a2a-js/sdk';
+import { pushCredentialsOf } from '../a2a/store';
 import type { Db } from '../db/knex';
 import { hmacSha256Hex } from '../crypto';
 import { EgressRefusedError, checkUserTarget, privateTargetsAllowed, userFetch } from '../egress';
@@ -36,7 +38,8 @@ export interface LogisticsRow {
   id: string;
   job_id: string;
   agent_id: string | null;
-  method: DeliveryMethod;
+  /** `a2a_push`: a state change of an A2A task to its push notification config (see a2aHeaders). */
+  method: DeliveryMethod | 'a2a_push';
   target_url: string | null;
   target_agent_id: string | null;
   job_url: string;
@@ -297,14 +300,32 @@ export async function processDelivery(db: Db, id: string, attempt: number): Prom
     .update({ status: 'delivering', attempts: db.raw('attempts + 1'), updated_at: db.fn.now() });
   if (!claimed) return { outcome: 'skipped' };
 
-  const body = row.event ? eventDeliveryBody(row) : deliveryBody(row, job);
+  let body: string;
+  let extra: Record<string, string> = { 'Content-Type': 'application/json' };
+  if (row.method === 'a2a_push') {
+    // The A2A payload exactly as recorded, with what the receiver asked to get back.
+    const credentials = await pushCredentialsOf(db, row.job_id);
+    if (!credentials) {
+      const reason = 'The push notification config was deleted.';
+      await failDelivery(db, id, reason);
+      return { outcome: 'failed', reason };
+    }
+    body = JSON.stringify(row.event);
+    extra = {
+      'Content-Type': A2A_CONTENT_TYPE,
+      ...(credentials.authorization ? { Authorization: credentials.authorization } : {}),
+      ...(credentials.token ? { 'X-A2A-Notification-Token': credentials.token } : {}),
+    };
+  } else {
+    body = row.event ? eventDeliveryBody(row) : deliveryBody(row, job);
+  }
   let status: number;
   try {
     // Resolved once and pinned by the egress module; a redirect comes back as a non-2xx answer.
     const res = await userFetch(row.target_url!, {
       method: 'POST',
       headers: {
-        'Content-Type': 'application/json',
+        ...extra,
         'User-Agent': 'proof-exchange-delivery/1',
         ...signDelivery(row, body, attempt),
       },

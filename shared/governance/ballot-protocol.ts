@@ -1,7 +1,7 @@
 // The anonymous ballot protocol, as voter, service and offline verifier all compute it: identities and
 // nullifiers (Poseidon, as circuits/ballot.circom), the room's member tree, the proposal scope, the
 // vote's encryption to the proposal key and the hash that binds it to a proof. Pure: no configuration,
-// no database; node:crypto, circomlibjs and snarkjs only.
+// no database; node:crypto, circomlibjs, and the Groth16 gate (the native verifier when built, else snarkjs).
 import {
   createHash,
   createPrivateKey,
@@ -14,8 +14,8 @@ import {
   randomBytes,
 } from 'node:crypto';
 import type { KeyObject } from 'node:crypto';
-import * as snarkjs from 'snarkjs';
 import { FIELD_PRIME, poseidonHash, randomFieldElement } from '../zk/field';
+import { verifyGroth16 } from '../zk/groth16';
 
 export const BALLOT_CIRCUIT = 'ballot';
 /** Depth of the member tree in the circuit: rooms of up to 2^10 = 1024 identities. */
@@ -241,9 +241,5 @@ export async function verifyBallotProof(
 ): Promise<boolean> {
   if (publicSignals.length !== BALLOT_PUBLIC_SIGNALS.length || !publicSignals.every(isFieldElement))
     return false;
-  try {
-    return await snarkjs.groth16.verify(vkey, publicSignals, proof);
-  } catch {
-    return false;
-  }
+  return verifyGroth16(vkey, publicSignals, proof);
 }

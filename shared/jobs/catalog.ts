@@ -20,6 +20,8 @@ export interface ServiceDefinition<I = unknown> {
   priceUsdCents: number;
   expectedDurationMs: number;
   input: z.ZodType<I>;
+  /** Inputs the service accepts, shown to agents (the A2A card's skill examples); a test validates each. */
+  examples?: Array<Record<string, unknown>>;
   run(input: I, ctx: RunContext): Promise<unknown>;
 }
 
@@ -40,6 +42,8 @@ const attestTimestamp = defineService({
   priceUsdCents: 0,
   expectedDurationMs: 50,
   input: z.strictObject({ digest: sha256Hex }),
+  // sha256 of the empty string
+  examples: [{ digest: 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855' }],
   run: async (input, ctx) => signTimestamp(input.digest, ctx.jobId),
 });
 

@@ -1,15 +1,18 @@
 // Signed webhooks for job and payment state changes. A job created with `webhook: { url }` is subscribed
 // with one HMAC secret; each change becomes one logistics request (`event` set), which the `deliveries`
-// queue POSTs, signs and redelivers with backoff exactly as it does result deliveries.
+// queue POSTs, signs and redelivers with backoff exactly as it does result deliveries. An A2A push
+// notification config is a subscription of the `a2a` format: its deliveries carry A2A payloads.
 import { randomBytes } from 'node:crypto';
+import { StreamResponse } from '@a2a-js/sdk';
 import type { Knex } from 'knex';
+import { eventUpdates, taskFromJob } from '../a2a/tasks';
 import type { Db } from '../db/knex';
 import { env } from '../env';
 import { unprocessable } from '../errors';
 import { checkTarget, enqueueDelivery } from '../exchange/logistics';
 import { newId } from '../ids';
 import { jobStatuses } from '../jobs/jobs';
-import type { JobRow, JobStatus } from '../jobs/jobs';
+import type { JobEventRow, JobRow, JobStatus } from '../jobs/jobs';
 import { logger } from '../log';
 import type { Queues } from '../queues';
 import { lateWindowMs } from './verdict';
@@ -23,6 +26,10 @@ export interface JobWebhookRow {
   last_event_id: string;
   active: boolean;
   created_at: Date;
+  /** `event`: the exchange's event bodies; `a2a`: A2A StreamResponse bodies (an A2A push config). */
+  format: 'event' | 'a2a';
+  /** A2A only: the token the receiver asked to get back; it also keys the HMAC signature. */
+  token: string | null;
 }
 
 /** A state change as its emitter describes it. */
@@ -78,21 +85,47 @@ export async function registerJobWebhook(
   return { url: input.url, secret };
 }
 
-function deliveryRows(sub: JobWebhookRow, events: WebhookEvent[]) {
+function deliveryRows(sub: JobWebhookRow, events: Array<WebhookEvent | Record<string, unknown>>) {
   const now = new Date();
+  const a2a = sub.format === 'a2a';
   return events.map((event) => ({
     id: newId('lgx'),
     job_id: sub.job_id,
     agent_id: sub.agent_id,
-    method: 'webhook',
+    method: a2a ? 'a2a_push' : 'webhook',
     target_url: sub.url,
     job_url: sub.job_url,
-    webhook_secret: sub.secret,
+    webhook_secret: a2a ? sub.token : sub.secret,
     status: 'queued',
     wait_until: now,
     event: JSON.stringify(event),
   }));
 }
+
+/**
+ * An A2A subscription's deliveries for some job events: a status update for each state change, and
+ * for the event that ends the job the whole task (status and result artifact) instead. `job` is read
+ * after the events, so a final event always finds the job final.
+ */
+function a2aPushes(
+  sub: JobWebhookRow,
+  job: JobRow,
+  contextId: string,
+  events: Array<Pick<JobEventRow, 'id' | 'type' | 'data' | 'at'>>,
+): Array<Record<string, unknown>> {
+  const base = baseOf(sub.job_url);
+  const ctx = { contextId, base };
+  return events.flatMap((e) => {
+    if (finalStatuses.has(e.type as JobStatus)) {
+      return [StreamResponse.toJSON({ payload: { $case: 'task', value: taskFromJob(job, ctx) } })];
+    }
+    return eventUpdates(e, job, ctx)
+      .filter((u) => u.payload?.$case === 'statusUpdate')
+      .map((u) => StreamResponse.toJSON(u) as Record<string, unknown>);
+  }) as Array<Record<string, unknown>>;
+}
+
+const baseOf = (jobUrl: string) => jobUrl.slice(0, Math.max(0, jobUrl.lastIndexOf('/api/jobs/')));
 
 /**
  * In the transaction that changes something of a job (a payment): one delivery if the job has a
@@ -105,8 +138,9 @@ export async function emitWebhookEvent(
   build: (ctx: { base: string; jobUrl: string }) => WebhookEventCore,
 ): Promise<string[]> {
   const sub = (await trx('job_webhooks').where({ job_id: jobId }).first()) as JobWebhookRow | undefined;
-  if (!sub) return [];
-  const base = sub.job_url.slice(0, Math.max(0, sub.job_url.lastIndexOf('/api/jobs/')));
+  // A2A pushes follow the task's states; a payment shows there as the job moving on.
+  if (!sub || sub.format === 'a2a') return [];
+  const base = baseOf(sub.job_url);
   const event = { ...build({ base, jobUrl: sub.job_url }), jobId, links: { job: sub.job_url } };
   const rows = deliveryRows(sub, [event]);
   await trx('logistics_requests').insert(rows);
@@ -156,17 +190,39 @@ export async function relayJobEvents(db: Db, queues: Queues, batch = RELAY_BATCH
       at: Date;
     }>;
     const jobOf = new Map(jobs.map((j) => [j.id, j]));
+    // A2A payloads show the task itself (its result once done): those jobs are read again in full,
+    // after their events, with their context ids.
+    const a2aIds = subs.filter((s) => s.format === 'a2a').map((s) => s.job_id);
+    const fullJobs = a2aIds.length
+      ? new Map(((await trx('jobs').whereIn('id', a2aIds)) as JobRow[]).map((j) => [j.id, j]))
+      : new Map<string, JobRow>();
+    const contexts = a2aIds.length
+      ? new Map(
+          (
+            (await trx('a2a_tasks').whereIn('job_id', a2aIds).select('job_id', 'context_id')) as Array<{
+              job_id: string;
+              context_id: string;
+            }>
+          ).map((t) => [t.job_id, t.context_id]),
+        )
+      : new Map<string, string>();
     const rows: ReturnType<typeof deliveryRows> = [];
     for (const sub of subs) {
       const job = jobOf.get(sub.job_id);
       const mine = events.filter((e) => e.job_id === sub.job_id);
       if (!job || mine.length === 0) continue;
-      rows.push(
-        ...deliveryRows(
-          sub,
-          mine
-            .filter((e) => !skippedEventTypes.has(e.type))
-            .map((e) => ({
+      const shown = mine.filter((e) => !skippedEventTypes.has(e.type));
+      const full = fullJobs.get(sub.job_id);
+      if (sub.format === 'a2a') {
+        if (full)
+          rows.push(
+            ...deliveryRows(sub, a2aPushes(sub, full, contexts.get(sub.job_id) ?? sub.job_id, shown)),
+          );
+      } else {
+        rows.push(
+          ...deliveryRows(
+            sub,
+            shown.map((e) => ({
               event: `job.${e.type}`,
               jobId: job.id,
               service: job.service_id,
@@ -175,8 +231,9 @@ export async function relayJobEvents(db: Db, queues: Queues, batch = RELAY_BATCH
               data: e.data,
               links: { job: sub.job_url },
             })),
-        ),
-      );
+          ),
+        );
+      }
       await trx('job_webhooks')
         .where({ job_id: sub.job_id })
         // The job row was read before its events: one that ended in between shows as still running,

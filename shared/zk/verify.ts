@@ -1,10 +1,10 @@
-// In-process Groth16 verification of blind-policy proofs against the cached verification keys.
+// Groth16 verification of blind-policy proofs against the cached verification keys (native when built).
 import { readFile } from 'node:fs/promises';
-import * as snarkjs from 'snarkjs';
 import { z } from 'zod';
 import { AppError } from '../errors';
 import { artifactPaths, circuitManifest } from './artifacts';
 import { FIELD_PRIME } from './field';
+import { verifyGroth16 } from './groth16';
 import { getPolicy } from './policies';
 import type { PolicyDefinition } from './policies';
 
@@ -87,12 +87,6 @@ export async function verifyPolicyProof(
   if (signals[signalIndex(policy, 'result')] !== '1') return { valid: false, reason: 'result_not_satisfied' };
 
   const vkey = await loadVerificationKey(policy.circuit);
-  let ok: boolean;
-  try {
-    ok = await snarkjs.groth16.verify(vkey, signals, { ...parsedProof, protocol: 'groth16', curve: 'bn128' });
-  } catch {
-    // Coordinates that are not curve points make the curve library throw rather than return false.
-    ok = false;
-  }
+  const ok = await verifyGroth16(vkey, signals, { ...parsedProof, protocol: 'groth16', curve: 'bn128' });
   return ok ? { valid: true } : { valid: false, reason: 'proof_invalid' };
 }

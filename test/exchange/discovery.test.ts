@@ -1,6 +1,6 @@
 // discovery, the A2A agent card, acquisition, logistics capabilities and the OpenAPI document's exact
 // table A operations.
-import { isLegacyAgentCard, parseLegacyAgentCard } from '@a2a-js/sdk/compat/v0_3/client';
+import { AgentCard } from '@a2a-js/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { licenseTiers, parsePriceOverrides } from '../../shared/commercial/tiers';
 import { testApp } from '../helpers';
@@ -93,18 +93,18 @@ describe('discovery', () => {
     expect(card.receiptPublicKey.publicKey).toBe(health.signingKey.publicKey);
   });
 
-  it('is also served as an A2A agent card that the A2A SDK reads', async () => {
+  it('is also served as an A2A 1.0 agent card that the A2A SDK reads (test/exchange/a2a.test.ts uses it)', async () => {
     const res = await app.request.get('/.well-known/agent-card.json').expect(200);
-    const card = res.body;
-    expect(card).toMatchObject({ name: 'proof-exchange', version: '1.3.0', protocolVersion: '0.3.0' });
-    expect(card.url).toMatch(/^http/);
+    const card = AgentCard.fromJSON(res.body);
+    expect(card).toMatchObject({ name: 'proof-exchange', version: '1.3.0' });
+    expect(card.supportedInterfaces.map((i) => [i.protocolBinding, i.protocolVersion])).toEqual([
+      ['JSONRPC', '1.0'],
+      ['HTTP+JSON', '1.0'],
+    ]);
+    for (const i of card.supportedInterfaces) expect(i.url).toMatch(/^http.*\/a2a\/(jsonrpc|rest)$/);
     expect(card.defaultInputModes).toEqual(['application/json']);
-    expect(card.skills.map((s: { id: string }) => s.id)).toContain('attest.timestamp');
-    expect(isLegacyAgentCard(card)).toBe(true);
-    const parsed = parseLegacyAgentCard(card);
-    expect(parsed.name).toBe('proof-exchange');
-    expect(parsed.skills.map((s) => s.id)).toContain('attest.timestamp');
-    expect(parsed.supportedInterfaces[0]?.url).toBe(card.url);
+    expect(card.skills.map((s) => s.id)).toContain('attest.timestamp');
+    expect(card.securityRequirements).toEqual([]);
   });
 });
 

@@ -89,6 +89,23 @@ describe('the banner', () => {
     expect(at('readiness')).toBe('https://api.example/api/v1/readiness');
     expect(at('Bull Board')).toBe('http://localhost:3000/admin/queues');
     expect(lines[0]).toBe('proof-exchange is running');
+    // No development chain: no line about one.
+    expect(lines.some((l) => /dev chain|demo/.test(l))).toBe(false);
+  });
+
+  it('labels the local development chain as demo money, and says how to pay with it', () => {
+    const lines = banner({
+      port: 3000,
+      tokenFile: '.data/keys/operator-token',
+      devnet: { rpcUrl: 'http://127.0.0.1:8545', payerKeyFile: '.data/devnet/payer.key' },
+    });
+    const chain = lines.find((l) => l.trimStart().startsWith('dev chain'))!;
+    expect(chain).toContain('http://127.0.0.1:8545');
+    expect(chain).toContain('local development chain: demo money, never production');
+    const pay = lines.find((l) => l.trimStart().startsWith('pay for a job'))!;
+    expect(pay).toContain('npm run demo:pay -- <job id>');
+    expect(pay).toContain('.data/devnet/payer.key');
+    expect(lines.at(-1)).toBe('Ctrl-C stops everything; a second Ctrl-C forces.');
   });
 });
 

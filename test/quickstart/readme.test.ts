@@ -1,6 +1,6 @@
 // The README's quick start, literally, on a fresh clone of this checkout's HEAD (commit first: the
-// working tree is not what is cloned), with nothing configured but a free PORT: the embedded Postgres,
-// Redis found on 127.0.0.1:6379, migrations, web + worker + prover. The banner must be the README's,
+// working tree is not what is cloned), with nothing configured but free ports: the embedded Postgres,
+// Redis found on 127.0.0.1:6379, migrations, the local development chain, web + worker + prover. The banner must be the README's,
 // the README's job commands must run unedited, a second copy on the same port must refuse without ever
 // saying "running", and Ctrl-C (SIGINT to the process group, as a terminal sends it) must stop
 // everything gracefully, once.
@@ -50,6 +50,7 @@ let clone: string;
 let env: NodeJS.ProcessEnv;
 let port: number;
 let pgPort: number;
+let devnetPort: number;
 let first: Run | undefined;
 
 /** One line of the quick-start block, as a shell in the clone would run it. */
@@ -86,14 +87,15 @@ beforeAll(async () => {
   }
   const build = join(repo, 'workers/native-prover/build');
   if (existsSync(build)) cpSync(build, join(clone, 'workers/native-prover/build'), { recursive: true });
-  [port, pgPort] = [await freePort(), await freePort()];
-  // A fresh shell: nothing from the test run's own configuration, only a free port (and loopback).
+  [port, pgPort, devnetPort] = [await freePort(), await freePort(), await freePort()];
+  // A fresh shell: nothing from the test run's own configuration, only free ports (and loopback).
   env = {
     PATH: process.env.PATH,
     HOME: process.env.HOME,
     PORT: String(port),
     HOST: '127.0.0.1',
     EMBEDDED_PG_PORT: String(pgPort),
+    DEVNET_PORT: String(devnetPort),
     QUEUE_PREFIX: `pxq_${port}`,
   };
 }, 120_000);
@@ -136,7 +138,11 @@ describe('the README quick start on a fresh clone', () => {
       (b) => b.lang === 'text' && b.body.startsWith('[start] proof-exchange is running'),
     );
     expect(shown, 'the README shows the banner').toBeDefined();
-    const expected = shown!.body.trimEnd().replaceAll('localhost:3000', `localhost:${port}`);
+    // Nothing is configured for payments, so the local development chain runs and the banner says so.
+    const expected = shown!.body
+      .trimEnd()
+      .replaceAll('localhost:3000', `localhost:${port}`)
+      .replaceAll('127.0.0.1:8545', `127.0.0.1:${devnetPort}`);
     expect(printed.slice(printed.indexOf('[start] proof-exchange is running'))).toBe(expected);
     if (process.getuid?.() === 0) {
       // A clone in a folder the postgres user cannot enter: data placed where it can, and said so.
@@ -145,7 +151,7 @@ describe('the README quick start on a fresh clone', () => {
   }, 300_000);
 
   it("runs the README's job commands as they are", async () => {
-    const tryIt = blocks.find((b) => b.lang === 'sh' && b.body.includes('JOB=$('));
+    const tryIt = blocks.find((b) => b.lang === 'sh' && b.body.includes('attest.timestamp'));
     expect(tryIt, 'the README has a job example').toBeDefined();
     const script = tryIt!.body.replaceAll('localhost:3000', `localhost:${port}`);
     const out = execFileSync('bash', ['-euo', 'pipefail', '-c', script], {
@@ -173,7 +179,7 @@ describe('the README quick start on a fresh clone', () => {
     expect((await fetch(`http://127.0.0.1:${port}/api/health`)).status).toBe(200);
   }, 120_000);
 
-  it('Ctrl-C stops every process gracefully, once, then Postgres', async () => {
+  it('Ctrl-C stops every process gracefully, once (the development chain too), then Postgres', async () => {
     const run = first!;
     process.kill(-run.child.pid!, 'SIGINT');
     const { code, signal } = await run.exit;
@@ -184,6 +190,7 @@ describe('the README quick start on a fresh clone', () => {
       .filter((l) => l.startsWith('{'))
       .map((l) => JSON.parse(l) as { msg: string; reason?: string });
     expect(lines.filter((l) => l.msg === 'shutting down').map((l) => l.reason)).toEqual([
+      'SIGTERM',
       'SIGTERM',
       'SIGTERM',
       'SIGTERM',

@@ -62,7 +62,7 @@ describe('Basic auth', () => {
 describe('origins taken from the request', () => {
   it('marks the agent card uncacheable and varying by Host when BASE_URL is unset', async () => {
     const res = await app.request.get('/.well-known/agent-card.json').set('Host', 'evil.example').expect(200);
-    expect(res.body.url).toContain('evil.example');
+    expect(res.body.supportedInterfaces[0].url).toContain('evil.example');
     expect(res.headers['cache-control']).toBe('no-store');
     expect(res.headers.vary).toMatch(/\bHost\b/);
     const discovery = await app.request.get('/api/discovery').set('Host', 'evil.example').expect(200);

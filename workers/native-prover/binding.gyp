@@ -8,7 +8,7 @@
   "targets": [
     {
       "target_name": "native_prover",
-      "sources": ["src/addon.cpp", "src/prover.cpp"]
+      "sources": ["src/addon.cpp", "src/prover.cpp", "src/verify.cpp"]
     },
     {
       "target_name": "prover",

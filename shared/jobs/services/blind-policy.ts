@@ -83,5 +83,7 @@ export const blindPolicyService = {
   priceUsdCents: 200,
   expectedDurationMs: 3000,
   input: blindPolicyInput,
+  // A proof id as held by the prove route; a job for an id that is not held fails when it runs.
+  examples: [{ proofId: 'prf_01jd3x0v9m7k2q8w4e6r5t1y3z' }],
   run: runBlindPolicyJob,
 };

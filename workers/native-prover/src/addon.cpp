@@ -1,4 +1,5 @@
-// Node-API binding: loads proving keys into external handles and proves on libuv worker threads.
+// Node-API binding: loads proving and verification keys into external handles; proves and verifies on
+// libuv worker threads.
 #include <node_api.h>
 
 #include <algorithm>
@@ -10,12 +11,21 @@
 #include "msm.hpp"
 #include "pool.hpp"
 #include "prover.hpp"
+#include "verify.hpp"
 
 namespace {
 
 struct KeyHolder {
   std::shared_ptr<const np::ProvingKey> pk;
 };
+
+struct VkeyHolder {
+  std::shared_ptr<const np::VerifyingKey> vk;
+};
+
+// Tags on the handles, so one kind of handle passed where the other is expected is refused, not misread.
+constexpr napi_type_tag kProvingKeyTag = {0x6e70726f76696e67ULL, 0x6b65792d68616e64ULL};
+constexpr napi_type_tag kVerifyingKeyTag = {0x6e70766572696679ULL, 0x6b65792d68616e64ULL};
 
 struct AsyncBase {
   napi_async_work work = nullptr;
@@ -163,14 +173,32 @@ bool readStringArg(napi_env env, napi_value v, std::string* out) {
   return true;
 }
 
-void finalizeHolder(napi_env, void* data, void*) { delete static_cast<KeyHolder*>(data); }
-
-KeyHolder* getHolder(napi_env env, napi_value v) {
+void* getTagged(napi_env env, napi_value v, const napi_type_tag& tag) {
   napi_valuetype t;
-  if (napi_typeof(env, v, &t) != napi_ok || t != napi_external) return nullptr;
+  if (!v || napi_typeof(env, v, &t) != napi_ok || t != napi_external) return nullptr;
+  bool tagged = false;
+  if (napi_check_object_type_tag(env, v, &tag, &tagged) != napi_ok || !tagged) return nullptr;
   void* data = nullptr;
   if (napi_get_value_external(env, v, &data) != napi_ok) return nullptr;
-  return static_cast<KeyHolder*>(data);
+  return data;
+}
+
+// An external owning `holder` (deleted at garbage collection), tagged; null on failure.
+template <class Holder>
+napi_value makeHandle(napi_env env, Holder* holder, const napi_type_tag& tag) {
+  napi_value ext;
+  auto finalize = [](napi_env, void* data, void*) { delete static_cast<Holder*>(data); };
+  if (napi_create_external(env, holder, finalize, nullptr, &ext) != napi_ok) {
+    delete holder;
+    return nullptr;
+  }
+  // Once created, the finalizer owns the holder.
+  if (napi_type_tag_object(env, ext, &tag) != napi_ok) return nullptr;
+  return ext;
+}
+
+KeyHolder* getHolder(napi_env env, napi_value v) {
+  return static_cast<KeyHolder*>(getTagged(env, v, kProvingKeyTag));
 }
 
 // load(pathOrBytes, threads?, precompute? 'eager' | 'background' | 'off') -> Promise<handle>
@@ -232,10 +260,8 @@ napi_value Load(napi_env env, napi_callback_info info) {
       [](napi_env env, napi_status, void* data) {
         auto* j = static_cast<LoadJob*>(data);
         if (j->errCode.empty()) {
-          auto* holder = new KeyHolder{j->result};
-          napi_value ext;
-          if (napi_create_external(env, holder, finalizeHolder, nullptr, &ext) != napi_ok) {
-            delete holder;
+          napi_value ext = makeHandle(env, new KeyHolder{j->result}, kProvingKeyTag);
+          if (!ext) {
             j->errCode = "PROVER_FAILED";
             j->errMessage = "cannot create handle";
             rejectWith(env, j);
@@ -347,6 +373,98 @@ napi_value DefaultThreads(napi_env env, napi_callback_info) {
   napi_value v;
   napi_create_uint32(env, np::ThreadPool::defaultThreads(), &v);
   return v;
+}
+
+// ---- Groth16 verification
+
+struct PrepareVkeyJob : AsyncBase {
+  std::string numbers;
+  std::shared_ptr<const np::VerifyingKey> result;
+};
+
+struct VerifyJob : AsyncBase {
+  std::shared_ptr<const np::VerifyingKey> vk;
+  std::string signals, proof, reason;
+};
+
+// prepareVerifyingKey(numbers) -> Promise<handle>: checks the key's points and builds its line and
+// fixed-base tables off the event loop.
+napi_value PrepareVkey(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1] = {nullptr};
+  CHECK(napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr));
+  auto* job = new PrepareVkeyJob();
+  if (!readStringArg(env, argv[0], &job->numbers)) {
+    delete job;
+    return throwType(env, "prepareVerifyingKey(numbers) needs the key's coordinates as a string");
+  }
+  napi_value promise, name;
+  CHECK(napi_create_promise(env, &job->deferred, &promise));
+  napi_create_string_utf8(env, "nativeVerifierPrepare", NAPI_AUTO_LENGTH, &name);
+  napi_create_async_work(
+      env, nullptr, name,
+      [](napi_env, void* data) {
+        auto* j = static_cast<PrepareVkeyJob*>(data);
+        capture(j, [&] { j->result = np::prepareVerifyingKey(j->numbers); });
+      },
+      [](napi_env env, napi_status, void* data) {
+        auto* j = static_cast<PrepareVkeyJob*>(data);
+        napi_value ext = j->errCode.empty() ? makeHandle(env, new VkeyHolder{j->result}, kVerifyingKeyTag) : nullptr;
+        if (ext) {
+          napi_resolve_deferred(env, j->deferred, ext);
+        } else {
+          if (j->errCode.empty()) {
+            j->errCode = "PROVER_FAILED";
+            j->errMessage = "cannot create handle";
+          }
+          rejectWith(env, j);
+        }
+        napi_delete_async_work(env, j->work);
+        delete j;
+      },
+      job, &job->work);
+  CHECK(napi_queue_async_work(env, job->work));
+  return promise;
+}
+
+// verify(handle, publicSignals, proof) -> Promise<string>: "" when the proof holds, else the reason.
+napi_value Verify(napi_env env, napi_callback_info info) {
+  size_t argc = 3;
+  napi_value argv[3] = {nullptr, nullptr, nullptr};
+  CHECK(napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr));
+  auto* holder = static_cast<VkeyHolder*>(getTagged(env, argv[0], kVerifyingKeyTag));
+  if (!holder || !holder->vk) return throwType(env, "first argument is not a verification key handle");
+  auto* job = new VerifyJob();
+  job->vk = holder->vk;
+  if (!readStringArg(env, argv[1], &job->signals) || !readStringArg(env, argv[2], &job->proof)) {
+    delete job;
+    return throwType(env, "public signals and proof must be strings of decimal coordinates");
+  }
+  napi_value promise, name;
+  CHECK(napi_create_promise(env, &job->deferred, &promise));
+  napi_create_string_utf8(env, "nativeVerifierVerify", NAPI_AUTO_LENGTH, &name);
+  napi_create_async_work(
+      env, nullptr, name,
+      [](napi_env, void* data) {
+        auto* j = static_cast<VerifyJob*>(data);
+        capture(j, [&] { j->reason = np::verifyProof(*j->vk, j->signals, j->proof); });
+        j->vk.reset();
+      },
+      [](napi_env env, napi_status, void* data) {
+        auto* j = static_cast<VerifyJob*>(data);
+        if (j->errCode.empty()) {
+          napi_value reason;
+          napi_create_string_utf8(env, j->reason.c_str(), j->reason.size(), &reason);
+          napi_resolve_deferred(env, j->deferred, reason);
+        } else {
+          rejectWith(env, j);
+        }
+        napi_delete_async_work(env, j->work);
+        delete j;
+      },
+      job, &job->work);
+  CHECK(napi_queue_async_work(env, job->work));
+  return promise;
 }
 
 // ---- Test-only surface: the arithmetic under the prover, exposed so it can be checked against
@@ -515,6 +633,38 @@ napi_value msmFn(napi_env env, napi_callback_info info) {
   }
 }
 
+// _pairingCheck(g1, g2) -> whether the product of e(g1[i], g2[i]) is one. Points in the zkey layout
+// ((0, 0) is infinity, and such a pair contributes one); G2 points must be in the subgroup.
+napi_value PairingCheckFn(napi_env env, napi_callback_info info) {
+  size_t argc = 2;
+  napi_value argv[2] = {nullptr, nullptr};
+  CHECK(napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr));
+  std::vector<uint8_t> ab, bb;
+  if (!readBytes(env, argv[0], &ab) || ab.size() % sizeof(np::G1Affine) != 0 || !readBytes(env, argv[1], &bb) ||
+      bb.size() % sizeof(np::G2Affine) != 0 || ab.size() / sizeof(np::G1Affine) != bb.size() / sizeof(np::G2Affine)) {
+    return throwType(env, "g1 and g2 must hold the same number of points in the zkey layout");
+  }
+  std::vector<np::G1Affine> g1(ab.size() / sizeof(np::G1Affine));
+  std::vector<np::G2Affine> g2(g1.size());
+  std::memcpy(g1.data(), ab.data(), ab.size());
+  std::memcpy(g2.data(), bb.data(), bb.size());
+  auto canonical = [](const void* p, size_t words) {
+    const np::u64* w = static_cast<const np::u64*>(p);
+    for (size_t k = 0; k < words; k += 4) {
+      if (!np::Fq::isCanonical(w + k)) return false;
+    }
+    return true;
+  };
+  for (size_t i = 0; i < g1.size(); ++i) {
+    if (!canonical(&g1[i], 8) || !canonical(&g2[i], 16)) return throwRange(env, "a coordinate is not below the modulus");
+    if (!np::onCurve(g1[i]) || !np::onCurve(g2[i])) return throwRange(env, "a point is not on the curve");
+    if (!np::inG2Subgroup(g2[i])) return throwRange(env, "a G2 point is not in the subgroup");
+  }
+  napi_value v;
+  napi_get_boolean(env, np::pairingProductCheck(g1, g2), &v);
+  return v;
+}
+
 // _cpu() -> { adx }: whether field multiplication takes the MULX/ADCX/ADOX path here.
 napi_value CpuFn(napi_env env, napi_callback_info) {
   napi_value obj, v;
@@ -535,6 +685,9 @@ napi_value Init(napi_env env, napi_value exports) {
       {"_msmG1", nullptr, msmFn<np::Fq>, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"_msmG2", nullptr, msmFn<np::Fq2>, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"_cpu", nullptr, CpuFn, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"prepareVerifyingKey", nullptr, PrepareVkey, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"verify", nullptr, Verify, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"_pairingCheck", nullptr, PairingCheckFn, nullptr, nullptr, nullptr, napi_default, nullptr},
   };
   CHECK(napi_define_properties(env, exports, sizeof(props) / sizeof(props[0]), props));
   return exports;

@@ -1,0 +1,171 @@
+// The A2A endpoints: the SDK's JSON-RPC and HTTP+JSON transports over one JobTaskHandler, behind the
+// exchange's own gates. What concerns the HTTP request as such (a credential that is not ours, a body
+// over the limit) is answered as an RFC 9457 problem like anywhere else; what concerns the A2A request
+// (JSON that does not parse, a control character, a malformed message) in the transport's own error
+// form, before the SDK reads it.
+import { A2A_CONTENT_TYPE } from '@a2a-js/sdk';
+import { A2A_ERROR_CODE, restStatusFor, toJsonRpcError, toRestErrorBody } from '@a2a-js/sdk/errors';
+import { validateVersion } from '@a2a-js/sdk/server';
+import { jsonRpcHandler, restHandler } from '@a2a-js/sdk/server/express';
+import cors from 'cors';
+import express from 'express';
+import type { Request, RequestHandler, Response } from 'express';
+import { z } from 'zod';
+import { AppError, unauthorized, validationFailed } from '../../shared/errors';
+import type { AppDeps } from '../deps';
+import { authenticate } from '../http/auth';
+import { guardInput } from '../http/input-guard';
+import { sendProblem, toAppError } from '../http/problem';
+import { A2A_JSONRPC_PATH, A2A_REST_PATH, agentCard } from './card';
+import { toA2AError } from './errors';
+import { A2ACaller, JobTaskHandler } from './handler';
+
+type Transport = 'jsonrpc' | 'rest';
+/** The interfaces and versions served, whatever the address. */
+const servedCard = agentCard('');
+
+/** Answers an A2A-level refusal in the transport's own error form. */
+function sendA2AError(req: Request, res: Response, transport: Transport, err: unknown): void {
+  const error = toA2AError(err);
+  if (transport === 'jsonrpc') {
+    const id = (req.body as { id?: unknown } | undefined)?.id;
+    res.status(200).json({
+      jsonrpc: '2.0',
+      id: typeof id === 'string' || (typeof id === 'number' && Number.isInteger(id)) ? id : null,
+      error: toJsonRpcError(error),
+    });
+    return;
+  }
+  const status = restStatusFor(error);
+  res
+    .status(status)
+    .type(A2A_CONTENT_TYPE)
+    .send(JSON.stringify(toRestErrorBody(error, status)));
+}
+
+// The SDK's decoders index into every element of a message's `parts`: a null there would surface as
+// an internal error, so the shape is checked first (fields stay open: A2A readers ignore the unknown).
+const messageShape = z
+  .object(
+    { parts: z.array(z.looseObject({}), 'parts must be a list of objects').optional() },
+    'must be an object',
+  )
+  .loose()
+  .nullish();
+
+function checkShape(req: Request, transport: Transport): void {
+  const body = req.body as Record<string, unknown> | undefined;
+  if (!body || typeof body !== 'object') return;
+  let message: unknown;
+  let where: string;
+  if (transport === 'jsonrpc') {
+    if (body.method !== 'SendMessage' && body.method !== 'SendStreamingMessage') return;
+    message = (body.params as Record<string, unknown> | undefined)?.message;
+    where = 'params.message';
+  } else {
+    if (!/\/message:(send|stream)$/.test(req.path)) return;
+    message = body.message;
+    where = 'message';
+  }
+  const parsed = messageShape.safeParse(message);
+  if (!parsed.success) {
+    throw validationFailed(
+      parsed.error.issues.map((i) => ({ path: [where, ...i.path].join('.'), message: i.message })),
+      'The message is malformed.',
+    );
+  }
+}
+
+/**
+ * Before the SDK: the caller's credential (optional; a bad one is 401), the body parsed within the
+ * exchange's limit, the input guard (NUL and other control characters, depth), the message's shape.
+ * The caller rides to the handler as the SDK's `User`.
+ */
+function prelude(deps: AppDeps, transport: Transport): RequestHandler {
+  const parse = express.json({
+    limit: deps.bodyLimitBytes,
+    strict: transport === 'jsonrpc',
+    type: ['application/json', A2A_CONTENT_TYPE],
+  });
+  const binding = transport === 'jsonrpc' ? 'JSONRPC' : 'HTTP+JSON';
+  return (req, res, next) => {
+    const header = req.headers.authorization;
+    if (header !== undefined && !/^Bearer\s+\S+\s*$/i.test(header)) {
+      sendProblem(
+        res,
+        unauthorized('A2A calls take Authorization: Bearer <key> only (or none).', {
+          'WWW-Authenticate': 'Bearer',
+        }),
+        req.originalUrl,
+      );
+      return;
+    }
+    if (Number(req.headers['content-length'] ?? 0) > deps.bodyLimitBytes) {
+      sendProblem(
+        res,
+        new AppError(
+          413,
+          'payload_too_large',
+          `The request body is larger than ${deps.bodyLimitBytes} bytes.`,
+        ),
+        req.originalUrl,
+      );
+      return;
+    }
+    parse(req, res, (parseError?: unknown) => {
+      if (parseError) {
+        const problem = toAppError(parseError);
+        if (problem.status === 413) sendProblem(res, problem, req.originalUrl);
+        else if (problem.code === 'malformed_json' && transport === 'jsonrpc') {
+          res.status(200).json({
+            jsonrpc: '2.0',
+            id: null,
+            error: { code: A2A_ERROR_CODE.PARSE_ERROR, message: 'Invalid JSON payload.' },
+          });
+        } else sendA2AError(req, res, transport, problem);
+        return;
+      }
+      void (async () => {
+        try {
+          // The version first, as the SDK would (a request without A2A-Version asks for 0.3).
+          validateVersion(req.header('A2A-Version') || '0.3', servedCard, binding);
+          if (req.body !== undefined) guardInput(req.body, 'body');
+          checkShape(req, transport);
+        } catch (err) {
+          sendA2AError(req, res, transport, err);
+          return;
+        }
+        let principal;
+        try {
+          principal = await authenticate(req, deps, 'agent-optional');
+        } catch (err) {
+          sendProblem(res, toAppError(err), req.originalUrl);
+          return;
+        }
+        const closed = new AbortController();
+        res.on('close', () => closed.abort());
+        res.locals.a2aCaller = new A2ACaller(principal, req, closed.signal);
+        next();
+      })();
+    });
+  };
+}
+
+const userBuilder = async (req: Request) => req.res!.locals.a2aCaller as A2ACaller;
+
+export function a2aRouter(deps: AppDeps): express.Router {
+  const requestHandler = new JobTaskHandler(deps);
+  const router = express.Router();
+  router.use(
+    '/a2a',
+    cors({
+      origin: '*',
+      allowedHeaders: ['Authorization', 'Content-Type', 'A2A-Version', 'A2A-Extensions', 'X-Referral-Code'],
+      exposedHeaders: ['A2A-Extensions', 'Retry-After', 'X-Request-Id'],
+      maxAge: 600,
+    }),
+  );
+  router.use(A2A_JSONRPC_PATH, prelude(deps, 'jsonrpc'), jsonRpcHandler({ requestHandler, userBuilder }));
+  router.use(A2A_REST_PATH, prelude(deps, 'rest'), restHandler({ requestHandler, userBuilder }));
+  return router;
+}

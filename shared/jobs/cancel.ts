@@ -1,0 +1,79 @@
+// Cancelling a job before its work starts. Only what nobody has paid for yet can be cancelled: a job
+// awaiting payment (or whose quote expired but is still watched) with no payment being verified, or a
+// free job still queued. A paid job runs, and a running job is not interrupted.
+import type { Db } from '../db/knex';
+import { env } from '../env';
+import { conflict, forbidden, notFound } from '../errors';
+import { jobChanged } from './notify';
+import type { JobRow } from './jobs';
+
+/**
+ * An expired job whose quote is still watched: a transfer made before then is still verified and
+ * revives the job (paid_late), so it is not over yet.
+ */
+export function stillWatched(job: Pick<JobRow, 'status' | 'expires_at'>, now = Date.now()): boolean {
+  return (
+    job.status === 'expired' &&
+    job.expires_at !== null &&
+    new Date(job.expires_at).getTime() + env.QUOTE_LATE_WINDOW_SECONDS * 1000 > now
+  );
+}
+
+export interface CancelOutcome {
+  row: JobRow;
+  /** False when the job was cancelled already (cancelling twice is not an error). */
+  changed: boolean;
+}
+
+/**
+ * Cancels a job for a caller: one created with an agent key only with that key (403), an anonymous
+ * one by whoever holds its id, as for its other routes. The row is locked, so a payment submitted at
+ * the same moment either lands first (and the cancel is refused) or finds the job cancelled.
+ */
+export async function cancelJob(db: Db, jobId: string, callerAgentId: string | null): Promise<CancelOutcome> {
+  const outcome = await db.transaction(async (trx): Promise<CancelOutcome> => {
+    const job = (await trx('jobs').where({ id: jobId }).forUpdate().first()) as JobRow | undefined;
+    if (!job) throw notFound(`Job ${jobId}`);
+    if (job.agent_id && job.agent_id !== callerAgentId) {
+      throw forbidden('This job belongs to another agent; only its API key can cancel it.');
+    }
+    if (job.status === 'cancelled') return { row: job, changed: false };
+    const cancelable =
+      job.status === 'awaiting_payment' ||
+      stillWatched(job) ||
+      (job.status === 'queued' && job.price_usd_cents === 0);
+    if (!cancelable) {
+      const why =
+        job.status === 'queued'
+          ? 'it is paid, and paid work runs'
+          : job.status === 'running'
+            ? 'it is running, and running work is not interrupted'
+            : `it has ended (${job.status})`;
+      throw conflict('job_not_cancelable', `The job cannot be cancelled: ${why}.`);
+    }
+    const verifying = await trx('payments')
+      .where({ job_id: jobId })
+      .whereIn('status', ['pending', 'verifying'])
+      .first('id');
+    if (verifying) {
+      throw conflict(
+        'job_not_cancelable',
+        'The job cannot be cancelled: a payment for it is being verified, and it runs once confirmed.',
+      );
+    }
+    const error = { code: 'cancelled', message: 'Cancelled by its creator.' };
+    const { rows } = await trx.raw(
+      `with u as (
+         update jobs set status = 'cancelled', error = ?::jsonb, finished_at = now(), updated_at = now()
+         where id = ? returning *
+       ), e as (
+         insert into job_events (job_id, type, data) select id, 'cancelled', '{}'::jsonb from u
+       )
+       select * from u`,
+      [JSON.stringify(error), jobId],
+    );
+    return { row: (rows as JobRow[])[0]!, changed: true };
+  });
+  if (outcome.changed) jobChanged(jobId);
+  return outcome;
+}

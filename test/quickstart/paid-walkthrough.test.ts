@@ -1,0 +1,257 @@
+// The README's paid walkthrough, literally: `npm start` in this checkout with no chain configured (its
+// own DATA_DIR, so a fresh local development chain; the test database and Redis prefix instead of the
+// embedded Postgres, which test/quickstart/readme.test.ts covers), then the README's commands unedited
+// but for the port: a priced job, `npm run demo:pay`, the job succeeded, the receipt verified offline.
+// Then the payer who should be refused: the same job again, a job that does not exist, a free job, and
+// no development chain — each refused in one line, with no transfer sent.
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { createPublicClient, http } from 'viem';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { demoTokenBalance } from '../../shared/devchain/token';
+import { devnetChain, devnetPaths, readDevnetInfo } from '../../shared/devstack/devnet';
+import type { DevnetInfo } from '../../shared/devstack/devnet';
+import { verifyReceipt } from '../../shared/payments/receipts';
+import type { Receipt } from '../../shared/payments/receipts';
+
+const repo = resolve('.');
+const readme = readFileSync(join(repo, 'README.md'), 'utf8');
+const blocks = [...readme.matchAll(/```(\w+)\n([\s\S]*?)```/g)].map((m) => ({ lang: m[1], body: m[2]! }));
+const walkthrough = blocks.find((b) => b.lang === 'sh' && b.body.includes('npm run demo:pay'));
+
+function freePort(): Promise<number> {
+  return new Promise((res, rej) => {
+    const s = createServer();
+    s.once('error', rej);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as { port: number };
+      s.close(() => res(port));
+    });
+  });
+}
+
+const dataDir = mkdtempSync(join(tmpdir(), 'px-paid-'));
+let env: NodeJS.ProcessEnv;
+let port: number;
+let stack: { child: ChildProcess; out: string; exit: Promise<unknown> } | undefined;
+let startedInMs = 0;
+let info: DevnetInfo;
+let paidJob: string;
+
+async function until(pattern: RegExp, ms: number): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!pattern.test(stack!.out)) {
+    if (stack!.child.exitCode !== null || stack!.child.signalCode !== null)
+      throw new Error(`npm start exited before ${pattern}:\n${stack!.out}`);
+    if (Date.now() > deadline) throw new Error(`no ${pattern} after ${ms} ms:\n${stack!.out}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** What `npm run demo:pay -- <args>` runs (without npm's own start-up), with this stack's settings. */
+function demoPay(args: string[], extra: NodeJS.ProcessEnv = {}) {
+  return spawnSync(process.execPath, ['--import', 'tsx', 'shared/bin/demo-pay.ts', ...args], {
+    cwd: repo,
+    env: { ...env, ...extra },
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
+}
+
+async function payerNonce(): Promise<number> {
+  const pub = createPublicClient({ chain: devnetChain(info.rpcUrl), transport: http(info.rpcUrl) });
+  return pub.getTransactionCount({ address: info.payer });
+}
+
+beforeAll(async () => {
+  port = await freePort();
+  const { VITEST: _v, ...inherited } = process.env;
+  // This test file's database and Redis prefix; nothing of any chain; a DATA_DIR of its own.
+  env = {
+    ...inherited,
+    NODE_ENV: 'development',
+    LOG_LEVEL: 'info',
+    HOST: '127.0.0.1',
+    PORT: String(port),
+    DEVNET_PORT: String(await freePort()),
+    DATA_DIR: dataDir,
+  };
+  const started = Date.now();
+  const child = spawn('sh', ['-c', 'npm start'], { cwd: repo, env, detached: true });
+  stack = { child, out: '', exit: new Promise((r) => child.once('close', r)) };
+  child.stdout!.on('data', (c: Buffer) => (stack!.out += c.toString()));
+  child.stderr!.on('data', (c: Buffer) => (stack!.out += c.toString()));
+  await until(/\[start\] Ctrl-C stops everything|cannot start/, 150_000);
+  startedInMs = Date.now() - started;
+  expect(stack.out).not.toContain('cannot start');
+  info = readDevnetInfo(dataDir)!;
+}, 180_000);
+
+afterAll(async () => {
+  if (stack?.child.pid && stack.child.exitCode === null && stack.child.signalCode === null) {
+    process.kill(-stack.child.pid, 'SIGKILL');
+    await stack.exit;
+  }
+  rmSync(dataDir, { recursive: true, force: true });
+});
+
+describe('the README paid walkthrough, on the local development chain npm start runs', () => {
+  it('npm start says it runs a local development chain of demo money', async () => {
+    console.info(`npm start to running, with the development chain: ${startedInMs} ms`);
+    const said = stack!.out.split('\n').filter((l) => l.startsWith('[start]'));
+    expect(said).toContain(
+      '[start] starting the local development chain (ganache; demo money, never used in production)',
+    );
+    expect(said.find((l) => l.startsWith('[start]   dev chain'))).toBe(
+      `[start]   dev chain       ${info.rpcUrl}   (local development chain: demo money, never production)`,
+    );
+    expect(said.find((l) => l.startsWith('[start]   pay for a job'))).toBe(
+      `[start]   pay for a job   npm run demo:pay -- <job id>   (demo payer key in ${join(dataDir, 'devnet', 'payer.key')})`,
+    );
+    expect(statSync(info.payerKeyFile).mode & 0o777).toBe(0o600);
+    // Pricing offers the demo stablecoin on the chain, named as a demo token; WBTC is not on it.
+    const pricing = (await (await fetch(`http://127.0.0.1:${port}/api/pricing`)).json()) as {
+      assets: Array<{ id: string; enabled: boolean; network: string; name: string; reason?: string }>;
+    };
+    const asset = (id: string) => pricing.assets.find((a) => a.id === id)!;
+    expect(asset('USDC-ETH')).toMatchObject({ enabled: true, network: 'eip155:1337' });
+    expect(asset('USDC-ETH').name).toContain('demo token on the local development chain, not real money');
+    expect(asset('WBTC-ETH')).toMatchObject({ enabled: false, reason: 'wrong_network' });
+    expect(asset('USDC-SOL')).toMatchObject({ enabled: false, reason: 'no_treasury' });
+    // What the refusals below run directly is what the npm scripts run.
+    const { scripts } = JSON.parse(readFileSync(join(repo, 'package.json'), 'utf8')) as {
+      scripts: Record<string, string>;
+    };
+    expect(scripts['demo:pay']).toBe('node --import tsx shared/bin/demo-pay.ts');
+    expect(scripts['receipt:verify']).toBe('node --import tsx shared/bin/verify-receipt.ts');
+  });
+
+  it('runs as written: a priced job, paid with demo:pay, succeeded, its receipt verified offline', async () => {
+    expect(walkthrough, 'the README has a paid walkthrough').toBeDefined();
+    const script = walkthrough!.body.replaceAll('localhost:3000', `localhost:${port}`);
+    const before = await demoTokenBalance(info.rpcUrl, info.token.address, info.treasury);
+    const out = execFileSync('bash', ['-euo', 'pipefail', '-c', `${script}\necho "JOB=$JOB"`], {
+      cwd: repo,
+      env,
+      encoding: 'utf8',
+      timeout: 120_000,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    paidJob = /^JOB=(job_[0-9a-z]{26})$/m.exec(out)![1]!;
+    expect(out).toContain(`job ${paidJob} succeeded; receipt:`);
+    expect(out).toMatch(/"status":"succeeded"/);
+    expect(out).toMatch(/^valid: receipt rcpt_[0-9a-z]{26} signed by /m);
+
+    // What it claims, checked apart: the receipt is the service's, for this job, of exactly the quoted
+    // amount, which the treasury received on the development chain.
+    const job = (await (await fetch(`http://127.0.0.1:${port}/api/jobs/${paidJob}`)).json()) as {
+      job: { status: string; links: { receipt: string } };
+      payment: { quotes: Array<{ asset: string; amount: string; network: string }> };
+    };
+    expect(job.job.status).toBe('succeeded');
+    const { receipt } = (await (await fetch(job.job.links.receipt)).json()) as { receipt: Receipt };
+    const health = (await (await fetch(`http://127.0.0.1:${port}/api/health`)).json()) as {
+      signingKey: { publicKey: string };
+    };
+    expect(verifyReceipt(receipt, health.signingKey.publicKey)).toBe(true);
+    const quote = job.payment.quotes.find((q) => q.network === 'eip155:1337')!;
+    expect(receipt).toMatchObject({
+      jobId: paidJob,
+      asset: 'USDC-ETH',
+      network: 'eip155:1337',
+      amount: quote.amount,
+      quotedAmount: quote.amount,
+      payTo: info.treasury,
+      settlement: 'exact',
+    });
+    expect(BigInt(quote.amount)).toBeGreaterThan(500_000n); // 50 cents plus this quote's own offset
+    const after = await demoTokenBalance(info.rpcUrl, info.token.address, info.treasury);
+    expect(after - before).toBe(BigInt(quote.amount));
+
+    // A changed receipt does not verify with the same command.
+    const forged = JSON.stringify({ receipt: { ...receipt, amount: '1' } });
+    const verifier = ['--import', 'tsx', 'shared/bin/verify-receipt.ts', '-', health.signingKey.publicKey];
+    const check = spawnSync(process.execPath, verifier, {
+      cwd: repo,
+      env,
+      input: forged,
+      encoding: 'utf8',
+    });
+    expect(check.status).toBe(1);
+    expect(check.stdout).toMatch(/^INVALID: /);
+  }, 150_000);
+
+  it('refuses a job already paid, one that does not exist, and a free one, sending nothing', async () => {
+    const nonce = await payerNonce();
+    const again = demoPay([paidJob]);
+    expect(again.status).toBe(1);
+    expect(again.stderr).toMatch(
+      new RegExp(`^demo:pay: job ${paidJob} is already paid \\(it is succeeded\\); receipt: http`),
+    );
+
+    const missing = demoPay(['job_00000000000000000000000000']);
+    expect(missing.status).toBe(1);
+    expect(missing.stderr.trim()).toBe(
+      `demo:pay: job job_00000000000000000000000000 not found at http://127.0.0.1:${port}`,
+    );
+
+    const created = await fetch(`http://127.0.0.1:${port}/api/jobs`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ service: 'attest.timestamp', input: { digest: 'ab'.repeat(32) } }),
+    });
+    const free = ((await created.json()) as { job: { id: string } }).job.id;
+    const notPriced = demoPay([free]);
+    expect(notPriced.status).toBe(1);
+    expect(notPriced.stderr.trim()).toBe(
+      `demo:pay: job ${free} is not priced (attest.timestamp is free): it runs without a payment`,
+    );
+
+    const notAnId = demoPay(['../../etc/passwd']);
+    expect(notAnId.status).toBe(1);
+    expect(notAnId.stderr).toContain('is not a job id');
+
+    expect(await payerNonce()).toBe(nonce); // no transaction was sent for any of them
+    for (const run of [again, missing, notPriced, notAnId]) expect(run.stderr).not.toMatch(/\n\s+at /);
+  }, 120_000);
+
+  it('says there is no development chain when there is none, and never printed a key', async () => {
+    const elsewhere = mkdtempSync(join(tmpdir(), 'px-paid-none-'));
+    try {
+      const none = demoPay([paidJob], { DATA_DIR: elsewhere });
+      expect(none.status).toBe(1);
+      expect(none.stderr.trim()).toBe(
+        `demo:pay: no local development chain here (nothing under ${elsewhere}/devnet): run npm start with no chain configured, then try again`,
+      );
+    } finally {
+      rmSync(elsewhere, { recursive: true, force: true });
+    }
+
+    // Ctrl-C: every process, the chain included, stops gracefully, once.
+    process.kill(-stack!.child.pid!, 'SIGINT');
+    await stack!.exit;
+    expect(stack!.out).toContain('[start] stopped');
+    const stops = stack!.out
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l) as { msg: string; reason?: string })
+      .filter((l) => l.msg === 'shutting down');
+    expect(stops.map((l) => l.reason)).toEqual(['SIGTERM', 'SIGTERM', 'SIGTERM', 'SIGTERM']);
+
+    const stopped = demoPay([paidJob]);
+    expect(stopped.status).toBe(1);
+    expect(stopped.stderr.trim()).toBe(
+      `demo:pay: no local development chain is running (nothing answers at ${info.rpcUrl}): start it with npm start`,
+    );
+
+    const paths = devnetPaths(dataDir);
+    for (const file of [paths.payerKey, paths.treasuryKey]) {
+      const key = readFileSync(file, 'utf8').trim().slice(2);
+      expect(stack!.out).not.toContain(key);
+    }
+  }, 60_000);
+});
