@@ -106,6 +106,10 @@ export function createApp(deps: AppDeps, options: AppOptions = {}): express.Expr
         'X-Request-Id',
         'Last-Event-ID',
         'X-Referral-Code',
+        'PAYMENT-SIGNATURE',
+        'X-PAYMENT',
+        // x402 clients send it on the paid retry (asking the browser to expose the settlement header).
+        'Access-Control-Expose-Headers',
       ],
       exposedHeaders: [
         'Location',
@@ -115,6 +119,8 @@ export function createApp(deps: AppDeps, options: AppOptions = {}): express.Expr
         'RateLimit-Limit',
         'RateLimit-Remaining',
         'PAYMENT-REQUIRED',
+        'PAYMENT-RESPONSE',
+        'X-PAYMENT-RESPONSE',
       ],
       maxAge: 600,
     }),

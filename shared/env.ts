@@ -173,6 +173,22 @@ export const envSchema = z.object({
   /** Set by `npm start` in its processes: the EVM endpoint is its local development chain. Refused in production. */
   EVM_DEVNET: bool.default(false),
   EVM_CONFIRMATIONS: positiveInt.default(12),
+  /**
+   * An x402 facilitator (its /verify, /settle and /supported): PAYMENT-SIGNATURE retries of createJob
+   * are verified and settled through it. Preferred over X402_EVM_SETTLER_KEY when both are set.
+   */
+  X402_FACILITATOR_URL: url.optional(),
+  /** One facilitator call waits this long (settling includes waiting for the transaction's receipt). */
+  X402_FACILITATOR_TIMEOUT_MS: positiveInt.default(60_000),
+  /**
+   * Private key (0x + 64 hex) of the service's own EVM gas account: without a facilitator, x402
+   * authorizations are verified here and broadcast from it over EVM_RPC_URL. It pays gas only; the
+   * transfer goes from the payer to TREASURY_EVM. Never logged.
+   */
+  X402_EVM_SETTLER_KEY: z
+    .string()
+    .regex(/^0x[0-9a-fA-F]{64}$/, 'a 0x-prefixed 32-byte hex private key')
+    .optional(),
   BITCOIN_CONFIRMATIONS: positiveInt.default(2),
   MONERO_CONFIRMATIONS: positiveInt.default(10),
   CHAIN_RPC_TIMEOUT_MS: positiveInt.default(10_000),

@@ -7,6 +7,8 @@ export const redactPaths = [
   'req.headers.authorization',
   'req.headers.cookie',
   'req.headers["idempotency-key"]',
+  'req.headers["payment-signature"]',
+  'req.headers["x-payment"]',
   'res.headers["set-cookie"]',
   '*.apiKey',
   '*.api_key',

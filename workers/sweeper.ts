@@ -7,6 +7,7 @@ import { logger } from '../shared/log';
 import { expireCheckouts } from '../shared/commercial/checkouts';
 import { expireGateRequests } from '../shared/commercial/gate';
 import { expireUnpaidJobs } from '../shared/payments/payments';
+import { recoverX402Settlements } from '../shared/payments/x402';
 import type { Payload, QueueName, Queues } from '../shared/queues';
 import type { RedisClient } from '../shared/redis';
 
@@ -42,6 +43,8 @@ export interface SweepReport {
   /** Unpaid jobs, checkouts and payment-gate requests whose window ran out. */
   expired: number;
   idempotencyPurged: number;
+  /** x402 settlements whose outcome the request never saw, now paid or failed. */
+  x402Recovered: number;
 }
 
 export class Sweeper {
@@ -93,6 +96,7 @@ export class Sweeper {
       timedOut: 0,
       expired: 0,
       idempotencyPurged: 0,
+      x402Recovered: 0,
     };
     for (const target of targets) {
       const rows = (await this.db(target.table)
@@ -121,10 +125,12 @@ export class Sweeper {
       (await expireUnpaidJobs(this.db)) +
       (await expireCheckouts(this.db)) +
       (await expireGateRequests(this.db));
+    const recovered = await recoverX402Settlements(this.db, this.queues);
+    report.x402Recovered = recovered.paid + recovered.failed;
     report.idempotencyPurged = await this.db('idempotency_keys')
       .where('created_at', '<', new Date(Date.now() - 24 * 3600 * 1000))
       .delete();
-    if (report.requeued || report.markedFailed || report.timedOut || report.expired)
+    if (report.requeued || report.markedFailed || report.timedOut || report.expired || report.x402Recovered)
       logger.info(report, 'sweep');
     return report;
   }

@@ -52,7 +52,12 @@ export async function idempotent(deps: AppDeps, req: Request, res: Response): Pr
   const { principal } = await resolveCredential(req, deps);
   const scope = `${req.method} ${req.path} ${keyed('caller', callerKey(principal, req)).slice(0, 32)}`;
   const clientKey = key;
-  const keyDigest = keyed('key', scope, clientKey);
+  // An x402 retry repeats the request with a payment header and the same key: it is a request of its
+  // own (the first answered 402), and a replay of it answers what its own first attempt answered.
+  const payment = req.header('payment-signature') ?? req.header('x-payment');
+  const keyDigest = payment
+    ? keyed('key', scope, clientKey, 'payment', keyed('payment', payment))
+    : keyed('key', scope, clientKey);
   // Keyed by the server secret and the client's key: a plain hash of a small private input could be
   // guessed from a dump.
   const requestHash = keyed(
@@ -159,6 +164,6 @@ const openResponse = (stored: unknown, clientKey: string, scope: string): Stored
   ) as StoredResponse;
 
 function pickHeaders(headers: Record<string, unknown>): Record<string, string> {
-  const keep = ['content-type', 'location'];
+  const keep = ['content-type', 'location', 'payment-required', 'payment-response', 'x-payment-response'];
   return Object.fromEntries(keep.filter((k) => headers[k] !== undefined).map((k) => [k, String(headers[k])]));
 }

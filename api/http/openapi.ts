@@ -164,8 +164,24 @@ function registerRoute(registry: OpenAPIRegistry, spec: AnyRoute): void {
   }
   for (const [status, codes] of routeProblems(spec)) {
     const own = spec.responses[status];
-    // A status the route documents with its own body (503 with a readiness report) keeps it.
-    if (own?.schema) continue;
+    // A status the route documents with its own body (503 with a readiness report) keeps it; where
+    // the route also raises problems of that status itself (createJob's 402: a refused x402 payment),
+    // the problem document is listed beside the body.
+    if (own?.schema) {
+      if (
+        spec.problems?.[status]?.length &&
+        (own.contentType ?? 'application/json') !== 'application/problem+json'
+      ) {
+        const problem = problemResponse(status, codes, own.description);
+        const mine = responses[String(status)] as { content?: Record<string, unknown> };
+        responses[String(status)] = {
+          ...mine,
+          description: problem.description,
+          content: { ...mine.content, ...problem.content },
+        };
+      }
+      continue;
+    }
     responses[String(status)] = problemResponse(status, codes, own?.description);
   }
   responses.default = {
@@ -183,8 +199,15 @@ function registerRoute(registry: OpenAPIRegistry, spec: AnyRoute): void {
     request: {
       ...(spec.params ? { params: spec.params } : {}),
       ...(spec.query ? { query: spec.query } : {}),
-      ...(spec.method === 'post'
-        ? { headers: z.object({ 'Idempotency-Key': z.string().min(16).max(255).optional() }) }
+      ...(spec.method === 'post' || spec.requestHeaders
+        ? {
+            headers: z.object({
+              ...(spec.method === 'post'
+                ? { 'Idempotency-Key': z.string().min(16).max(255).optional() }
+                : {}),
+              ...spec.requestHeaders?.shape,
+            }),
+          }
         : {}),
       ...(spec.body
         ? { body: { content: { 'application/json': { schema: spec.body } }, required: true } }

@@ -64,6 +64,8 @@ export interface RouteSpec<P extends ZObject, Q extends ZObject, B extends z.Zod
   params?: P;
   query?: Q;
   body?: B;
+  /** Extra request headers worth documenting (Idempotency-Key is added to every POST). */
+  requestHeaders?: ZObject;
   responses: Record<number, ResponseSpec>;
   /**
    * The problems this route's own handler and services raise (the pipeline's — validation, auth,

@@ -14,7 +14,9 @@ import {
   jobWebhookRequestSchema,
   jobWebhookSchema,
   jobStatusBody,
+  payCreatedJob,
   paymentRequiredHeader,
+  paymentSignatureOf,
   pricingAssets,
   quotePolicy,
 } from './payments';
@@ -182,12 +184,27 @@ export function exchangeRoutes(table = new RouteTable('exchange')): RouteTable {
         ref: z.string().min(1).max(40).optional().describe('A referral code (or the X-Referral-Code header)'),
       }),
       body: createJobBody,
+      requestHeaders: z.object({
+        'PAYMENT-SIGNATURE': z
+          .string()
+          .optional()
+          .describe(
+            'x402 v2 payment (base64 JSON) for a requirement from this job’s PAYMENT-REQUIRED, sent with the same body: it pays that job (no new job is made). X-PAYMENT is read the same way.',
+          ),
+      }),
       responses: {
         202: {
           description:
-            'Accepted: free, or paid from a license’s prepaid credit; poll the job or follow its events',
+            'Accepted: free, or paid from a license’s prepaid credit, or (a retry with PAYMENT-SIGNATURE) the x402 payment settled and recorded; poll the job or follow its events',
           schema: createdJobSchema,
-          headers: { Location: jobLocation },
+          headers: {
+            Location: jobLocation,
+            'PAYMENT-RESPONSE': {
+              description:
+                'On a PAYMENT-SIGNATURE retry: the x402 settlement (base64 of its JSON: success, transaction, network, payer)',
+              schema: { type: 'string' },
+            },
+          },
         },
         402: {
           description:
@@ -204,18 +221,41 @@ export function exchangeRoutes(table = new RouteTable('exchange')): RouteTable {
         },
       },
       problems: {
-        400: ['validation_failed'],
-        422: ['unknown_service', 'unknown_referral', 'self_referral', 'target_not_allowed'],
-        503: ['payments_unavailable', 'asset_config_invalid'],
+        400: ['validation_failed', 'payment_signature_invalid', 'x402_version_unsupported'],
+        402: ['payment_invalid', 'payment_settlement_failed'],
+        409: [
+          'payment_for_other_job',
+          'payment_signature_used',
+          'payment_in_progress',
+          'job_payment_in_progress',
+          'job_not_awaiting_payment',
+          'quote_expired',
+        ],
+        422: [
+          'unknown_service',
+          'unknown_referral',
+          'self_referral',
+          'target_not_allowed',
+          'payment_requirements_mismatch',
+        ],
+        503: [
+          'payments_unavailable',
+          'asset_config_invalid',
+          'x402_unavailable',
+          'payment_settler_unavailable',
+          'payment_settlement_unknown',
+        ],
       },
       handler: async ({ body, query, auth, req, deps }) => {
+        const signature = paymentSignatureOf(req);
+        if (signature) return payCreatedJob(signature, body, req, deps);
         const { row, payment, webhook } = await createJobFor(req, deps, auth, {
           ...body,
           referralCode: query.ref ?? req.header('x-referral-code'),
         });
         const job = jobView(row, req, deps);
         return {
-          status: 202,
+          status: payment?.required ? 402 : 202,
           headers: { Location: job.links.self!, ...paymentRequiredHeader(payment) },
           body: { job, ...(payment ? { payment } : {}), ...(webhook ? { webhook } : {}) },
         };

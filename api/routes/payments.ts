@@ -1,5 +1,6 @@
 // Table A payment routes (submitPayment, getReceipt), and the payment parts of createJob, jobStatus and
 // pricing, which exchange.ts adds to its replies through the helpers below.
+import { encodePaymentRequiredHeader, encodePaymentResponseHeader } from '@x402/core/http';
 import type { Request } from 'express';
 import type { Knex } from 'knex';
 import { z } from 'zod';
@@ -21,6 +22,7 @@ import {
 } from '../../shared/payments/payments';
 import type { JobPaymentView, PreparedQuotes } from '../../shared/payments/payments';
 import { RECEIPT_TYPE } from '../../shared/payments/receipts';
+import { LEGACY_PAYMENT_HEADER, PAYMENT_SIGNATURE_HEADER, payJobWithX402 } from '../../shared/payments/x402';
 import { checkWebhookTarget, registerJobWebhook, webhookEventNames } from '../../shared/payments/webhooks';
 import type { AppDeps } from '../deps';
 import { origin } from '../http/links';
@@ -104,21 +106,29 @@ const quoteSchema = z
 const x402Schema = z
   .object({
     x402Version: z.number().int(),
-    error: z.string(),
+    error: z.string().optional(),
     resource: z.object({ url: z.string(), description: z.string(), mimeType: z.string() }),
     accepts: z.array(
       z.object({
         scheme: z.literal('exact'),
-        network: z.string(),
+        network: z.string().describe('CAIP-2 chain id'),
         amount: baseUnits,
-        asset: z.string(),
+        asset: z.string().describe('The EIP-3009 token contract'),
         payTo: z.string(),
         maxTimeoutSeconds: z.number().int(),
-        extra: z.record(z.string(), z.unknown()),
+        extra: z
+          .record(z.string(), z.unknown())
+          .describe(
+            "name and version: the token's EIP-712 domain; reference: the quote this requirement pays (a payment names it back)",
+          ),
       }),
     ),
   })
-  .meta({ id: 'X402PaymentRequired', description: 'x402 (v2) payment requirements, one per quoted asset' });
+  .meta({
+    id: 'X402PaymentRequired',
+    description:
+      'x402 (v2) payment requirements, as in the PAYMENT-REQUIRED header: one per quote the `exact` scheme can pay (EIP-3009 tokens on EVM, when a settler is configured); the other quotes are paid with submitPayment',
+  });
 
 export const jobPaymentSchema = z
   .object({
@@ -239,10 +249,43 @@ export async function subscribeJobWebhook(
   return { ...(await registerJobWebhook(trx, row, { url: webhook.url, jobUrl })), events: webhookEventNames };
 }
 
-/** The x402 PAYMENT-REQUIRED header value (base64 JSON) for an unpaid job. */
+/** The x402 PAYMENT-REQUIRED header value (base64 JSON, v2) for an unpaid job. */
 export function paymentRequiredHeader(payment: JobPaymentView | undefined): Record<string, string> {
   if (!payment?.x402) return {};
-  return { 'PAYMENT-REQUIRED': Buffer.from(JSON.stringify(payment.x402)).toString('base64') };
+  return { 'PAYMENT-REQUIRED': encodePaymentRequiredHeader(payment.x402) };
+}
+
+/** The payment header of a createJob retry, v2's or the legacy one, if the request carries one. */
+export function paymentSignatureOf(req: Request): { value: string; legacy: boolean } | undefined {
+  const v2 = req.header(PAYMENT_SIGNATURE_HEADER);
+  if (v2 !== undefined) return { value: v2, legacy: false };
+  const legacy = req.header(LEGACY_PAYMENT_HEADER);
+  return legacy !== undefined ? { value: legacy, legacy: true } : undefined;
+}
+
+/**
+ * For createJob retried with PAYMENT-SIGNATURE: pays the job the signature's requirement was issued
+ * for (never a new one) and answers 202 with the job, its payment side and PAYMENT-RESPONSE.
+ */
+export async function payCreatedJob(
+  signature: { value: string; legacy: boolean },
+  request: { service: string; input: unknown },
+  req: Request,
+  deps: AppDeps,
+) {
+  const base = origin(req, deps, 'base');
+  const paid = await payJobWithX402(deps.db, deps.queues, { header: signature.value, request, base });
+  const job = jobView(paid.job, req, deps);
+  const payment = await jobPayment(deps.db, paid.job, base);
+  const response = encodePaymentResponseHeader(paid.settlement);
+  return {
+    status: 202,
+    headers: {
+      Location: job.links.self!,
+      [signature.legacy ? 'X-PAYMENT-RESPONSE' : 'PAYMENT-RESPONSE']: response,
+    },
+    body: { job, ...(payment ? { payment } : {}) },
+  };
 }
 
 const receiptSchema = z

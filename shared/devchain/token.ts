@@ -8,6 +8,7 @@ import {
   defineChain,
   encodeDeployData,
   encodeFunctionData,
+  getAddress,
   http,
   numberToHex,
 } from 'viem';
@@ -123,7 +124,7 @@ export async function deployDemoToken(
   if (!receipt.contractAddress) throw new Error(`devchain: deployment ${deployTx} created no contract`);
   return {
     ...full,
-    address: receipt.contractAddress,
+    address: getAddress(receipt.contractAddress),
     chainId: chain.id,
     minter: from,
     deployTx,

@@ -43,6 +43,12 @@ export interface Asset {
    * the price is 1 to this many base units. Sized so the offset stays worth about a cent or less.
    */
   amountSpread?: number;
+  /**
+   * The EIP-712 domain (name, version) of a token's EIP-3009 `transferWithAuthorization`: set only for
+   * tokens that implement it, which x402's `exact` scheme can then pay (it is in the requirement's
+   * `extra`, the payer signs over it).
+   */
+  eip712?: { name: string; version: string };
   /** Turned off by configuration. */
   disabled?: boolean;
 }
@@ -81,6 +87,8 @@ const builtIn: readonly Asset[] = [
     contract: '0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48',
     stable: true,
     amountSpread: 9_999,
+    // FiatTokenV2's domain on Ethereum mainnet.
+    eip712: { name: 'USD Coin', version: '2' },
   },
   {
     id: 'SOL',
@@ -179,6 +187,12 @@ const overrideSchema = z
       .regex(/^[A-Z0-9]+$/)
       .optional(),
     amountSpread: z.number().int().min(1).max(1_000_000_000_000).optional(),
+    /** The token's EIP-3009 EIP-712 domain; null: the token does not implement EIP-3009. */
+    eip712: z
+      .object({ name: z.string().min(1).max(100), version: z.string().min(1).max(20) })
+      .strict()
+      .nullable()
+      .optional(),
     disabled: z.boolean().optional(),
   })
   .strict();
@@ -230,7 +244,14 @@ function applyOverrides(json: string): readonly Asset[] {
   return builtIn.map((asset) => {
     const o = parsed.data[asset.id];
     if (!o) return asset;
-    const merged: Asset = { ...asset, ...o };
+    const { eip712, ...rest } = o;
+    const merged: Asset = { ...asset, ...rest };
+    if (eip712 === null) delete merged.eip712;
+    else if (eip712 !== undefined) {
+      if (asset.family !== 'evm' || !asset.contract)
+        throw new AssetConfigError(`${asset.id}.eip712: only an EVM token has an EIP-712 domain`);
+      merged.eip712 = eip712;
+    }
     if (o.contract !== undefined) {
       if (!asset.contract) throw new AssetConfigError(`${asset.id}: a native coin has no contract`);
       const check = asset.family === 'evm' ? evmAddress : base58Address;

@@ -1,6 +1,8 @@
 // Crypto payments for priced jobs: quotes locked per job, payment submission, verification against the
 // chain (with the one-transfer-pays-once claim), receipts, and the job's move to queued once paid.
+import type { PaymentRequired, PaymentRequirements } from '@x402/core/types';
 import type { Knex } from 'knex';
+import { getAddress } from 'viem';
 import { adapterFor, endpointNetwork } from '../chains';
 import type { VerifyRequest, VerifyResult } from '../chains';
 import type { Db } from '../db/knex';
@@ -35,6 +37,7 @@ import type { Quote, RateSource } from './quote';
 import { signReceipt } from './receipts';
 import type { Receipt } from './receipts';
 import { emitWebhookEvent, enqueueWebhooks } from './webhooks';
+import { networkSupported, x402Networks } from './x402-settle';
 
 export const paymentStatuses = [
   'pending',
@@ -265,9 +268,6 @@ export async function jobQuotes(db: Db | Knex.Transaction, jobId: string): Promi
   return (await db('quotes').where({ job_id: jobId }).orderBy('id')) as QuoteRow[];
 }
 
-// CAIP-19 asset namespaces for native coins (SLIP-44 coin types); tokens are named by contract/mint.
-const slip44: Record<ChainFamily, number> = { evm: 60, solana: 501, bitcoin: 0, monero: 128 };
-
 /**
  * One quote's terms exactly as stored, the single reading every consumer shares (views, x402
  * requirements, verification): the asset as it was configured then, base units to pay, where to, from
@@ -315,31 +315,61 @@ function quoteView(q: QuoteRow, jobLabel: string) {
   };
 }
 
-/** x402 (v2) payment requirements for the job's quotes, so x402 clients know what to send where. */
-export function x402Requirements(jobUrl: string, serviceName: string, quotes: QuoteRow[], now = new Date()) {
+/**
+ * The x402 `exact` requirement of one quote, or undefined where `exact` cannot pay it: only an EVM
+ * token with EIP-3009 (its EIP-712 domain configured for the quote's contract) on a network the
+ * settler takes, for a quote bound by its unique amount and not yet expired. Native coins and other
+ * chains stay quoted for submitPayment only.
+ */
+export function x402RequirementFor(
+  q: QuoteRow,
+  networks: ReadonlySet<string>,
+  now = new Date(),
+): PaymentRequirements | undefined {
+  const terms = quoteTerms(q);
+  const { asset } = terms;
+  if (asset.family !== 'evm' || !asset.contract || terms.binding?.kind !== 'amount') return undefined;
+  if (!networkSupported(networks, asset.network)) return undefined;
+  // The domain belongs to the contract: one configured for another contract says nothing of this one.
+  const configured = findAsset(q.asset);
+  const domain =
+    configured?.contract?.toLowerCase() === asset.contract.toLowerCase() ? configured.eip712 : undefined;
+  if (!domain) return undefined;
+  const maxTimeoutSeconds = Math.floor((terms.expiresAt.getTime() - now.getTime()) / 1000);
+  if (maxTimeoutSeconds <= 0) return undefined;
+  return {
+    scheme: 'exact',
+    network: asset.network as PaymentRequirements['network'],
+    amount: terms.amount,
+    asset: getAddress(asset.contract),
+    payTo: getAddress(terms.payTo),
+    maxTimeoutSeconds,
+    extra: {
+      name: domain.name,
+      version: domain.version,
+      reference: q.id,
+      assetId: q.asset,
+      symbol: asset.symbol,
+      decimals: asset.decimals,
+    },
+  };
+}
+
+/** x402 (v2) PAYMENT-REQUIRED for an unpaid job: its quotes that `exact` can pay, one requirement each. */
+export function x402Requirements(
+  jobUrl: string,
+  serviceName: string,
+  quotes: QuoteRow[],
+  networks: ReadonlySet<string>,
+  now = new Date(),
+): PaymentRequired {
   return {
     x402Version: 2,
     error: 'Payment required',
     resource: { url: jobUrl, description: serviceName, mimeType: 'application/json' },
-    accepts: quotes.map((q) => {
-      const terms = quoteTerms(q);
-      return {
-        scheme: 'exact' as const,
-        network: terms.asset.network,
-        amount: terms.amount,
-        asset: terms.asset.contract ?? `slip44:${slip44[terms.asset.family]}`,
-        payTo: terms.payTo,
-        maxTimeoutSeconds: Math.max(0, Math.floor((terms.expiresAt.getTime() - now.getTime()) / 1000)),
-        extra: {
-          assetId: q.asset,
-          symbol: terms.asset.symbol,
-          decimals: terms.asset.decimals,
-          reference: q.id,
-          ...(terms.binding?.kind === 'reference' ? { solanaPayReference: terms.binding.reference } : {}),
-          ...(terms.binding?.kind === 'amount' ? { exactAmount: true } : {}),
-        },
-      };
-    }),
+    accepts: quotes
+      .map((q) => x402RequirementFor(q, networks, now))
+      .filter((r): r is PaymentRequirements => r !== undefined),
   };
 }
 
@@ -408,7 +438,14 @@ export async function jobPayment(
     ),
     ...(extra.unavailable ? { unavailable: extra.unavailable } : {}),
     ...(awaiting
-      ? { x402: x402Requirements(jobUrl, findService(job.service_id)?.name ?? job.service_id, quotes) }
+      ? {
+          x402: x402Requirements(
+            jobUrl,
+            findService(job.service_id)?.name ?? job.service_id,
+            quotes,
+            await x402Networks(),
+          ),
+        }
       : {}),
     payments: payments.map((p) => paymentView(p, base, receiptOf.get(p.id))),
     links: {

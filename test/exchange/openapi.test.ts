@@ -336,7 +336,7 @@ describe('replies validate against the document', () => {
         .set(buyer.auth)
         .set('X-Referral-Code', referral.code)
         .send({ service: 'attest.batch', input: { digests: [await sha256Of('priced')] } })
-        .expect(202),
+        .expect(402),
       'createJob',
     );
     const jobId = created.job.id as string;

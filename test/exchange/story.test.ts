@@ -116,7 +116,7 @@ describe('the agent story', () => {
         .post(`/api/jobs?ref=${referral.code.toLowerCase()}`)
         .set(buyer.auth)
         .send({ service: 'attest.batch', input: { digests } })
-        .expect(202)
+        .expect(402)
     ).body;
     const jobId: string = created.job.id;
     expect(created.job.status).toBe('awaiting_payment');

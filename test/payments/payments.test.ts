@@ -68,7 +68,7 @@ async function priced(digests = 3) {
       Array.from({ length: digests }, (_, i) => sha256Of(`doc ${i} ${Math.random()}`)),
     ),
   };
-  const res = await app.request.post('/api/jobs').send({ service: 'attest.batch', input }).expect(202);
+  const res = await app.request.post('/api/jobs').send({ service: 'attest.batch', input }).expect(402);
   const quotes = res.body.payment.quotes as Array<{ asset: string; amount: string; reference: string }>;
   /** What this job's quote in `asset` asks for: the only amount that pays it. */
   const amount = (asset: Asset) => BigInt(quotes.find((q) => q.asset === asset)!.amount);
@@ -144,16 +144,11 @@ describe('quotes', () => {
     const stored = await db()('quotes').where({ job_id: id });
     expect(stored).toHaveLength(3);
 
-    const accepts = payment.x402.accepts as Array<Record<string, unknown>>;
-    expect(payment.x402.x402Version).toBe(2);
-    expect(accepts.find((a) => a.asset === usdc)).toMatchObject({
-      scheme: 'exact',
-      network: 'eip155:1337',
-      amount: byAsset['USDC-ETH'].amount,
-      payTo: treasury,
-    });
-    expect(accepts.find((a) => a.asset === 'slip44:60')).toMatchObject({ amount: byAsset.ETH.amount });
-    for (const a of accepts) expect(a.maxTimeoutSeconds).toBeGreaterThan(800);
+    // x402 lists only what its `exact` scheme can pay, through a configured settler: none is configured
+    // here (and ETH, a native coin, never is), so every quote is paid with submitPayment.
+    // test/payments/x402.test.ts covers the requirements of a payable token.
+    expect(payment.x402).toMatchObject({ x402Version: 2, accepts: [] });
+    expect(res.headers.location).toBe(res.body.job.links.self);
     const header = JSON.parse(Buffer.from(res.headers['payment-required'] as string, 'base64').toString());
     expect(header).toEqual(payment.x402);
   });

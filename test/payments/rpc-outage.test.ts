@@ -87,7 +87,7 @@ const expectedWait = (checks: number) => Math.min(RECHECK_MS * 2 ** (checks - 1)
 describe('the EVM RPC goes down, then comes back', () => {
   it('keeps the payment pending with backoff while unreachable, and confirms it once the node answers', async () => {
     const input = { digests: [await sha256Of(`outage ${Math.random()}`)] };
-    const created = await app.request.post('/api/jobs').send({ service: 'attest.batch', input }).expect(202);
+    const created = await app.request.post('/api/jobs').send({ service: 'attest.batch', input }).expect(402);
     const jobId = created.body.job.id as string;
     // The job's own ETH amount: the price plus the offset that tells its quote from every other.
     const quoted = BigInt(

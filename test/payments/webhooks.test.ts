@@ -132,7 +132,7 @@ describe('job webhooks', () => {
         { digests: [await sha256Of(`hook ${Math.random()}`)] },
         hooks.url,
       );
-      expect(created.status).toBe(202);
+      expect(created.status).toBe(402);
       const jobId = created.body.job.id as string;
       const { secret } = created.body.webhook;
       expect(created.body.webhook).toMatchObject({ url: hooks.url });

@@ -365,15 +365,20 @@ describe('problem replies carry documented codes', () => {
     );
   });
 
-  it('documents createJob’s 402 with the job and its PAYMENT-REQUIRED and Location headers', () => {
+  it('documents createJob’s 402 with the job and its PAYMENT-REQUIRED and Location headers, and PAYMENT-RESPONSE on the 202', () => {
     const op = exchange.paths['/api/jobs']!.post! as unknown as {
       responses: Record<string, { headers?: Record<string, { required?: boolean }>; content?: object }>;
     };
     const paymentRequired = op.responses['402']!;
     expect(Object.keys(paymentRequired.headers ?? {}).sort()).toEqual(['Location', 'PAYMENT-REQUIRED']);
     expect(paymentRequired.headers!['PAYMENT-REQUIRED']!.required).toBe(true);
-    expect(paymentRequired.content).toEqual(op.responses['202']!.content);
-    expect(Object.keys(op.responses['202']!.headers ?? {})).toEqual(['Location']);
+    // The created job, as in the 202; and, for a refused x402 payment, a problem document.
+    const content = paymentRequired.content as Record<string, unknown>;
+    expect(content['application/json']).toEqual(
+      (op.responses['202']!.content as Record<string, unknown>)['application/json'],
+    );
+    expect(Object.keys(content).sort()).toEqual(['application/json', 'application/problem+json']);
+    expect(Object.keys(op.responses['202']!.headers ?? {}).sort()).toEqual(['Location', 'PAYMENT-RESPONSE']);
   });
 });
 
