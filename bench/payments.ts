@@ -3,13 +3,15 @@
 // One file, three roles: the driver (default), the node (ganache) and a payments-only worker.
 import { readFileSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
-import { cpus } from 'node:os';
+import { cpus, loadavg } from 'node:os';
 import type { Asset } from '../shared/payments/assets';
 import { printReport } from './report';
 import type { BenchReport } from './report';
 
 const N = Number(process.env.BENCH_PAYMENTS ?? 1000);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);
+/** Payments the worker holds at once: what one tick can check together. */
+const WORKER_CONCURRENCY = Number(process.env.BENCH_WORKER_CONCURRENCY ?? 64);
 const RPC_CALLS = Number(process.env.BENCH_RPC_CALLS ?? 3 * N);
 const PORT = Number(process.env.BENCH_PORT ?? 3997);
 const CHAIN_ID = 1337;
@@ -38,13 +40,20 @@ async function workerRole() {
   const { createRedis } = await import('../shared/redis');
   const { startWorker } = await import('../workers/pool');
   const { paymentsProcessor } = await import('../workers/processors/payments');
+  const { chainRpcCalls, chainRpcRequests } = await import('../shared/metrics');
   const db = createDb();
+  // Every statement this worker sends (BEGIN and COMMIT included): it does nothing but check payments.
+  let statements = 0;
+  db.on('query', () => statements++);
   const redis = createRedis('worker');
   const profile = process.env.BENCH_PROFILE ? await startProfile() : undefined;
   const worker = startWorker('payments', paymentsProcessor(db), redis);
   process.on('SIGTERM', async () => {
     await profile?.(process.env.BENCH_PROFILE!);
     await worker.close();
+    const requests = (await chainRpcRequests.get()).values.reduce((n, v) => n + v.value, 0);
+    const calls = (await chainRpcCalls.get()).values.reduce((n, v) => n + v.value, 0);
+    writeFileSync(process.env.BENCH_COUNTS!, JSON.stringify({ statements, requests, calls }));
     redis.disconnect();
     await db.destroy();
     process.exit(0);
@@ -101,7 +110,12 @@ async function driver() {
   const { createEvmAdapter } = await import('../shared/chains/evm');
 
   const stack = await benchStack();
+  const { mkdtempSync } = await import('node:fs');
+  const { tmpdir } = await import('node:os');
+  const { join } = await import('node:path');
+  const countsFile = join(mkdtempSync(join(tmpdir(), 'bench-payments-')), 'counts.json');
   let report: BenchReport | undefined;
+  let finish: ((counts: { statements: number; requests: number; calls: number }) => void) | undefined;
   try {
     const rpcPort = await freePort();
     const rpcUrl = `http://127.0.0.1:${rpcPort}`;
@@ -143,7 +157,8 @@ async function driver() {
     const worker = stack.spawn('bench/payments.ts', {
       ...paymentEnv,
       BENCH_PAYMENTS_ROLE: 'worker',
-      WORKER_CONCURRENCY: String(CONCURRENCY),
+      BENCH_COUNTS: countsFile,
+      WORKER_CONCURRENCY: String(WORKER_CONCURRENCY),
     });
     const connection = new Redis(stack.redisUrl, { maxRetriesPerRequest: null });
     const queue = new Queue('payments', { connection, prefix: stack.prefix });
@@ -217,7 +232,8 @@ async function driver() {
     });
     const rpcPerSecond = RPC_CALLS / ((performance.now() - t) / 1000);
 
-    // 4. The adapter alone (the worker's chain calls, no queue or database), in this process.
+    // 4. The adapter alone (the worker's chain calls, no queue or database), in this process: lone
+    // checks at the same concurrency, then groups of WORKER_CONCURRENCY as the worker makes them.
     const asset: Asset = {
       id: 'ETH',
       symbol: 'ETH',
@@ -236,6 +252,17 @@ async function driver() {
     t = performance.now();
     await pool(hashes, CONCURRENCY, verify);
     const adapterPerSecond = N / ((performance.now() - t) / 1000);
+    const groups: string[][] = [];
+    for (let i = 0; i < N; i += WORKER_CONCURRENCY) groups.push(hashes.slice(i, i + WORKER_CONCURRENCY));
+    t = performance.now();
+    await pool(groups, 2, async (group) => {
+      const results = await adapter.verifyTransfers!(
+        group.map((h) => ({ asset, txRef: h, to: treasury, minAmount: PRICE_WEI })),
+      );
+      const bad = results.find((r) => r.status !== 'confirmed');
+      if (bad) throw new Error(`adapter: ${bad.status} ${bad.reason ?? ''}`);
+    });
+    const adapterBatchedPerSecond = N / ((performance.now() - t) / 1000);
 
     // 5. Through the queue: release the held payments, time until every one is confirmed.
     const counts = async () => {
@@ -245,6 +272,7 @@ async function driver() {
       return Object.fromEntries(rows.map((r) => [r.status, Number(r.n)])) as Record<string, number>;
     };
     const cpuBefore = { worker: cpuMs(worker.pid), node: cpuMs(node.pid) };
+    const loadBefore = loadavg()[0]!;
     t = performance.now();
     await queue.resume();
     for (;;) {
@@ -269,44 +297,63 @@ async function driver() {
     await queue.close();
     connection.disconnect();
 
-    const callsPerCheck = 4; // eth_getTransactionByHash, eth_getTransactionReceipt, eth_blockNumber, eth_getBlockByNumber
-    console.log(`transfers sent and mined (ganache):        ${fmt(transfersPerSecond)} tx/s`);
-    console.log(`createJob + submitPayment over HTTP:       ${fmt(submitPerSecond)} payments/s`);
-    console.log(
+    // What one check needs when it is alone: the transaction, its receipt, the head and its block.
+    const callsPerCheck = 4;
+    const rpcBound = rpcPerSecond / callsPerCheck;
+    const loadAfter = loadavg()[0]!;
+    const lines = [
+      `transfers sent and mined (ganache):        ${fmt(transfersPerSecond)} tx/s`,
+      `createJob + submitPayment over HTTP:       ${fmt(submitPerSecond)} payments/s`,
       `raw RPC eth_getTransactionReceipt:         ${fmt(rpcPerSecond)} calls/s  (p50/p99 ${fmt(percentile(rpcLat, 50))} / ${fmt(percentile(rpcLat, 99))} ms)`,
-    );
-    console.log(
-      `EVM adapter verifyTransfer alone:          ${fmt(adapterPerSecond)} verifications/s  (${callsPerCheck} RPC calls each)`,
-    );
-    console.log(
+      `EVM adapter alone, lone checks:            ${fmt(adapterPerSecond)} verifications/s  (${callsPerCheck} RPC calls each, 2 HTTP requests)`,
+      `EVM adapter alone, groups of ${WORKER_CONCURRENCY}:          ${fmt(adapterBatchedPerSecond)} verifications/s`,
       `payments verified through the queue:       ${fmt(paymentsPerSecond)} payments/s  (${N} in ${elapsed.toFixed(2)} s; ${stats.checks} checks, ${stats.receipts} receipts, ${stats.queued} jobs queued)`,
-    );
-    console.log(
       `CPU per payment, worker / node:            ${workerCpu.toFixed(2)} / ${nodeCpu.toFixed(2)} ms`,
-    );
-    console.log(
-      `ratio payments/s / raw RPC calls/s:        ${((paymentsPerSecond / rpcPerSecond) * 100).toFixed(1)} %  (the RPC bound at ${callsPerCheck} calls per check is ${((1 / callsPerCheck) * 100).toFixed(1)} %)`,
-    );
-    console.log(
-      `ratio through the queue / adapter alone:   ${((paymentsPerSecond / adapterPerSecond) * 100).toFixed(1)} %`,
-    );
-    report = {
-      bench: 'payments',
-      settings: { payments: N, inFlight: CONCURRENCY, rpcCalls: RPC_CALLS, callsPerCheck },
-      figures: {
-        paymentsPerSecond,
-        ratioToRpcBound: paymentsPerSecond / (rpcPerSecond / callsPerCheck),
-        ratioToAdapter: paymentsPerSecond / adapterPerSecond,
-        submitPerSecond,
-        workerCpuMsPerPayment: workerCpu,
-        nodeCpuMsPerPayment: nodeCpu,
-      },
-      baseline: { rawRpcCallsPerSecond: rpcPerSecond, adapterPerSecond, transfersPerSecond },
-      target: { paymentsPerSecond: { min: 1000 }, ratioToRpcBound: { min: 0.5 } },
+      `ratio through the queue / (raw RPC ÷ ${callsPerCheck}):  ${((paymentsPerSecond / rpcBound) * 100).toFixed(1)} %  (raw ${fmt(rpcPerSecond)} calls/s ÷ ${callsPerCheck} = ${fmt(rpcBound)} checks/s)`,
+      `ratio through the queue / adapter alone:   ${((paymentsPerSecond / adapterBatchedPerSecond) * 100).toFixed(1)} % (grouped)`,
+      `load average (1 min), before / after:      ${loadBefore.toFixed(2)} / ${loadAfter.toFixed(2)}`,
+    ];
+    for (const line of lines) console.log(line);
+    finish = (counts) => {
+      const perPayment = (n: number) => n / N;
+      console.log(
+        `per payment (worker): SQL statements ${perPayment(counts.statements).toFixed(2)}, HTTP requests to the node ${perPayment(counts.requests).toFixed(3)}, RPC calls ${perPayment(counts.calls).toFixed(2)}`,
+      );
+      report = {
+        bench: 'payments',
+        settings: {
+          payments: N,
+          inFlight: CONCURRENCY,
+          workerConcurrency: WORKER_CONCURRENCY,
+          rpcCalls: RPC_CALLS,
+          callsPerCheck,
+          loadAverage1m: { before: +loadBefore.toFixed(2), after: +loadAfter.toFixed(2) },
+        },
+        figures: {
+          paymentsPerSecond,
+          ratioToRpcBound: paymentsPerSecond / rpcBound,
+          ratioToAdapter: paymentsPerSecond / adapterBatchedPerSecond,
+          submitPerSecond,
+          workerCpuMsPerPayment: workerCpu,
+          nodeCpuMsPerPayment: nodeCpu,
+          sqlStatementsPerPayment: perPayment(counts.statements),
+          httpRequestsPerPayment: perPayment(counts.requests),
+          rpcCallsPerPayment: perPayment(counts.calls),
+        },
+        baseline: {
+          rawRpcCallsPerSecond: rpcPerSecond,
+          adapterPerSecond,
+          adapterBatchedPerSecond,
+          transfersPerSecond,
+        },
+        target: { paymentsPerSecond: { min: 1000 }, ratioToRpcBound: { min: 0.5 } },
+      };
     };
   } finally {
     await stack.close();
   }
+  // The worker writes its counts as it stops (stack.close), so they cover the timed part and only it.
+  if (finish) finish(JSON.parse(readFileSync(countsFile, 'utf8')));
   if (report) printReport(report);
 }
 

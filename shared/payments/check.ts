@@ -15,7 +15,7 @@ import { serviceSigningKey } from '../keys';
 import { logger } from '../log';
 import type { Queues } from '../queues';
 import type { ChainFamily } from './assets';
-import { releaseAmounts, verifyRequestFor } from './binding';
+import { verifyRequestFor } from './binding';
 import { paymentView } from './payments';
 import type { PaymentRow, PaymentSettings, ProcessOptions, ProcessOutcome, QuoteRow } from './payments';
 import { signReceipt } from './receipts';
@@ -43,6 +43,7 @@ export function paymentChecker(
   const batch = new MicroBatch<string, ProcessOutcome>(
     (ids) => checkPayments(db, queues(), ids, opts),
     opts.maxBatch ?? env.PAYMENT_CHECK_BATCH,
+    Number(process.env.TMP_IN_FLIGHT ?? 2),
   );
   return { check: (id) => batch.add(id) };
 }
@@ -51,6 +52,8 @@ interface Claimed {
   payment: PaymentRow;
   quote: QuoteRow;
   req: VerifyRequest;
+  /** The job has a webhook (subscriptions are made with the job, never later). */
+  webhook: boolean;
 }
 
 /**
@@ -65,7 +68,9 @@ export async function checkPayments(
 ): Promise<ProcessOutcome[]> {
   const settings = opts.settings ?? env;
   const now = opts.now ?? (() => new Date());
+  const T0 = performance.now();
   const claimed = await claimForCheck(db, ids);
+  const T1 = performance.now();
   const byFamily = new Map<ChainFamily, Claimed[]>();
   for (const c of claimed.values()) {
     const family = c.req.asset.family;
@@ -76,9 +81,12 @@ export async function checkPayments(
   await Promise.all(
     [...byFamily.values()].map(async (group) => {
       const results = await verifyMany(group.map((c) => c.req));
+      const T2 = performance.now();
       const judged = group.map((c, k) => ({ ...c, judged: judge(c, results[k]!, settings, now()) }));
       const settles = judged.flatMap((j) =>
-        j.judged.kind === 'settle' ? [{ payment: j.payment, quote: j.quote, verdict: j.judged.verdict }] : [],
+        j.judged.kind === 'settle'
+          ? [{ payment: j.payment, quote: j.quote, webhook: j.webhook, verdict: j.judged.verdict }]
+          : [],
       );
       const rechecks = judged.flatMap((j) =>
         j.judged.kind === 'recheck' ? [{ payment: j.payment, judged: j.judged }] : [],
@@ -88,6 +96,10 @@ export async function checkPayments(
         writeRechecks(db, rechecks, now()),
       ]);
       for (const [id, outcome] of [...settled, ...rechecked]) outcomes.set(id, outcome);
+      if (process.env.TMP_TRACE)
+        console.error(
+          `TRACE n=${ids.length} claim=${(T1 - T0).toFixed(1)} verify=${(T2 - T1).toFixed(1)} settle=${(performance.now() - T2).toFixed(1)}`,
+        );
     }),
   );
   return ids.map((id) => {
@@ -113,18 +125,19 @@ async function claimForCheck(db: Db, ids: readonly string[]): Promise<Map<string
        from l where p.id = l.id returning p.*
      )
      select c.*, array(select pc.output from payment_claims pc
-                       where pc.chain = c.chain and pc.tx_ref = c.tx_ref) as claimed_outputs
+                       where pc.chain = c.chain and pc.tx_ref = c.tx_ref) as claimed_outputs,
+            exists(select 1 from job_webhooks w where w.job_id = c.job_id) as webhook
      from c`,
     [unique],
   );
-  const payments = rows as Array<PaymentRow & { claimed_outputs: string[] }>;
+  const payments = rows as Array<PaymentRow & { claimed_outputs: string[]; webhook: boolean }>;
   if (payments.length === 0) return new Map();
   const quotes = (await db('quotes').whereIn('id', [
     ...new Set(payments.map((p) => p.quote_id)),
   ])) as QuoteRow[];
   const quoteOf = new Map(quotes.map((q) => [q.id, q]));
   return new Map(
-    payments.map(({ claimed_outputs, ...payment }) => {
+    payments.map(({ claimed_outputs, webhook, ...payment }) => {
       const quote = quoteOf.get(payment.quote_id)!;
       // The quote's own terms, as they were when it was made: today's configuration plays no part.
       const req = verifyRequestFor(quote, {
@@ -132,7 +145,7 @@ async function claimForCheck(db: Db, ids: readonly string[]): Promise<Map<string
         txKey: payment.tx_key,
         skipOutputs: claimed_outputs,
       });
-      return [payment.id, { payment, quote, req }];
+      return [payment.id, { payment, quote, req, webhook }];
     }),
   );
 }
@@ -204,6 +217,7 @@ async function writeRechecks(
 interface ToSettle {
   payment: PaymentRow;
   quote: QuoteRow;
+  webhook: boolean;
   verdict: Verdict;
 }
 
@@ -267,9 +281,6 @@ async function settleMany(
     let queued = new Map<string, string>();
     const confirmed = todo.filter((t) => t.verdict.status === 'confirmed');
     if (confirmed.length > 0) {
-      // A paid job takes no more payment: its quotes' unique amounts are free for others.
-      const jobIds = [...new Set(confirmed.map((t) => t.payment.job_id))];
-      await releaseAmounts(trx, (await trx('quotes').whereIn('job_id', jobIds).pluck('id')) as string[]);
       const receiptRows = confirmed.map((t) => {
         const row = rowOf.get(t.payment.id)!;
         const id = newId('rcpt');
@@ -282,19 +293,21 @@ async function settleMany(
           issued_at: row.settled_at,
         };
       });
-      await trx('receipts').insert(receiptRows);
-      queued = await queuePaidJobs(trx, confirmed, receipts);
+      queued = await recordPaid(trx, confirmed, receiptRows);
     }
+    const webhooked = new Set(todo.filter((t) => t.webhook).map((t) => t.payment.id));
     const webhooks = await emitWebhookEvents(
       trx,
-      rows.map((row) => ({
-        jobId: row.job_id,
-        build: ({ base }: { base: string }) => ({
-          event: `payment.${row.status}`,
-          occurredAt: iso(row.settled_at ?? row.updated_at)!,
-          payment: paymentView(row, base, receipts.get(row.id)),
-        }),
-      })),
+      rows
+        .filter((row) => webhooked.has(row.id))
+        .map((row) => ({
+          jobId: row.job_id,
+          build: ({ base }: { base: string }) => ({
+            event: `payment.${row.status}`,
+            occurredAt: iso(row.settled_at ?? row.updated_at)!,
+            payment: paymentView(row, base, receipts.get(row.id)),
+          }),
+        })),
     );
     return { rows, receipts, queued, webhooks };
   });
@@ -443,20 +456,34 @@ function paymentReceipt(id: string, t: ToSettle, row: PaymentRow, serviceId: str
 }
 
 /**
- * Paid jobs move to queued (a late payment inside the watch window revives a job the sweeper already
- * expired), each with its `queued` event naming the payment that paid it; one statement. Returns the
- * jobs moved, each with the payment that moved it.
+ * What a confirmation writes besides the payment, in one statement: the receipts; the quotes' unique
+ * amounts set free (a paid job takes no more payment; as `releaseAmounts`); and the paid jobs moved to
+ * queued (a late payment inside the watch window revives a job the sweeper already expired), each
+ * with its `queued` event naming the payment that paid it. Returns the jobs moved, each with the
+ * payment that moved it.
  */
-async function queuePaidJobs(
+async function recordPaid(
   trx: Knex.Transaction,
   confirmed: readonly ToSettle[],
-  receipts: Map<string, string>,
+  receipts: ReadonlyArray<{
+    id: string;
+    payment_id: string;
+    job_id: string;
+    document: string;
+    issued_at: Date | null;
+  }>,
 ): Promise<Map<string, string>> {
   const first = new Map<string, ToSettle>();
   for (const t of confirmed) if (!first.has(t.payment.job_id)) first.set(t.payment.job_id, t);
   const paid = [...first.values()];
+  const receiptOf = new Map(receipts.map((r) => [r.payment_id, r.id]));
   const { rows } = await trx.raw(
-    `with v as (
+    `with r as (
+       insert into receipts (id, payment_id, job_id, document, issued_at)
+       select * from unnest(?::text[], ?::text[], ?::text[], ?::jsonb[], ?::timestamptz[])
+     ), d as (
+       delete from payment_amounts where owner in (select id from quotes where job_id = any(?::text[]))
+     ), v as (
        select * from unnest(?::text[], ?::jsonb[]) as v(id, data)
      ), u as (
        update jobs j set status = 'queued', queued_at = now(), finished_at = null, error = null, updated_at = now()
@@ -466,16 +493,22 @@ async function queuePaidJobs(
      )
      select id from u`,
     [
+      receipts.map((r) => r.id),
+      receipts.map((r) => r.payment_id),
+      receipts.map((r) => r.job_id),
+      receipts.map((r) => r.document),
+      receipts.map((r) => r.issued_at),
+      paid.map((t) => t.payment.job_id),
       paid.map((t) => t.payment.job_id),
       paid.map((t) =>
         JSON.stringify({
           paymentId: t.payment.id,
-          receiptId: receipts.get(t.payment.id),
+          receiptId: receiptOf.get(t.payment.id),
           settlement: t.verdict.settlement,
           asset: t.payment.asset,
         }),
       ),
-    ],
+    ] as Knex.RawBinding[],
   );
   return new Map((rows as Array<{ id: string }>).map((r) => [r.id, first.get(r.id)!.payment.id]));
 }
