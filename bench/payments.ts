@@ -10,8 +10,6 @@ import type { BenchReport } from './report';
 
 const N = Number(process.env.BENCH_PAYMENTS ?? 1000);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);
-/** Payments the worker holds at once: what one tick can check together. */
-const WORKER_CONCURRENCY = Number(process.env.BENCH_WORKER_CONCURRENCY ?? 64);
 const RPC_CALLS = Number(process.env.BENCH_RPC_CALLS ?? 3 * N);
 const PORT = Number(process.env.BENCH_PORT ?? 3997);
 const CHAIN_ID = 1337;
@@ -39,6 +37,7 @@ async function workerRole() {
   const { createDb } = await import('../shared/db/knex');
   const { createRedis } = await import('../shared/redis');
   const { startWorker } = await import('../workers/pool');
+  const { env } = await import('../shared/env');
   const { paymentsProcessor } = await import('../workers/processors/payments');
   const { chainRpcCalls, chainRpcRequests } = await import('../shared/metrics');
   const db = createDb();
@@ -46,10 +45,22 @@ async function workerRole() {
   let statements = 0;
   db.on('query', () => statements++);
   const redis = createRedis('worker');
-  const profile = process.env.BENCH_PROFILE ? await startProfile() : undefined;
-  const worker = startWorker('payments', paymentsProcessor(db), redis);
+  // The profile starts with the first payment, so it shows the checks and not the start-up.
+  let profile: Promise<(file: string) => Promise<void>> | undefined;
+  const processor = paymentsProcessor(db);
+  const worker = startWorker(
+    'payments',
+    (job, token) => {
+      if (process.env.BENCH_PROFILE) profile ??= startProfile();
+      return processor(job, token);
+    },
+    redis,
+    { concurrency: env.PAYMENTS_CONCURRENCY },
+  );
   process.on('SIGTERM', async () => {
-    await profile?.(process.env.BENCH_PROFILE!);
+    await (
+      await profile
+    )?.(process.env.BENCH_PROFILE!);
     await worker.close();
     const requests = (await chainRpcRequests.get()).values.reduce((n, v) => n + v.value, 0);
     const calls = (await chainRpcCalls.get()).values.reduce((n, v) => n + v.value, 0);
@@ -60,7 +71,7 @@ async function workerRole() {
   });
 }
 
-/** BENCH_PROFILE=file: the worker's CPU profile (open in Chrome DevTools) for the whole run. */
+/** BENCH_PROFILE=file: the worker's CPU profile (open in Chrome DevTools) from its first payment on. */
 async function startProfile() {
   const { Session } = await import('node:inspector/promises');
   const session = new Session();
@@ -108,6 +119,8 @@ async function driver() {
   const { createHash } = await import('node:crypto');
   const { benchStack, httpClient, percentile, pool } = await import('./stack');
   const { createEvmAdapter } = await import('../shared/chains/evm');
+  const { env } = await import('../shared/env');
+  const GROUP = env.PAYMENT_CHECK_BATCH;
 
   const stack = await benchStack();
   const { mkdtempSync } = await import('node:fs');
@@ -158,7 +171,6 @@ async function driver() {
       ...paymentEnv,
       BENCH_PAYMENTS_ROLE: 'worker',
       BENCH_COUNTS: countsFile,
-      WORKER_CONCURRENCY: String(WORKER_CONCURRENCY),
     });
     const connection = new Redis(stack.redisUrl, { maxRetriesPerRequest: null });
     const queue = new Queue('payments', { connection, prefix: stack.prefix });
@@ -233,7 +245,7 @@ async function driver() {
     const rpcPerSecond = RPC_CALLS / ((performance.now() - t) / 1000);
 
     // 4. The adapter alone (the worker's chain calls, no queue or database), in this process: lone
-    // checks at the same concurrency, then groups of WORKER_CONCURRENCY as the worker makes them.
+    // checks at the same concurrency, then groups of PAYMENT_CHECK_BATCH, the most the worker makes.
     const asset: Asset = {
       id: 'ETH',
       symbol: 'ETH',
@@ -253,7 +265,7 @@ async function driver() {
     await pool(hashes, CONCURRENCY, verify);
     const adapterPerSecond = N / ((performance.now() - t) / 1000);
     const groups: string[][] = [];
-    for (let i = 0; i < N; i += WORKER_CONCURRENCY) groups.push(hashes.slice(i, i + WORKER_CONCURRENCY));
+    for (let i = 0; i < N; i += GROUP) groups.push(hashes.slice(i, i + GROUP));
     t = performance.now();
     await pool(groups, 2, async (group) => {
       const results = await adapter.verifyTransfers!(
@@ -271,7 +283,26 @@ async function driver() {
       );
       return Object.fromEntries(rows.map((r) => [r.status, Number(r.n)])) as Record<string, number>;
     };
-    const cpuBefore = { worker: cpuMs(worker.pid), node: cpuMs(node.pid) };
+    // Postgres: the backends serving this run's database (the worker's pool among them); Redis: the
+    // whole server, which other users of the same Redis share.
+    const backends = async () =>
+      (
+        await db.query<{ pid: number }>(
+          'select pid from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()',
+        )
+      ).rows.map((r) => r.pid);
+    const pgCpu = async () => new Map((await backends()).map((pid) => [pid, cpuMs(pid) || 0]));
+    const redisCpu = async () => {
+      const info = await connection.info('cpu');
+      const field = (name: string) => Number(new RegExp(`${name}:([\\d.]+)`).exec(info)?.[1] ?? NaN);
+      return (field('used_cpu_user') + field('used_cpu_sys')) * 1000;
+    };
+    const cpuBefore = {
+      worker: cpuMs(worker.pid),
+      node: cpuMs(node.pid),
+      pg: await pgCpu(),
+      redis: await redisCpu(),
+    };
     const loadBefore = loadavg()[0]!;
     t = performance.now();
     await queue.resume();
@@ -287,6 +318,11 @@ async function driver() {
     const elapsed = (performance.now() - t) / 1000;
     const workerCpu = (cpuMs(worker.pid) - cpuBefore.worker) / N;
     const nodeCpu = (cpuMs(node.pid) - cpuBefore.node) / N;
+    // Backends that appeared during the run count from zero.
+    let pgUsed = 0;
+    for (const [pid, ms] of await pgCpu()) pgUsed += ms - (cpuBefore.pg.get(pid) ?? 0);
+    const postgresCpu = pgUsed / N;
+    const redisServerCpu = ((await redisCpu()) - cpuBefore.redis) / N;
     const paymentsPerSecond = N / elapsed;
     const { rows } = await db.query<{ checks: string; receipts: string; queued: string }>(
       `select (select sum(checks) from payments) checks, (select count(*) from receipts) receipts,
@@ -306,9 +342,9 @@ async function driver() {
       `createJob + submitPayment over HTTP:       ${fmt(submitPerSecond)} payments/s`,
       `raw RPC eth_getTransactionReceipt:         ${fmt(rpcPerSecond)} calls/s  (p50/p99 ${fmt(percentile(rpcLat, 50))} / ${fmt(percentile(rpcLat, 99))} ms)`,
       `EVM adapter alone, lone checks:            ${fmt(adapterPerSecond)} verifications/s  (${callsPerCheck} RPC calls each, 2 HTTP requests)`,
-      `EVM adapter alone, groups of ${WORKER_CONCURRENCY}:          ${fmt(adapterBatchedPerSecond)} verifications/s`,
+      `EVM adapter alone, groups of ${GROUP}:          ${fmt(adapterBatchedPerSecond)} verifications/s`,
       `payments verified through the queue:       ${fmt(paymentsPerSecond)} payments/s  (${N} in ${elapsed.toFixed(2)} s; ${stats.checks} checks, ${stats.receipts} receipts, ${stats.queued} jobs queued)`,
-      `CPU per payment, worker / node:            ${workerCpu.toFixed(2)} / ${nodeCpu.toFixed(2)} ms`,
+      `CPU per payment, worker / node / Postgres / Redis: ${workerCpu.toFixed(2)} / ${nodeCpu.toFixed(2)} / ${postgresCpu.toFixed(2)} / ${redisServerCpu.toFixed(2)} ms  (Redis: the whole server, shared)`,
       `ratio through the queue / (raw RPC ÷ ${callsPerCheck}):  ${((paymentsPerSecond / rpcBound) * 100).toFixed(1)} %  (raw ${fmt(rpcPerSecond)} calls/s ÷ ${callsPerCheck} = ${fmt(rpcBound)} checks/s)`,
       `ratio through the queue / adapter alone:   ${((paymentsPerSecond / adapterBatchedPerSecond) * 100).toFixed(1)} % (grouped)`,
       `load average (1 min), before / after:      ${loadBefore.toFixed(2)} / ${loadAfter.toFixed(2)}`,
@@ -324,7 +360,8 @@ async function driver() {
         settings: {
           payments: N,
           inFlight: CONCURRENCY,
-          workerConcurrency: WORKER_CONCURRENCY,
+          paymentsConcurrency: env.PAYMENTS_CONCURRENCY,
+          checkBatch: GROUP,
           rpcCalls: RPC_CALLS,
           callsPerCheck,
           loadAverage1m: { before: +loadBefore.toFixed(2), after: +loadAfter.toFixed(2) },
@@ -336,6 +373,8 @@ async function driver() {
           submitPerSecond,
           workerCpuMsPerPayment: workerCpu,
           nodeCpuMsPerPayment: nodeCpu,
+          postgresCpuMsPerPayment: postgresCpu,
+          redisServerCpuMsPerPayment: redisServerCpu,
           sqlStatementsPerPayment: perPayment(counts.statements),
           httpRequestsPerPayment: perPayment(counts.requests),
           rpcCallsPerPayment: perPayment(counts.calls),

@@ -27,25 +27,54 @@ import { emitWebhookEvents, enqueueWebhooks } from './webhooks';
 const iso = (d: Date | string | null) => (d ? new Date(d).toISOString() : null);
 
 export interface PaymentChecker {
-  /** One check of one payment, made together with the others asked for in the same turn. */
+  /** One check of one payment, made together with the others taken up at the same time. */
   check(paymentId: string): Promise<ProcessOutcome>;
 }
 
 /**
- * The `payments` processor's collector: checks asked for in the same turn of the event loop run as one
- * group of at most `maxBatch` (PAYMENT_CHECK_BATCH). `queues` enqueues paid jobs and webhooks.
+ * The `payments` processor's collector, a two-stage group commit: payments are claimed in groups, then
+ * checked and settled in groups per chain family (a slow endpoint of one family holds no other
+ * family's verdicts back). Each stage runs one group at a time; what arrives meanwhile waits and goes
+ * in the next group (at most `maxBatch`, PAYMENT_CHECK_BATCH), so the busier the worker, the fewer
+ * round trips each payment costs. `queues` enqueues paid jobs and webhooks.
  */
 export function paymentChecker(
   db: Db,
   queues: () => Queues,
   opts: ProcessOptions & { maxBatch?: number } = {},
 ): PaymentChecker {
-  const batch = new MicroBatch<string, ProcessOutcome>(
-    (ids) => checkPayments(db, queues(), ids, opts),
-    opts.maxBatch ?? env.PAYMENT_CHECK_BATCH,
-    Number(process.env.TMP_IN_FLIGHT ?? 2),
+  const settings = opts.settings ?? env;
+  const now = opts.now ?? (() => new Date());
+  const max = opts.maxBatch ?? env.PAYMENT_CHECK_BATCH;
+  const claims = new MicroBatch<string, Claimed | undefined>(
+    async (ids) => {
+      const claimed = await claimForCheck(db, ids);
+      // An id listed twice in one group is checked once; the later caller is skipped.
+      return ids.map((id) => {
+        const c = claimed.get(id);
+        claimed.delete(id);
+        return c;
+      });
+    },
+    max,
+    1,
   );
-  return { check: (id) => batch.add(id) };
+  const families = new Map<ChainFamily, MicroBatch<Claimed, ProcessOutcome>>();
+  const checks = (family: ChainFamily) => {
+    let batch = families.get(family);
+    if (!batch) {
+      batch = new MicroBatch((group) => checkClaimed(db, queues(), group, settings, now), max, 1);
+      families.set(family, batch);
+    }
+    return batch;
+  };
+  return {
+    async check(paymentId) {
+      const claimed = await claims.add(paymentId);
+      if (!claimed) return { outcome: 'skipped' };
+      return checks(claimed.req.asset.family).add(claimed);
+    },
+  };
 }
 
 interface Claimed {
@@ -57,56 +86,32 @@ interface Claimed {
 }
 
 /**
- * Checks payments together; one outcome per id, in order. Ids not pending or verifying (settled by
- * another delivery) are skipped, as is an id listed twice after its first place.
+ * Asks the chain about claimed payments of one family together, then writes their verdicts together;
+ * one outcome per payment, in order.
  */
-export async function checkPayments(
+async function checkClaimed(
   db: Db,
   queues: Queues,
-  ids: readonly string[],
-  opts: ProcessOptions = {},
+  group: readonly Claimed[],
+  settings: PaymentSettings,
+  now: () => Date,
 ): Promise<ProcessOutcome[]> {
-  const settings = opts.settings ?? env;
-  const now = opts.now ?? (() => new Date());
-  const T0 = performance.now();
-  const claimed = await claimForCheck(db, ids);
-  const T1 = performance.now();
-  const byFamily = new Map<ChainFamily, Claimed[]>();
-  for (const c of claimed.values()) {
-    const family = c.req.asset.family;
-    byFamily.set(family, [...(byFamily.get(family) ?? []), c]);
-  }
-  // Families are checked side by side: a slow endpoint of one does not hold the others' verdicts back.
-  const outcomes = new Map<string, ProcessOutcome>();
-  await Promise.all(
-    [...byFamily.values()].map(async (group) => {
-      const results = await verifyMany(group.map((c) => c.req));
-      const T2 = performance.now();
-      const judged = group.map((c, k) => ({ ...c, judged: judge(c, results[k]!, settings, now()) }));
-      const settles = judged.flatMap((j) =>
-        j.judged.kind === 'settle'
-          ? [{ payment: j.payment, quote: j.quote, webhook: j.webhook, verdict: j.judged.verdict }]
-          : [],
-      );
-      const rechecks = judged.flatMap((j) =>
-        j.judged.kind === 'recheck' ? [{ payment: j.payment, judged: j.judged }] : [],
-      );
-      const [settled, rechecked] = await Promise.all([
-        settleMany(db, queues, settles),
-        writeRechecks(db, rechecks, now()),
-      ]);
-      for (const [id, outcome] of [...settled, ...rechecked]) outcomes.set(id, outcome);
-      if (process.env.TMP_TRACE)
-        console.error(
-          `TRACE n=${ids.length} claim=${(T1 - T0).toFixed(1)} verify=${(T2 - T1).toFixed(1)} settle=${(performance.now() - T2).toFixed(1)}`,
-        );
-    }),
+  const results = await verifyMany(group.map((c) => c.req));
+  const judged = group.map((c, k) => ({ ...c, judged: judge(c, results[k]!, settings, now()) }));
+  const settles = judged.flatMap((j) =>
+    j.judged.kind === 'settle'
+      ? [{ payment: j.payment, quote: j.quote, webhook: j.webhook, verdict: j.judged.verdict }]
+      : [],
   );
-  return ids.map((id) => {
-    const outcome = outcomes.get(id);
-    outcomes.delete(id);
-    return outcome ?? { outcome: 'skipped' };
-  });
+  const rechecks = judged.flatMap((j) =>
+    j.judged.kind === 'recheck' ? [{ payment: j.payment, judged: j.judged }] : [],
+  );
+  const [settled, rechecked] = await Promise.all([
+    settleMany(db, queues, settles),
+    writeRechecks(db, rechecks, now()),
+  ]);
+  const outcomes = new Map([...settled, ...rechecked]);
+  return group.map((c) => outcomes.get(c.payment.id) ?? { outcome: 'skipped' });
 }
 
 /**
