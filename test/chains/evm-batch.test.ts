@@ -209,10 +209,11 @@ describe('rpcBatcher and jsonRpcBatch', () => {
   it('splits large groups, tries batches again after a refusal has aged, and reports an unreachable node per call', async () => {
     const f = await front();
     const calls = Array.from({ length: 7 }, () => ({ method: 'eth_blockNumber', params: [] }));
-    const batcher = rpcBatcher(f.url, { timeoutMs: 5000, retries: 0, maxBatch: 3, retryBatchAfterMs: 50 });
+    const batcher = rpcBatcher(f.url, { timeoutMs: 5000, retries: 0, maxBatch: 3, retryBatchAfterMs: 1000 });
     const answered = await batcher.call(calls);
     expect(answered.every((o) => o.ok)).toBe(true);
-    expect(f.seen.map((s) => s.methods.length)).toEqual([3, 3, 1]);
+    // Sent together, so they may arrive in any order.
+    expect(f.seen.map((s) => s.methods.length).sort()).toEqual([1, 3, 3]);
 
     f.refuseBatches = 'object-400';
     f.seen.length = 0;
@@ -220,7 +221,7 @@ describe('rpcBatcher and jsonRpcBatch', () => {
     expect(batcher.batching()).toBe(false);
     expect(f.seen.map((s) => s.batch)).toEqual([true, false, false, false]);
     f.refuseBatches = 'none';
-    await new Promise((r) => setTimeout(r, 60));
+    await new Promise((r) => setTimeout(r, 1100));
     expect(batcher.batching()).toBe(true);
     f.seen.length = 0;
     await batcher.call(calls.slice(0, 3));

@@ -85,7 +85,7 @@ describe('SIGKILL while payments are being checked', () => {
         }
         return false;
       },
-      30_000,
+      60_000,
       5,
     );
     await new Promise((r) => first.once('exit', r));
@@ -99,7 +99,7 @@ describe('SIGKILL while payments are being checked', () => {
 
     front.delayMs = 0;
     startWorkerProcess();
-    await eventually(async () => (await count('confirmed')) === total, 60_000, 100);
+    await eventually(async () => (await count('confirmed')) === total, 90_000, 100);
 
     // One claim, one receipt and one `queued` event each; the held ones were checked again.
     const perPayment = async (table: string) =>
@@ -116,5 +116,5 @@ describe('SIGKILL while payments are being checked', () => {
     expect(queued.every((r) => Number(r.n) === 1)).toBe(true);
     const checks = await db()('payments').whereIn('id', held).pluck('checks');
     expect(checks.every((c: number) => c >= 2)).toBe(true);
-  }, 120_000);
+  }, 180_000);
 });
