@@ -81,7 +81,10 @@ interface Claimed {
   payment: PaymentRow;
   quote: QuoteRow;
   req: VerifyRequest;
-  /** The job has a webhook (subscriptions are made with the job, never later). */
+  /**
+   * The job has a webhook that hears of payments (made with the job, never later; an A2A push config,
+   * which may come later, follows the job's states and not its payments).
+   */
   webhook: boolean;
 }
 
@@ -131,7 +134,8 @@ async function claimForCheck(db: Db, ids: readonly string[]): Promise<Map<string
      )
      select c.*, array(select pc.output from payment_claims pc
                        where pc.chain = c.chain and pc.tx_ref = c.tx_ref) as claimed_outputs,
-            exists(select 1 from job_webhooks w where w.job_id = c.job_id) as webhook
+            exists(select 1 from job_webhooks w
+                   where w.job_id = c.job_id and w.format <> 'a2a') as webhook
      from c`,
     [unique],
   );
