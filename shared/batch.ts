@@ -1,13 +1,17 @@
 // Group commit: calls made in the same turn of the event loop are run together by one `run` (one
 // statement, one commit, one round trip), and each caller gets its own result or the batch's error.
+// With `maxInFlight`, calls arriving while that many runs are under way wait for one to end and go
+// together in the next: the busier the path, the larger the groups.
 export class MicroBatch<I, R> {
   private waiting: Array<{ item: I; resolve(r: R): void; reject(err: unknown): void }> = [];
   private scheduled = false;
+  private inFlight = 0;
 
   /** `run` returns one result per item, in the order given. */
   constructor(
     private readonly run: (items: I[]) => Promise<R[]>,
     private readonly max = 200,
+    private readonly maxInFlight = Infinity,
   ) {}
 
   add(item: I): Promise<R> {
@@ -18,7 +22,7 @@ export class MicroBatch<I, R> {
   }
 
   private schedule(): void {
-    if (this.scheduled) return;
+    if (this.scheduled || this.inFlight >= this.maxInFlight) return;
     this.scheduled = true;
     setImmediate(() => void this.flush());
   }
@@ -26,12 +30,17 @@ export class MicroBatch<I, R> {
   private async flush(): Promise<void> {
     this.scheduled = false;
     const batch = this.waiting.splice(0, this.max);
+    if (batch.length === 0) return;
+    this.inFlight++;
     if (this.waiting.length) this.schedule();
     try {
       const results = await this.run(batch.map((b) => b.item));
       batch.forEach((b, i) => b.resolve(results[i]!));
     } catch (err) {
       for (const b of batch) b.reject(err);
+    } finally {
+      this.inFlight--;
+      if (this.waiting.length) this.schedule();
     }
   }
 }

@@ -193,6 +193,12 @@ export const envSchema = z.object({
   MONERO_CONFIRMATIONS: positiveInt.default(10),
   CHAIN_RPC_TIMEOUT_MS: positiveInt.default(10_000),
   CHAIN_RPC_RETRIES: z.coerce.number().int().min(0).max(5).default(2),
+  /** Most JSON-RPC calls the EVM adapter puts in one batch request (a check takes two, plus one per new block). */
+  EVM_RPC_BATCH_MAX: positiveInt.default(100),
+  /** Payments one worker process holds at once: checks wait on the chain and Postgres, not on its CPU. */
+  PAYMENTS_CONCURRENCY: positiveInt.default(256),
+  /** Most payments one worker checks together (one RPC batch, shared SQL statements). */
+  PAYMENT_CHECK_BATCH: positiveInt.default(256),
   /** First wait before a payment the chain has not settled yet is asked about again; doubles each time. */
   PAYMENT_RECHECK_MS: positiveInt.default(15_000),
   /** The longest wait between two checks of one pending payment. */

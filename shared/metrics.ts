@@ -36,6 +36,19 @@ export const jobsProcessed = new Counter({
   registers: [registry],
 });
 
+export const chainRpcRequests = new Counter({
+  name: 'px_chain_rpc_requests_total',
+  help: 'HTTP requests sent to chain JSON-RPC endpoints, by kind (single call or batch)',
+  labelNames: ['kind'] as const,
+  registers: [registry],
+});
+
+export const chainRpcCalls = new Counter({
+  name: 'px_chain_rpc_calls_total',
+  help: 'JSON-RPC calls sent to chain endpoints, counted one by one whether batched or not',
+  registers: [registry],
+});
+
 /**
  * A process's own /metrics listener (the worker's): on `host` (loopback unless the operator says
  * otherwise), and behind `token` as a Bearer credential when one is configured.

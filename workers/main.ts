@@ -54,8 +54,14 @@ export async function startWorkerProcess(): Promise<WorkerProcess> {
     await closeJobEvents();
   });
 
+  // Payment checks are grouped (shared/payments/check.ts): the more a worker holds, the larger its groups.
   const workers = (Object.keys(processors) as WorkerQueue[]).map((q) =>
-    startWorker(q, processors[q](db), workerRedis),
+    startWorker(
+      q,
+      processors[q](db),
+      workerRedis,
+      q === 'payments' ? { concurrency: env.PAYMENTS_CONCURRENCY } : {},
+    ),
   );
   // Stop taking work first; jobs in flight finish (or are handed back when the lock lapses).
   shutdown.register('workers', () => Promise.allSettled(workers.map((w) => w.close())));

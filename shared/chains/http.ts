@@ -3,6 +3,8 @@
 // adapters turn into `pending` (never a rejection of the payer).
 
 import { operatorFetch } from '../egress';
+import { logger } from '../log';
+import { chainRpcCalls, chainRpcRequests } from '../metrics';
 
 export interface RpcOptions {
   timeoutMs: number;
@@ -98,6 +100,8 @@ export async function jsonRpc<T>(
   options: RpcOptions & { exactIntegers?: readonly string[] },
 ): Promise<T> {
   const id = nextId++;
+  chainRpcRequests.inc({ kind: 'single' });
+  chainRpcCalls.inc();
   const answer = await httpRequest(
     url,
     {
@@ -125,6 +129,160 @@ export async function jsonRpc<T>(
     throw new RpcUnreachableError(endpointName(url), `${endpointName(url)} answered HTTP ${answer.status}`);
   }
   return doc.result as T;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Batches (JSON-RPC 2.0 §6): many calls in one HTTP request, one answer per call.
+
+export interface RpcCall {
+  method: string;
+  params: unknown;
+}
+
+/** One call's own outcome: in a batch, a failing call fails only itself. */
+export type RpcOutcome<T = unknown> =
+  { ok: true; result: T } | { ok: false; error: RpcError | RpcUnreachableError };
+
+/**
+ * The endpoint answered the batch as a whole instead of call by call: a single error object (no
+ * batches here, or too large a batch), an error whose id is null inside the array (geth's "batch too
+ * large"), or a 4xx without an array.
+ */
+export class BatchRefusedError extends Error {
+  constructor(detail: string) {
+    super(detail);
+    this.name = 'BatchRefusedError';
+  }
+}
+
+interface RpcAnswer {
+  id?: unknown;
+  result?: unknown;
+  error?: { code: number; message: string; data?: unknown };
+}
+
+/**
+ * Sends the calls as one batch request. Throws RpcUnreachableError when the request did not get
+ * through, BatchRefusedError when the endpoint will not take it as a batch; otherwise each call's
+ * outcome, in the order given (the answer's order does not matter: answers are matched by id).
+ */
+export async function jsonRpcBatch(
+  url: string,
+  calls: readonly RpcCall[],
+  options: RpcOptions,
+): Promise<RpcOutcome[]> {
+  const ids = calls.map(() => nextId++);
+  chainRpcRequests.inc({ kind: 'batch' });
+  chainRpcCalls.inc(calls.length);
+  const answer = await httpRequest(
+    url,
+    {
+      method: 'POST',
+      body: JSON.stringify(
+        calls.map((c, i) => ({ jsonrpc: '2.0', id: ids[i], method: c.method, params: c.params })),
+      ),
+      headers: { 'content-type': 'application/json' },
+    },
+    options,
+  );
+  let doc: unknown;
+  try {
+    doc = JSON.parse(answer.text);
+  } catch {
+    if (answer.status >= 400) throw new BatchRefusedError(`HTTP ${answer.status}`);
+    throw new RpcUnreachableError(
+      endpointName(url),
+      `${endpointName(url)} answered ${answer.status} without JSON`,
+    );
+  }
+  if (!Array.isArray(doc)) {
+    const error = (doc as RpcAnswer | null)?.error;
+    throw new BatchRefusedError(
+      error ? `RPC error ${error.code}: ${error.message}` : `HTTP ${answer.status}`,
+    );
+  }
+  const byId = new Map<unknown, RpcAnswer>();
+  for (const item of doc as RpcAnswer[]) {
+    if (item?.error && (item.id === null || item.id === undefined)) {
+      throw new BatchRefusedError(`RPC error ${item.error.code}: ${item.error.message}`);
+    }
+    if (item && typeof item === 'object') byId.set(item.id, item);
+  }
+  return ids.map((id): RpcOutcome => {
+    const item = byId.get(id);
+    if (!item)
+      return { ok: false, error: new RpcError(-32603, 'The batch answer has no answer to this call.') };
+    if (item.error)
+      return { ok: false, error: new RpcError(item.error.code, item.error.message, item.error.data) };
+    return { ok: true, result: item.result };
+  });
+}
+
+export interface RpcBatcherOptions extends RpcOptions {
+  /** Most calls in one batch request; more are split over several requests sent together. */
+  maxBatch?: number;
+  /** After an endpoint refused a batch, calls go one by one for this long, then a batch is tried again. */
+  retryBatchAfterMs?: number;
+}
+
+export interface RpcBatcher {
+  /** Each call's outcome, in order, from as few HTTP requests as the endpoint takes. */
+  call(calls: readonly RpcCall[]): Promise<RpcOutcome[]>;
+  /** False while the endpoint is known to refuse batches. */
+  batching(): boolean;
+}
+
+const settled = (err: unknown): RpcOutcome => {
+  if (err instanceof RpcError || err instanceof RpcUnreachableError) return { ok: false, error: err };
+  throw err;
+};
+
+/**
+ * Calls an endpoint in batches, falling back to one request per call (sent concurrently) where the
+ * endpoint refuses batches; the refusal is remembered for `retryBatchAfterMs`, so a node without batch
+ * support costs one refused request per period, not one per tick.
+ */
+export function rpcBatcher(url: string, options: RpcBatcherOptions): RpcBatcher {
+  const maxBatch = Math.max(1, options.maxBatch ?? 100);
+  const retryAfter = options.retryBatchAfterMs ?? 10 * 60_000;
+  let refusedUntil = 0;
+  const batching = () => Date.now() >= refusedUntil;
+
+  const singles = (calls: readonly RpcCall[]) =>
+    Promise.all(
+      calls.map((c) =>
+        jsonRpc<unknown>(url, c.method, c.params, options).then(
+          (result): RpcOutcome => ({ ok: true, result }),
+          settled,
+        ),
+      ),
+    );
+
+  async function chunk(calls: readonly RpcCall[]): Promise<RpcOutcome[]> {
+    if (calls.length === 1 || !batching()) return singles(calls);
+    try {
+      return await jsonRpcBatch(url, calls, options);
+    } catch (err) {
+      if (err instanceof RpcUnreachableError) return calls.map(() => ({ ok: false, error: err }));
+      if (!(err instanceof BatchRefusedError)) throw err;
+      if (batching())
+        logger.warn(
+          { endpoint: endpointName(url), detail: err.message, retryAfterMs: retryAfter },
+          'the endpoint refused a JSON-RPC batch; calling one by one',
+        );
+      refusedUntil = Date.now() + retryAfter;
+      return singles(calls);
+    }
+  }
+
+  return {
+    async call(calls) {
+      const chunks: RpcCall[][] = [];
+      for (let i = 0; i < calls.length; i += maxBatch) chunks.push(calls.slice(i, i + maxBatch));
+      return (await Promise.all(chunks.map(chunk))).flat();
+    },
+    batching,
+  };
 }
 
 /**

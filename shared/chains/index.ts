@@ -33,6 +33,7 @@ export type ChainSettings = Pick<
   | 'MONERO_CONFIRMATIONS'
   | 'CHAIN_RPC_TIMEOUT_MS'
   | 'CHAIN_RPC_RETRIES'
+  | 'EVM_RPC_BATCH_MAX'
   | 'TREASURY_MONERO'
 >;
 
@@ -74,6 +75,7 @@ export function adapterFor(family: ChainFamily, settings: ChainSettings = env): 
           ...rpc,
           rpcUrl: settings.EVM_RPC_URL,
           confirmations: settings.EVM_CONFIRMATIONS,
+          maxBatch: settings.EVM_RPC_BATCH_MAX,
         });
       }
       break;

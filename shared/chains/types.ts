@@ -94,6 +94,11 @@ export interface ChainAdapter {
   readonly family: Asset['family'];
   verifyTransfer(req: VerifyRequest): Promise<VerifyResult>;
   /**
+   * Many checks at once, one result per request in order, where the family's endpoint can answer them
+   * together (EVM: JSON-RPC batches). Without it, callers check one by one.
+   */
+  verifyTransfers?(reqs: readonly VerifyRequest[]): Promise<VerifyResult[]>;
+  /**
    * The CAIP-2 id of the network the endpoint serves, asked at first use and again after the endpoint
    * was unreachable (a reconnect may land on another node). Throws when the endpoint cannot be asked.
    */

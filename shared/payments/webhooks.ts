@@ -137,12 +137,34 @@ export async function emitWebhookEvent(
   jobId: string,
   build: (ctx: { base: string; jobUrl: string }) => WebhookEventCore,
 ): Promise<string[]> {
-  const sub = (await trx('job_webhooks').where({ job_id: jobId }).first()) as JobWebhookRow | undefined;
+  return emitWebhookEvents(trx, [{ jobId, build }]);
+}
+
+/**
+ * emitWebhookEvent for many changes in one transaction: one read of the subscriptions and one insert
+ * of the deliveries, whatever their number.
+ */
+export async function emitWebhookEvents(
+  trx: Knex.Transaction,
+  changes: ReadonlyArray<{
+    jobId: string;
+    build: (ctx: { base: string; jobUrl: string }) => WebhookEventCore;
+  }>,
+): Promise<string[]> {
+  if (changes.length === 0) return [];
+  const subs = (await trx('job_webhooks').whereIn('job_id', [
+    ...new Set(changes.map((c) => c.jobId)),
+  ])) as JobWebhookRow[];
   // A2A pushes follow the task's states; a payment shows there as the job moving on.
-  if (!sub || sub.format === 'a2a') return [];
-  const base = baseOf(sub.job_url);
-  const event = { ...build({ base, jobUrl: sub.job_url }), jobId, links: { job: sub.job_url } };
-  const rows = deliveryRows(sub, [event]);
+  const byJob = new Map(subs.filter((s) => s.format !== 'a2a').map((s) => [s.job_id, s]));
+  if (byJob.size === 0) return [];
+  const rows = changes.flatMap(({ jobId, build }) => {
+    const sub = byJob.get(jobId);
+    if (!sub) return [];
+    const base = baseOf(sub.job_url);
+    const event = { ...build({ base, jobUrl: sub.job_url }), jobId, links: { job: sub.job_url } };
+    return deliveryRows(sub, [event]);
+  });
   await trx('logistics_requests').insert(rows);
   return rows.map((r) => r.id);
 }

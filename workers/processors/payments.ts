@@ -1,10 +1,12 @@
-// The `payments` queue: one check of one payment against its chain; a payment the chain has not
-// settled yet goes back to the delayed set with backoff, without spending an attempt.
+// The `payments` queue: one check of one payment against its chain, made together with the other
+// payments this worker takes up in the same tick (shared/payments/check.ts); a payment the chain has
+// not settled yet goes back to the delayed set with backoff, without spending an attempt.
 import { DelayedError, UnrecoverableError } from 'bullmq';
 import type { Processor } from 'bullmq';
 import type { Db } from '../../shared/db/knex';
 import { jobDuration, jobsProcessed } from '../../shared/metrics';
-import { failPayment, processPayment } from '../../shared/payments/payments';
+import { paymentChecker } from '../../shared/payments/check';
+import { failPayment } from '../../shared/payments/payments';
 import type { ProcessOptions } from '../../shared/payments/payments';
 import { Queues, queueCatalog } from '../../shared/queues';
 import { createRedis } from '../../shared/redis';
@@ -19,16 +21,21 @@ registerSweepTarget({
 });
 
 /** `queues` enqueues the paid job; default: a connection of its own. */
-export function paymentsProcessor(db: Db, queues?: Queues, opts: ProcessOptions = {}): Processor {
+export function paymentsProcessor(
+  db: Db,
+  queues?: Queues,
+  opts: ProcessOptions & { maxBatch?: number } = {},
+): Processor {
   let own: Queues | undefined;
   const jobQueues = () => queues ?? (own ??= new Queues(createRedis('api')));
+  const checker = paymentChecker(db, jobQueues, opts);
   return async (job, token) => {
     const parsed = queueCatalog.payments.payload.safeParse(job.data);
     if (!parsed.success) throw new UnrecoverableError('malformed payments payload');
     const end = jobDuration.startTimer({ queue: 'payments' });
     let result;
     try {
-      result = await processPayment(db, jobQueues(), parsed.data.paymentId, opts);
+      result = await checker.check(parsed.data.paymentId);
     } catch (err) {
       // The row stays pending/verifying; BullMQ retries with backoff and the sweeper has the rest.
       end({ outcome: 'error' });
