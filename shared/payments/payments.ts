@@ -10,9 +10,7 @@ import { env } from '../env';
 import { AppError, conflict, notFound, unprocessable, validationFailed } from '../errors';
 import { newId } from '../ids';
 import { findService } from '../jobs/catalog';
-import { enqueueJob } from '../jobs/jobs';
 import type { JobRow } from '../jobs/jobs';
-import { serviceSigningKey } from '../keys';
 import { logger } from '../log';
 import type { Queues } from '../queues';
 import { AssetConfigError, assetStatus, findAsset } from './assets';
@@ -26,15 +24,11 @@ import {
   bindingOf,
   paymentInstructions,
   prepareBinding,
-  releaseAmounts,
   releaseExpiredAmounts,
-  verifyRequestFor,
 } from './binding';
 import type { BindingKind, PreBinding } from './binding';
-import { judgeTransfer, lateWindowMs, recheckColumns } from './verdict';
-import type { Verdict } from './verdict';
+import { lateWindowMs } from './verdict';
 import type { Quote, RateSource } from './quote';
-import { signReceipt } from './receipts';
 import type { Receipt } from './receipts';
 import { emitWebhookEvent, enqueueWebhooks } from './webhooks';
 import { networkSupported, x402Networks } from './x402-settle';
@@ -628,198 +622,6 @@ export async function verifyWithAdapter(req: VerifyRequest): Promise<VerifyResul
   if (!lookup.configured) return { status: 'pending', detail: lookup.detail, reason: 'rpc_unreachable' };
   return lookup.adapter.verifyTransfer(req);
 }
-
-/**
- * One check of one payment: asks the chain, then settles it (confirmed, underpaid, rejected, expired)
- * or asks to be run again later. Safe to run twice: only a row in pending/verifying is touched.
- */
-export async function processPayment(
-  db: Db,
-  queues: Queues,
-  paymentId: string,
-  opts: ProcessOptions = {},
-): Promise<ProcessOutcome> {
-  const settings = opts.settings ?? env;
-  const now = opts.now ?? (() => new Date());
-  const [payment] = (await db('payments')
-    .whereIn('status', openStatuses)
-    .andWhere({ id: paymentId })
-    .update({ status: 'verifying', checks: db.raw('checks + 1'), updated_at: db.fn.now() })
-    .returning('*')) as PaymentRow[];
-  if (!payment) return { outcome: 'skipped' };
-  const quote = (await db('quotes').where({ id: payment.quote_id }).first()) as QuoteRow;
-  const claimed = (await db('payment_claims')
-    .where({ chain: payment.chain, tx_ref: payment.tx_ref })
-    .pluck('output')) as string[];
-  // The quote's own terms, as they were when it was made: today's configuration plays no part.
-  const result = await verifyWithAdapter(
-    verifyRequestFor(quote, { txRef: payment.tx_ref, txKey: payment.tx_key, skipOutputs: claimed }),
-  );
-  const judged = judgeTransfer(
-    result,
-    {
-      amount: String(quote.amount),
-      expiresAt: new Date(quote.expires_at),
-      submittedAt: new Date(payment.created_at),
-      checks: payment.checks,
-      what: 'the quote',
-    },
-    settings,
-    now(),
-  );
-  if (judged.kind === 'settle') return settle(db, queues, payment, quote, judged.verdict);
-  const updated = await db('payments')
-    .where({ id: payment.id, status: 'verifying' })
-    .update({ ...recheckColumns(judged, now()), updated_at: db.fn.now() });
-  return updated
-    ? { outcome: 'recheck', delayMs: judged.delayMs, reason: judged.reason }
-    : { outcome: 'skipped' };
-}
-
-/**
- * Writes the verdict in one transaction: the claim on the transfer (confirmed and underpaid take one,
- * so a transfer is credited once), the payment, the receipt, and the job's move to queued.
- */
-async function settle(
-  db: Db,
-  queues: Queues,
-  payment: PaymentRow,
-  quote: QuoteRow,
-  verdict: Verdict,
-): Promise<ProcessOutcome> {
-  const done = await db
-    .transaction(async (trx) => {
-      let v = verdict;
-      if (v.status === 'confirmed' || v.status === 'underpaid') {
-        // Every adapter names the paying output; 'tx' keeps the claim whole-transaction if one ever does not.
-        v = { ...v, output: v.output ?? 'tx' };
-        await trx.raw('select pg_advisory_xact_lock(hashtextextended(?, 0))', [
-          `${payment.chain}|${payment.tx_ref}`,
-        ]);
-        const inserted = await trx('payment_claims')
-          .insert({ chain: payment.chain, tx_ref: payment.tx_ref, output: v.output!, payment_id: payment.id })
-          .onConflict(['chain', 'tx_ref', 'output'])
-          .ignore()
-          .returning('payment_id');
-        if (inserted.length === 0) {
-          v = {
-            status: 'rejected',
-            reason: 'already_claimed',
-            detail: 'This transfer has already been credited to another payment.',
-            ...(v.amount !== undefined ? { amount: v.amount } : {}),
-            output: v.output,
-          };
-        }
-      }
-      const [row] = (await trx('payments')
-        .where({ id: payment.id, status: 'verifying' })
-        .update({
-          status: v.status,
-          settlement: v.settlement ?? null,
-          reason: v.reason ?? null,
-          detail: v.detail ?? null,
-          amount_received: v.amount ?? null,
-          output: v.output ?? null,
-          confirmations: v.confirmations ?? null,
-          block_time: v.blockTime ? new Date(v.blockTime) : null,
-          payer: payment.payer ?? v.payer ?? null,
-          next_check_at: null,
-          settled_at: trx.fn.now(),
-          updated_at: trx.fn.now(),
-        })
-        .returning('*')) as PaymentRow[];
-      if (!row) throw new StaleSettlement();
-      if (v.status !== 'confirmed')
-        return { row, jobQueued: false, webhooks: await paymentWebhook(trx, row) };
-
-      const receiptId = newId('rcpt');
-      const job = (await trx('jobs').where({ id: payment.job_id }).first()) as JobRow;
-      // A paid job takes no more payment: its quotes' unique amounts are free for others.
-      await releaseAmounts(trx, await trx('quotes').where({ job_id: payment.job_id }).pluck('id'));
-      const receipt: Receipt = signReceipt(
-        {
-          type: 'proof-exchange.receipt/v1',
-          id: receiptId,
-          jobId: payment.job_id,
-          serviceId: job.service_id,
-          paymentId: payment.id,
-          asset: payment.asset,
-          network: payment.chain,
-          decimals: quote.decimals,
-          amount: String(v.amount),
-          quotedAmount: String(quote.amount),
-          usdCents: String(quote.usd_cents),
-          payTo: quote.pay_to,
-          payer: v.payer ?? payment.payer ?? null,
-          settlement: v.settlement!,
-          transaction: { txRef: payment.tx_ref, output: v.output!, confirmations: v.confirmations ?? null },
-          quote: {
-            reference: quote.id,
-            createdAt: iso(quote.created_at)!,
-            expiresAt: iso(quote.expires_at)!,
-          },
-          times: {
-            submittedAt: iso(payment.created_at)!,
-            confirmedAt: iso(row.settled_at)!,
-            issuedAt: iso(row.settled_at)!,
-          },
-        },
-        serviceSigningKey(),
-      );
-      await trx('receipts').insert({
-        id: receiptId,
-        payment_id: payment.id,
-        job_id: payment.job_id,
-        document: JSON.stringify(receipt),
-        issued_at: row.settled_at,
-      });
-      // A late payment inside the watch window revives a job the sweeper already expired.
-      const { rows } = await trx.raw(
-        `with u as (
-         update jobs set status = 'queued', queued_at = now(), finished_at = null, error = null, updated_at = now()
-         where id = ? and status in ('awaiting_payment', 'expired') returning id
-       ), e as (
-         insert into job_events (job_id, type, data) select id, 'queued', ?::jsonb from u
-       )
-       select id from u`,
-        [
-          payment.job_id,
-          JSON.stringify({
-            paymentId: payment.id,
-            receiptId,
-            settlement: v.settlement,
-            asset: payment.asset,
-          }),
-        ],
-      );
-      return {
-        row,
-        jobQueued: rows.length > 0,
-        receiptId,
-        webhooks: await paymentWebhook(trx, row, receiptId),
-      };
-    })
-    .catch((err: unknown) => {
-      if (err instanceof StaleSettlement) return undefined;
-      throw err;
-    });
-  if (!done) return { outcome: 'skipped' };
-  await enqueueWebhooks(queues, done.webhooks);
-  if (done.jobQueued) {
-    jobChanged(payment.job_id);
-    await enqueueJob(queues, payment.job_id);
-  }
-  return {
-    outcome: 'settled',
-    status: done.row.status,
-    ...(done.row.settlement ? { settlement: done.row.settlement } : {}),
-    jobQueued: done.jobQueued,
-    ...('receiptId' in done && done.receiptId ? { receiptId: done.receiptId } : {}),
-  };
-}
-
-/** Another delivery settled the row first: roll back and do nothing. */
-class StaleSettlement extends Error {}
 
 /** For the sweeper: a payment whose queue job ran out of attempts is ended with the reason. */
 export async function failPayment(
