@@ -201,7 +201,7 @@ async function driver() {
         '/api/jobs',
         JSON.stringify({ service: 'attest.batch', input: { digests: [digest] } }),
       );
-      if (job.status !== 202) throw new Error(`createJob answered ${job.status}: ${job.body}`);
+      if (job.status !== 402) throw new Error(`createJob answered ${job.status}: ${job.body}`);
       const body = JSON.parse(job.body) as {
         job: { id: string };
         payment: { quotes: Array<{ asset: string; amount: string }> };

@@ -55,7 +55,7 @@ const checker = () => paymentChecker(db, () => app.deps.queues);
 
 async function priced() {
   const input = { digests: [await sha256Of(`group ${Math.random()}`)] };
-  const res = await app.request.post('/api/jobs').send({ service: 'attest.batch', input }).expect(202);
+  const res = await app.request.post('/api/jobs').send({ service: 'attest.batch', input }).expect(402);
   const quotes = res.body.payment.quotes as Array<{ asset: string; amount: string }>;
   return {
     id: res.body.job.id as string,

@@ -61,7 +61,7 @@ describe('SIGKILL while payments are being checked', () => {
     const paymentIds: string[] = [];
     for (let i = 0; i < total; i++) {
       const input = { digests: [await sha256Of(`crash payment ${i} ${Math.random()}`)] };
-      const res = await app.request.post('/api/jobs').send({ service: 'attest.batch', input }).expect(202);
+      const res = await app.request.post('/api/jobs').send({ service: 'attest.batch', input }).expect(402);
       const wei = BigInt(res.body.payment.quotes.find((q: { asset: string }) => q.asset === 'ETH').amount);
       const tx = await chain.sendEth(payer, treasury, wei);
       const paid = await app.request
