@@ -4,7 +4,7 @@
 // (PROVER_THREADS set to the core count) and, when RAPIDSNARK_BIN is set, rapidsnark (OMP_NUM_THREADS
 // likewise), both timed per process with the proving key loaded, median of BENCH_RUNS. Efficiency at n
 // cores is t(1) / (n · t(n)). The baseline is rapidsnark at the same core count, measured in the same run.
-//   RAPIDSNARK_BIN=/path/to/prover npm run bench:prover-scaling
+//   RAPIDSNARK_BIN=/path/to/prover [BENCH_LINKS=507 for 2^18] npm run bench:prover-scaling
 import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { terminateCurves } from '../shared/zk/index';
 import { loadNativeProver } from '../workers/native-prover';
-import { ensureLargeCircuit } from './large-circuit';
+import { defaultLinks, ensureLargeCircuit } from './large-circuit';
 import { witnessFor } from './proving';
 import { printReport } from './report';
 import type { Figures, Target } from './report';
@@ -45,7 +45,7 @@ async function timed(bin: string, n: number, files: string[], threadVar: string)
 const native = loadNativeProver();
 if (!native?.cliPath)
   throw new Error('the native prover is not built: run npm ci (it builds the addon and its CLI)');
-const large = await ensureLargeCircuit();
+const large = await ensureLargeCircuit(Number(process.env.BENCH_LINKS ?? defaultLinks));
 const dir = mkdtempSync(join(tmpdir(), 'px-scaling-'));
 const rows: Array<{ n: number; nativeMs: number; rapidsnarkMs: number | null }> = [];
 try {

@@ -183,10 +183,19 @@ const directRates: Record<string, number> = {};
 try {
   const PORT = Number(process.env.BENCH_PORT ?? (await freePort()));
   const base = `http://127.0.0.1:${PORT}`;
-  stack.spawn('api/main.ts', { PORT: String(PORT), HOST: '127.0.0.1', RATE_LIMIT_ENABLED: 'false' });
+  // One anonymous caller sends every proof: lift the per-caller caps that protect a shared service.
+  stack.spawn('api/main.ts', {
+    PORT: String(PORT),
+    HOST: '127.0.0.1',
+    RATE_LIMIT_ENABLED: 'false',
+    PROVE_MAX_IN_FLIGHT: '100000',
+    PROVE_ANON_PER_MINUTE: '1000000',
+  });
   stack.spawn('workers/prover/main.ts', {});
   await waitHealthy(base);
   const db = new pg.Client({ connectionString: stack.databaseUrl });
+  // Closing the stack ends its database's connections: that must not hide the error that closed it.
+  db.on('error', () => {});
   await db.connect();
   const status = (await (await fetch(`${base}/api/proof-workflows/blind-policy/status`)).json()) as {
     prover: { configuredBackend: string };
