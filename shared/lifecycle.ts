@@ -22,6 +22,10 @@ function tell(message: SupervisorMessage): Promise<void> {
 }
 
 export async function runProcess(name: string, start: () => Promise<{ shutdown: Shutdown }>): Promise<void> {
+  // A supervisor that is gone (killed, even with SIGKILL) while this process is still starting leaves
+  // nobody to stop it: until it is ready, it goes with its supervisor; once ready, Shutdown takes over.
+  const orphaned = () => process.exit(1);
+  if (process.send) process.once('disconnect', orphaned);
   let shutdown: Shutdown;
   try {
     ({ shutdown } = await start());
@@ -38,6 +42,7 @@ export async function runProcess(name: string, start: () => Promise<{ shutdown: 
     await tell({ px: 'failed', what: failure.what, fix: failure.fix });
     process.exit(1);
   }
+  process.off('disconnect', orphaned);
   shutdown.installSignalHandlers();
   await tell({ px: 'ready' });
 }
