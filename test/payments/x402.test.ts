@@ -81,6 +81,9 @@ afterAll(async () => {
 });
 
 const db = () => app.deps.db;
+// The sweeper's next pass, a second on: rows Postgres stamped with its own clock (microseconds) in
+// the last millisecond are then already behind it.
+const nextTick = () => ({ graceMs: 0, now: new Date(Date.now() + 1_000) });
 const balance = (who: Address) => demoTokenBalance(chain.url, token.address, who);
 
 /** An unmodified x402 client paying as `account`; `seen` records every request it sends. */
@@ -341,7 +344,7 @@ describe('a settlement whose answer is lost', () => {
       expectProblem(await post(body, { 'PAYMENT-SIGNATURE': signature }), 409, 'payment_in_progress'),
     );
 
-    expect(await recoverX402Settlements(db(), app.deps.queues, { graceMs: 0 })).toEqual({
+    expect(await recoverX402Settlements(db(), app.deps.queues, nextTick())).toEqual({
       paid: 1,
       failed: 0,
     });
@@ -350,7 +353,7 @@ describe('a settlement whose answer is lost', () => {
     expect(row.tx_hash).toMatch(/^0x[0-9a-f]{64}$/);
     expect((await waitForJob(app.request, created.job.id)).status).toBe('succeeded');
     // A second pass finds nothing to do.
-    expect(await recoverX402Settlements(db(), app.deps.queues, { graceMs: 0 })).toEqual({
+    expect(await recoverX402Settlements(db(), app.deps.queues, nextTick())).toEqual({
       paid: 0,
       failed: 0,
     });
