@@ -463,6 +463,9 @@ export class JobTaskHandler implements A2ARequestHandler {
       }
       const now = taskStateOf(row);
       if (events.length === 0 && isTerminalState(now)) {
+        // The job may have ended between reading its events and its row: then its final event is
+        // there now, and the next pass streams it (with its artifact).
+        if ((await jobEvents(this.deps.db, row.id, cursor)).length > 0) continue;
         // Ended without an event of its own (a watched quote running out): say so and stop.
         yield {
           payload: {
