@@ -1,10 +1,11 @@
 // bench:prover — blind policy proofs per second and per-proof latency through the queue (POST prove over
 // HTTP → web → Postgres + BullMQ → prover process → Postgres; web and prover as child processes, as
 // deployed) against snarkjs.groth16.fullProve called directly in this process, for each policy; then
-// proving time alone, native prover and snarkjs side by side on each policy circuit and on a synthetic
-// ~2^16-constraint circuit (rapidsnark too when RAPIDSNARK_BIN is set).
-// The synthetic circuit is built once into .cache/bench (bench/large-circuit.ts): the first run spends
-// tens of minutes on its development powers of tau; BENCH_LARGE=0 skips that part.
+// proving time alone, native prover and snarkjs side by side on each policy circuit and on synthetic
+// Poseidon-chain circuits, ~2^16 constraints by default, BENCH_LINKS=126,507 for 2^16 and 2^18
+// (rapidsnark too when RAPIDSNARK_BIN is set).
+// The synthetic circuits are built once into .cache/bench (bench/large-circuit.ts): the first run spends
+// tens of minutes on its development powers of tau (2^18: over an hour); BENCH_LARGE=0 skips that part.
 import { createServer } from 'node:net';
 import { cpus } from 'node:os';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
@@ -19,7 +20,7 @@ import {
   terminateCurves,
 } from '../shared/zk/index';
 import type { PolicyId } from '../shared/zk/index';
-import { ensureLargeCircuit } from './large-circuit';
+import { defaultLinks, ensureLargeCircuit } from './large-circuit';
 import { formatSideBySide, sideBySide, sideBySideFigures, witnessFor } from './proving';
 import type { SideBySide } from './proving';
 import { printReport } from './report';
@@ -29,6 +30,13 @@ const N = Number(process.env.BENCH_PROOFS ?? 24);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? Math.max(2, cpus().length * 2));
 const PROVING_RUNS = Number(process.env.BENCH_PROVING_RUNS ?? 5);
 const LARGE = process.env.BENCH_LARGE !== '0';
+// Chain lengths of the synthetic circuits: 126 links fill 2^16, 507 fill 2^18 (BENCH_LINKS=126,507).
+const LARGE_LINKS = (process.env.BENCH_LINKS ?? String(defaultLinks))
+  .split(',')
+  .filter((s) => s.trim() !== '')
+  .map(Number);
+if (LARGE_LINKS.some((n) => !Number.isInteger(n) || n < 1))
+  throw new Error('BENCH_LINKS: chain lengths, comma-separated');
 const RAPIDSNARK_BIN = process.env.RAPIDSNARK_BIN || undefined;
 const fmt = (n: number, d = 1) => (Number.isFinite(n) ? n.toFixed(d) : '–');
 
@@ -246,8 +254,8 @@ try {
     `\nproving only (median of ${PROVING_RUNS}, same witness, warm: key loaded once, snarkjs from zkey bytes)`,
   );
   for (const line of proving) console.log(line);
-  if (LARGE) {
-    const large = await ensureLargeCircuit();
+  for (const links of LARGE ? LARGE_LINKS : []) {
+    const large = await ensureLargeCircuit(links);
     const input = large.randomInput();
     const side = await sideBySide({
       zkey: large.zkey,
@@ -273,7 +281,7 @@ printReport({
     proofs: N,
     inFlight: CONCURRENCY,
     provingRuns: PROVING_RUNS,
-    large: LARGE,
+    large: LARGE ? LARGE_LINKS : false,
     rapidsnark: !!RAPIDSNARK_BIN,
   },
   figures: { ...queueRates, ...sideFigures.figures },

@@ -374,8 +374,9 @@ interface VerifiableRow {
   status: WorkflowStatus;
   chain_head: string;
   entry_count: number;
-  stages: Array<Omit<StageRecord, 'auditTrail'>>;
-  entries: ChainedEntry[];
+  /** JSON arrays as text: their exact bytes key the memo of what they recompute to. */
+  stages: string;
+  entries: string;
   package_status: PackageRow['status'] | null;
   package_text: string | null;
   latest: SignedTreeHead | null;
@@ -391,12 +392,12 @@ async function loadVerifiable(db: Conn, proofId: string): Promise<VerifiableRow 
       `select w.template, w.template_version, w.status, w.chain_head, w.entry_count,
        (select coalesce(json_agg(json_build_object('stage', s.stage, 'status', s.status,
           'actorCommitment', s.actor_commitment, 'timestamp', s.timestamp, 'proofHash', s.proof_hash)
-          order by s.idx), '[]'::json)
+          order by s.idx), '[]'::json)::text
         from workflow_stages s where s.workflow_id = w.id) as stages,
        (select coalesce(json_agg(json_strip_nulls(json_build_object('seq', e.seq, 'stage', e.stage,
           'action', e.action, 'actorCommitment', e.actor_commitment,
           'evidenceCommitment', e.evidence_commitment, 'evidenceKind', e.evidence_kind, 'at', e.at,
-          'prevHash', e.prev_hash, 'entryHash', e.entry_hash)) order by e.seq), '[]'::json)
+          'prevHash', e.prev_hash, 'entryHash', e.entry_hash)) order by e.seq), '[]'::json)::text
         from audit_entries e where e.workflow_id = w.id) as entries,
        p.status as package_status, p.package::text as package_text,
        (select json_build_object('treeSize', t.tree_size, 'rootHash', t.root_hash,
@@ -420,19 +421,77 @@ function recordsFromRows(
   return stages.map((s) => ({ ...s, auditTrail: byStage.get(s.stage) ?? [] }));
 }
 
-/** Verdicts of stored packages by the hash of their bytes: a package row is written once, when logged. */
-const packageVerdicts = new LRUCache<string, PackageVerdict>({ max: 10_000 });
+/** Frozen all the way down: what the memos below hand out is shared by every later request. */
+function deepFreeze<T>(value: T): T {
+  if (value && typeof value === 'object' && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const v of Object.values(value)) deepFreeze(v);
+  }
+  return value;
+}
 
-/** verifyPackage over a stored package's exact bytes, remembered: the same bytes always get the same verdict. */
+/**
+ * Stored packages, parsed, with their verdicts, by the hash of their bytes: a package row is written
+ * once, when logged, and the same bytes always parse and verify the same.
+ */
+const packageVerdicts = new LRUCache<string, { pkg: WorkflowPackage; verdict: PackageVerdict }>({
+  max: 10_000,
+});
+
+/** verifyPackage over a stored package's exact bytes, remembered. The result is frozen. */
 function verifyPackageText(
   text: string,
   publicKey: string,
-): { pkg: WorkflowPackage; verdict: PackageVerdict } {
-  const pkg = JSON.parse(text) as WorkflowPackage;
+): Readonly<{ pkg: WorkflowPackage; verdict: PackageVerdict }> {
   const key = sha256Hex(`${publicKey}\n${text}`);
-  let verdict = packageVerdicts.get(key);
-  if (!verdict) packageVerdicts.set(key, (verdict = verifyPackage(pkg, { publicKey })));
-  return { pkg, verdict: structuredClone(verdict) };
+  let known = packageVerdicts.get(key);
+  if (!known) {
+    const pkg = JSON.parse(text) as WorkflowPackage;
+    known = deepFreeze({ pkg, verdict: verifyPackage(pkg, { publicKey }) });
+    packageVerdicts.set(key, known);
+  }
+  return known;
+}
+
+/** What a workflow's stage and trail rows recompute to, with nothing else of the workflow. */
+interface RowsVerdict {
+  genesis: string;
+  head: string;
+  length: number;
+  verdict: ReturnType<typeof verifyRecords>;
+  status: WorkflowStatus;
+  stages: PublicStage[];
+}
+
+/**
+ * RowsVerdicts by the hash of the rows' exact text: the same bytes always recompute to the same
+ * verdict, and any change to a row (a tampered entry, one dropped or added) is another key. Frozen.
+ */
+const rowsVerdicts = new LRUCache<string, Readonly<RowsVerdict>>({ max: 10_000 });
+
+function verifyRows(
+  template: WorkflowTemplate,
+  proofId: string,
+  stagesText: string,
+  entriesText: string,
+): Readonly<RowsVerdict> {
+  const key = sha256Hex(`${template.name}\n${proofId}\n${stagesText}\n${entriesText}`);
+  const known = rowsVerdicts.get(key);
+  if (known) return known;
+  const stages = JSON.parse(stagesText) as Array<Omit<StageRecord, 'auditTrail'>>;
+  const entries = JSON.parse(entriesText) as ChainedEntry[];
+  const records = recordsFromRows(stages, entries);
+  const genesis = genesisOf({ template, proofId });
+  const rows: RowsVerdict = {
+    genesis,
+    head: chainHead(genesis, records),
+    length: entries.length,
+    verdict: verifyRecords({ template, proofId, records }),
+    status: workflowStatus(records),
+    stages: publicTimeline(template, records),
+  };
+  rowsVerdicts.set(key, deepFreeze(rows));
+  return rows;
 }
 
 /**
@@ -461,11 +520,12 @@ export async function verifyStored(db: Conn, proofId: string): Promise<Verificat
     };
   }
   const template = templateOrThrow(wf.template);
-  const records = recordsFromRows(wf.stages, wf.entries);
-  const genesis = genesisOf({ template, proofId });
-  const head = chainHead(genesis, records);
-  const length = wf.entries.length;
-  const verdict = verifyRecords({ template, proofId, records });
+  const { genesis, head, length, verdict, status, stages } = verifyRows(
+    template,
+    proofId,
+    wf.stages,
+    wf.entries,
+  );
   const reasons: Reason[] = [...verdict.reasons];
   let notAltered = verdict.notAltered;
   // The head kept on the workflow row moves with every append: entries dropped from the end, or a row
@@ -477,7 +537,7 @@ export async function verifyStored(db: Conn, proofId: string): Promise<Verificat
       code: 'head_mismatch',
       detail: `The entries end at a different chain head (${length} entries) than the workflow recorded (${wf.entry_count}).`,
     });
-  } else if (notAltered && workflowStatus(records) !== wf.status) {
+  } else if (notAltered && status !== wf.status) {
     notAltered = false;
     reasons.push({
       check: 'notAltered',
@@ -497,7 +557,7 @@ export async function verifyStored(db: Conn, proofId: string): Promise<Verificat
     template: template.name,
     status: wf.status,
     chain: { genesis, head, length },
-    stages: publicTimeline(template, records),
+    stages,
     packageStatus: wf.package_status ?? 'none',
     ...(wf.latest ? { latestTreeHead: wf.latest } : {}),
   };

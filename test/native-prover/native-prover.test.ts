@@ -105,6 +105,22 @@ describe.each(fixtureNames)('circuit %s', (name) => {
       expect(await snarkjs.groth16.verify(f.vkey, tampered, one!.proof)).toBe(false);
     }
   });
+
+  it('proves many at once on the shared pool, each proof its own and valid', async () => {
+    // Concurrent proofs split the pool's threads among themselves (fewer per proof while more run):
+    // every one must still be the proof of its own witness.
+    const f = fixture(name);
+    const p = await prover(name);
+    const inputs = await Promise.all(
+      Array.from({ length: 12 }, () => computeWitness(f.wasm, f.randomInput())),
+    );
+    const outs = await Promise.all(inputs.map((w, i) => p.prove(w, { threads: 1 + (i % 4) })));
+    for (const [i, out] of outs.entries()) {
+      const alone = await p.prove(inputs[i]!, { threads: 1 });
+      expect(out.publicSignals).toEqual(alone.publicSignals);
+      expect(await snarkjs.groth16.verify(f.vkey, out.publicSignals, out.proof)).toBe(true);
+    }
+  });
 });
 
 describe('inputs', () => {

@@ -59,8 +59,9 @@ describe('records altered directly in Postgres', () => {
     });
   });
 
-  it('catch a stage row changed on its own', async () => {
+  it('catch a stage row changed on its own, after the intact rows were verified (and remembered)', async () => {
     const { workflowId, proofId } = await finish('Vendor Onboarding');
+    expect((await verify({ proofId })).notAltered).toBe(true);
     await app.deps
       .db('workflow_stages')
       .where({ workflow_id: workflowId, stage: 'security_review' })
@@ -72,6 +73,7 @@ describe('records altered directly in Postgres', () => {
 
   it('catch records that still recompute but differ from the signed package', async () => {
     const { workflowId, proofId } = await finish('Internal Audit');
+    expect((await verify({ proofId })).notAltered).toBe(true);
     // Dropping the last entries leaves a shorter chain that is valid on its own; the package disagrees.
     await app.deps.db('audit_entries').where('workflow_id', workflowId).andWhere('stage', 'proof').delete();
     await app.deps

@@ -45,7 +45,8 @@ class ThreadPool {
       std::lock_guard<std::mutex> lk(mu_);
       jobs_.push_back(job);
     }
-    cv_.notify_all();
+    // Wake only as many idle workers as may help; busy ones look at the queue when they finish.
+    for (size_t i = 0; i < job->maxHelpers; ++i) cv_.notify_one();
     work(*job);
     {
       std::unique_lock<std::mutex> lk(mu_);

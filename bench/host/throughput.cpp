@@ -1,0 +1,103 @@
+// Pool throughput of the native prover, without Node: the key is loaded once with its precomputed
+// tables (as a warm `prover` process holds it), then `concurrency` callers prove at once on the one
+// shared thread pool of `threads` threads (the prover process runs PROVER_CONCURRENCY jobs, default
+// the core count, on a pool of the same size) until `proofs` proofs are made.
+//   throughput <circuit.zkey> <witness.wtns> <threads> <concurrency> <proofs> [proof.json public.json]
+// Prints one JSON line: {"threads":…,"concurrency":…,"proofs":…,"loadMs":…,"seconds":…,"proofsPerSecond":…}
+// Built by bench/host/prover-host.sh from the addon's own sources.
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "../../workers/native-prover/src/pool.hpp"
+#include "../../workers/native-prover/src/prover.hpp"
+
+namespace {
+
+std::vector<uint8_t> readFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw np::ProverError("IO", "cannot open " + path);
+  return std::vector<uint8_t>(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+void writeFile(const std::string& path, const std::string& content) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << content << "\n";
+  if (!out) throw np::ProverError("IO", "cannot write " + path);
+}
+
+unsigned positive(const char* arg, const char* name) {
+  long v = std::strtol(arg, nullptr, 10);
+  if (v < 1 || v > 4096) {
+    std::fprintf(stderr, "%s must be between 1 and 4096\n", name);
+    std::exit(EXIT_FAILURE);
+  }
+  return (unsigned)v;
+}
+
+double since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 6 && argc != 8) {
+    std::fprintf(stderr,
+                 "Usage: throughput <circuit.zkey> <witness.wtns> <threads> <concurrency> <proofs> "
+                 "[proof.json public.json]\n");
+    return EXIT_FAILURE;
+  }
+  const unsigned threads = positive(argv[3], "threads");
+  const unsigned concurrency = positive(argv[4], "concurrency");
+  const unsigned proofs = positive(argv[5], "proofs");
+  try {
+    auto t0 = std::chrono::steady_clock::now();
+    // LOAD_THREADS: plan and build the tables for another thread count than the proofs run with.
+    unsigned loadThreads = threads;
+    if (const char* t = std::getenv("LOAD_THREADS")) loadThreads = positive(t, "LOAD_THREADS");
+    auto pk = np::loadZkeyFile(argv[1], loadThreads, true);
+    const double loadMs = since(t0) * 1000;
+    std::vector<uint8_t> wtns = readFile(argv[2]);
+    const std::vector<np::U256> witness = np::parseWitness(*pk, wtns.data(), wtns.size());
+    np::ProofOutput last = np::prove(*pk, witness, threads);  // warm-up: page in the tables
+    std::atomic<unsigned> next{0};
+    std::atomic<bool> failed{false};
+    auto start = std::chrono::steady_clock::now();
+    std::vector<std::thread> callers;
+    for (unsigned c = 0; c < concurrency; ++c) {
+      callers.emplace_back([&] {
+        try {
+          while (next.fetch_add(1) < proofs) np::prove(*pk, witness, threads);
+        } catch (const std::exception& e) {
+          std::fprintf(stderr, "Error: %s\n", e.what());
+          failed = true;
+        }
+      });
+    }
+    for (auto& t : callers) t.join();
+    const double seconds = since(start);
+    if (failed) return EXIT_FAILURE;
+    if (argc == 8) {
+      writeFile(argv[6], last.proofJson);
+      writeFile(argv[7], last.publicJson);
+    }
+    std::printf(
+        "{\"threads\":%u,\"concurrency\":%u,\"proofs\":%u,\"loadMs\":%.1f,\"seconds\":%.4f,"
+        "\"proofsPerSecond\":%.3f}\n",
+        threads, concurrency, proofs, loadMs, seconds, proofs / seconds);
+  } catch (const np::ProverError& e) {
+    std::fprintf(stderr, "Error (%s): %s\n", e.code().c_str(), e.what());
+    return EXIT_FAILURE;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "Error: %s\n", e.what());
+    return EXIT_FAILURE;
+  }
+  return EXIT_SUCCESS;
+}
