@@ -1,8 +1,9 @@
 // bench:prover-scaling — how proving time falls with cores, on the ~2^16-constraint bench circuit
 // (bench/large-circuit.ts, built once into .cache/bench). For 1, 2, 4, … up to this host's cores, each
 // prover runs as its own process pinned with `taskset` to that many cores: the project's native CLI
-// (PROVER_THREADS set to the core count) and, when RAPIDSNARK_BIN is set, rapidsnark (OMP_NUM_THREADS
-// likewise), both timed per process with the proving key loaded, median of BENCH_RUNS. Efficiency at n
+// (PROVER_THREADS set to the core count) and, when RAPIDSNARK_BIN is set, rapidsnark (its thread count
+// follows the pinned cores through a preloaded get_nprocs, below), both timed per process with the
+// proving key loaded, median of BENCH_RUNS. Hosts without Node: bench/host/prover-host.sh. Efficiency at n
 // cores is t(1) / (n · t(n)). The baseline is rapidsnark at the same core count, measured in the same run.
 //   RAPIDSNARK_BIN=/path/to/prover [BENCH_LINKS=507 for 2^18] npm run bench:prover-scaling
 import { execFile } from 'node:child_process';
@@ -28,10 +29,38 @@ counts.push(cores);
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const fmt = (n: number | null, d = 0) => (n === null ? '–' : n.toFixed(d));
 
+/**
+ * rapidsnark sizes its thread pool by std::thread::hardware_concurrency(), which counts every core of
+ * the host, not the ones taskset leaves it: pinned to n cores it would run one thread per host core. A
+ * get_nprocs() that counts the affinity mask, preloaded, gives it n threads, as the native CLI gets
+ * through PROVER_THREADS. Built with the host's C compiler; without one, rapidsnark runs as it is.
+ */
+async function affinityShim(dir: string): Promise<string | undefined> {
+  const source = join(dir, 'nprocs.c');
+  writeFileSync(
+    source,
+    '#define _GNU_SOURCE\n#include <sched.h>\nint get_nprocs(void) { cpu_set_t s; if (sched_getaffinity(0, sizeof s, &s)) return 1; return CPU_COUNT(&s); }\n',
+  );
+  const lib = join(dir, 'nprocs.so');
+  try {
+    await execFileAsync('cc', ['-O2', '-shared', '-fPIC', source, '-o', lib]);
+    return lib;
+  } catch {
+    console.log('no C compiler: rapidsnark runs one thread per host core whatever it is pinned to');
+    return undefined;
+  }
+}
+
 /** Median wall time of `bin zkey wtns proof public` pinned to the first `n` cores, after one warm-up. */
-async function timed(bin: string, n: number, files: string[], threadVar: string): Promise<number> {
+async function timed(
+  bin: string,
+  n: number,
+  files: string[],
+  threadVar: string,
+  extraEnv: Record<string, string> = {},
+): Promise<number> {
   const args = ['-c', `0-${n - 1}`, bin, ...files];
-  const options = { env: { ...process.env, [threadVar]: String(n) } };
+  const options = { env: { ...process.env, ...extraEnv, [threadVar]: String(n) } };
   await execFileAsync('taskset', args, options);
   const xs: number[] = [];
   for (let i = 0; i < RUNS; i++) {
@@ -53,12 +82,15 @@ try {
   writeFileSync(wtns, await witnessFor(large.wasm, large.randomInput()));
   await terminateCurves();
   const files = [large.zkey, wtns, join(dir, 'proof.json'), join(dir, 'public.json')];
+  const shim = RAPIDSNARK_BIN ? await affinityShim(dir) : undefined;
   console.log(
     `bench:prover-scaling — ${large.name} (${large.constraints} constraints), ${cores} cores, median of ${RUNS} per process (key load included), load average ${loadavg()[0]!.toFixed(1)}`,
   );
   for (const n of counts) {
     const nativeMs = await timed(native.cliPath, n, files, 'PROVER_THREADS');
-    const rapidsnarkMs = RAPIDSNARK_BIN ? await timed(RAPIDSNARK_BIN, n, files, 'OMP_NUM_THREADS') : null;
+    const rapidsnarkMs = RAPIDSNARK_BIN
+      ? await timed(RAPIDSNARK_BIN, n, files, 'OMP_NUM_THREADS', shim ? { LD_PRELOAD: shim } : {})
+      : null;
     rows.push({ n, nativeMs, rapidsnarkMs });
   }
 } finally {

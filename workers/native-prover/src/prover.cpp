@@ -196,9 +196,10 @@ P readPoint(const ByteSource& src, uint64_t& pos, const char* name) {
 
 // Shifted copies trade memory and load time for proving time: small keys get a copy for every window,
 // large ones up to four times the key's own points, and only where the planner expects them to pay off.
-// They are planned for a proof on one thread, as a busy pool runs them (see prove): on 16 cores a shape
-// planned for 16 threads made single-threaded proofs 28–40 % slower, while a lone proof on every core
-// loses little with this shape, its windows split across the cores as before.
+// They are planned for a proof on one thread, as a busy pool runs them (see prove). On a 16-core host,
+// 16 proofs at once on this shape against one planned for 16 threads: threshold 485 against 296
+// proofs/s, membership 103 against 72; a lone proof on all 16 cores gave back 5 % (threshold) and
+// 19 % (membership) of its speed, and the 2^16 circuit was within noise both ways (docs/blind-policy.md).
 #ifndef NP_TABLE_PLAN_THREADS
 #define NP_TABLE_PLAN_THREADS 1
 #endif
