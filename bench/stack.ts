@@ -64,7 +64,9 @@ export async function benchStack(): Promise<BenchStack> {
             ),
         ),
       );
-      await admin.query(`drop database if exists "${name}" with (force)`);
+      // BENCH_KEEP_DB=1 leaves the database for a look at what the run wrote (its name is printed).
+      if (process.env.BENCH_KEEP_DB === '1') console.log(`bench database kept: ${name}`);
+      else await admin.query(`drop database if exists "${name}" with (force)`);
       await admin.end();
       await redisInfo.stop();
       await pgInfo.stop();
