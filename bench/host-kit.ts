@@ -1,9 +1,9 @@
-// bench:host-kit — what bench/host/prover-host.sh needs on a host without Node, made here with Node:
+// host-kit — what bench/host/prover-host.sh needs on a host without Node, made here with Node:
 // for each policy circuit and the ~2^16 bench circuit (BENCH_LINKS, comma-separated, for others), its
 // zkey, one witness (.wtns) and its verification key, in .cache/host-kit (or the folder given).
-//   npm run bench:host-kit [-- <dir>]             writes the kit
-//   npm run bench:host-kit -- --check <proofs> [kit]   verifies, with snarkjs, every <name>.*.proof.json
-//                                                 the host run wrote against the kit's <name>.vkey.json
+//   npm run host-kit [-- <dir>]                  writes the kit
+//   npm run host-kit -- --check <proofs> [kit]   verifies, with snarkjs, every <name>.*.proof.json the
+//                                                host run wrote against the kit's <name>.vkey.json
 // Copy the kit and the repository to the host, run `bench/host/prover-host.sh <kit> <out>` there, then
 // check its proofs here: a scaling table means nothing if the proofs it timed are not valid.
 import { copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Prover scaling on a host without Node (a bare multicore machine): needs bash, g++, taskset.
 # The native prover is built here from the addon's own sources (workers/native-prover/src, flags as in
-# its binding.gyp); the inputs come from `npm run bench:host-kit`, made on a machine with Node.
+# its binding.gyp); the inputs come from `npm run host-kit`, made on a machine with Node.
 #   1. one proof, 1, 2, 4, … cores: the CLI pinned with taskset, PROVER_THREADS=n, key load included,
 #      median of BENCH_RUNS processes after one warm-up; rapidsnark likewise when RAPIDSNARK_BIN is set
 #      (its thread count follows the cores it is pinned to through a small get_nprocs shim, so neither

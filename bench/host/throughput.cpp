@@ -9,28 +9,19 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
-#include <iterator>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "../../workers/native-prover/src/fileio.hpp"
 #include "../../workers/native-prover/src/pool.hpp"
 #include "../../workers/native-prover/src/prover.hpp"
 
 namespace {
 
-std::vector<uint8_t> readFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw np::ProverError("IO", "cannot open " + path);
-  return std::vector<uint8_t>(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
-
-void writeFile(const std::string& path, const std::string& content) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << content << "\n";
-  if (!out) throw np::ProverError("IO", "cannot write " + path);
-}
+using np::readFile;
+using np::writeFile;
 
 unsigned positive(const char* arg, const char* name) {
   long v = std::strtol(arg, nullptr, 10);
@@ -57,7 +48,7 @@ int main(int argc, char** argv) {
   const unsigned threads = positive(argv[3], "threads");
   const unsigned concurrency = positive(argv[4], "concurrency");
   const unsigned proofs = positive(argv[5], "proofs");
-  try {
+  return np::runCommand([&] {
     auto t0 = std::chrono::steady_clock::now();
     // LOAD_THREADS: plan and build the tables for another thread count than the proofs run with.
     unsigned loadThreads = threads;
@@ -83,7 +74,7 @@ int main(int argc, char** argv) {
     }
     for (auto& t : callers) t.join();
     const double seconds = since(start);
-    if (failed) return EXIT_FAILURE;
+    if (failed) throw std::runtime_error("a proof failed");
     if (argc == 8) {
       writeFile(argv[6], last.proofJson);
       writeFile(argv[7], last.publicJson);
@@ -92,12 +83,5 @@ int main(int argc, char** argv) {
         "{\"threads\":%u,\"concurrency\":%u,\"proofs\":%u,\"loadMs\":%.1f,\"seconds\":%.4f,"
         "\"proofsPerSecond\":%.3f}\n",
         threads, concurrency, proofs, loadMs, seconds, proofs / seconds);
-  } catch (const np::ProverError& e) {
-    std::fprintf(stderr, "Error (%s): %s\n", e.code().c_str(), e.what());
-    return EXIT_FAILURE;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "Error: %s\n", e.what());
-    return EXIT_FAILURE;
-  }
-  return EXIT_SUCCESS;
+  });
 }
