@@ -18,7 +18,10 @@ export interface NativeProofResult {
 }
 
 export interface ProveOptions {
-  /** Worker threads for this proof; defaults to the machine's core count. */
+  /**
+   * Worker threads for this proof; defaults to the machine's core count. Proofs running at once share
+   * them: a proof that starts while k are running (itself included) takes threads / k, at least one.
+   */
   threads?: number;
 }
 
