@@ -10,6 +10,7 @@ import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { terminateCurves } from '../shared/zk/index';
 import { loadNativeProver } from '../workers/native-prover';
@@ -30,20 +31,21 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 const fmt = (n: number | null, d = 0) => (n === null ? '–' : n.toFixed(d));
 
 /**
- * rapidsnark sizes its thread pool by std::thread::hardware_concurrency(), which counts every core of
- * the host, not the ones taskset leaves it: pinned to n cores it would run one thread per host core. A
- * get_nprocs() that counts the affinity mask, preloaded, gives it n threads, as the native CLI gets
- * through PROVER_THREADS. Built with the host's C compiler; without one, rapidsnark runs as it is.
+ * rapidsnark, pinned to n cores, would still run one thread per host core (bench/host/nprocs.c says
+ * why); preloading that file's get_nprocs() gives it n, as PROVER_THREADS gives the native CLI. Built
+ * with the host's C compiler; without one, rapidsnark runs as it is.
  */
 async function affinityShim(dir: string): Promise<string | undefined> {
-  const source = join(dir, 'nprocs.c');
-  writeFileSync(
-    source,
-    '#define _GNU_SOURCE\n#include <sched.h>\nint get_nprocs(void) { cpu_set_t s; if (sched_getaffinity(0, sizeof s, &s)) return 1; return CPU_COUNT(&s); }\n',
-  );
   const lib = join(dir, 'nprocs.so');
   try {
-    await execFileAsync('cc', ['-O2', '-shared', '-fPIC', source, '-o', lib]);
+    await execFileAsync('cc', [
+      '-O2',
+      '-shared',
+      '-fPIC',
+      fileURLToPath(new URL('host/nprocs.c', import.meta.url)),
+      '-o',
+      lib,
+    ]);
     return lib;
   } catch {
     console.log('no C compiler: rapidsnark runs one thread per host core whatever it is pinned to');

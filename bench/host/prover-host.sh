@@ -42,16 +42,7 @@ t0=$(date +%s)
 wait
 "$cxx" -pthread "$build/cli.o" "$build/prover.o" -o "$build/prover"
 "$cxx" -pthread "$build/throughput.o" "$build/prover.o" -o "$build/throughput"
-cat >"$build/nprocs.c" <<'EOF'
-#define _GNU_SOURCE
-#include <sched.h>
-int get_nprocs(void) {
-  cpu_set_t set;
-  if (sched_getaffinity(0, sizeof set, &set) != 0) return 1;
-  return CPU_COUNT(&set);
-}
-EOF
-gcc -O2 -shared -fPIC "$build/nprocs.c" -o "$build/nprocs.so"
+gcc -O2 -shared -fPIC "$here/nprocs.c" -o "$build/nprocs.so"
 echo "built the native prover with $("$cxx" --version | head -n1) in $(($(date +%s) - t0)) s"
 
 # Median of the wall time (ms) of `taskset -c 0-(n-1) <bin> <zkey> <wtns> …`, after one warm-up.

@@ -50,10 +50,7 @@ int main(int argc, char** argv) {
   const unsigned proofs = positive(argv[5], "proofs");
   return np::runCommand([&] {
     auto t0 = std::chrono::steady_clock::now();
-    // LOAD_THREADS: plan and build the tables for another thread count than the proofs run with.
-    unsigned loadThreads = threads;
-    if (const char* t = std::getenv("LOAD_THREADS")) loadThreads = positive(t, "LOAD_THREADS");
-    auto pk = np::loadZkeyFile(argv[1], loadThreads, true);
+    auto pk = np::loadZkeyFile(argv[1], threads, true);
     const double loadMs = since(t0) * 1000;
     std::vector<uint8_t> wtns = readFile(argv[2]);
     const std::vector<np::U256> witness = np::parseWitness(*pk, wtns.data(), wtns.size());

@@ -200,13 +200,9 @@ P readPoint(const ByteSource& src, uint64_t& pos, const char* name) {
 // 16 proofs at once on this shape against one planned for 16 threads: threshold 485 against 296
 // proofs/s, membership 103 against 72; a lone proof on all 16 cores gave back 5 % (threshold) and
 // 19 % (membership) of its speed, and the 2^16 circuit was within noise both ways (docs/blind-policy.md).
-#ifndef NP_TABLE_PLAN_THREADS
-#define NP_TABLE_PLAN_THREADS 1
-#endif
-TableShape shiftedShape(size_t n, size_t pointBytes, unsigned threads) {
+TableShape shiftedShape(size_t n, size_t pointBytes) {
   const size_t budget = std::max<size_t>(16u << 20, 4 * n * pointBytes);
-  const unsigned planThreads = NP_TABLE_PLAN_THREADS > 0 ? NP_TABLE_PLAN_THREADS : threads;
-  return planTable(n, pointBytes, budget, planThreads);
+  return planTable(n, pointBytes, budget, 1);
 }
 
 template <class F>
@@ -218,7 +214,7 @@ std::shared_ptr<const MsmTable<F>> plainTable(std::vector<Affine<F>>&& points, u
 template <class F>
 std::shared_ptr<const MsmTable<F>> shiftedTable(const std::shared_ptr<const MsmTable<F>>& plain,
                                                 unsigned threads) {
-  TableShape shape = shiftedShape(plain->n, sizeof(Affine<F>), threads);
+  TableShape shape = shiftedShape(plain->n, sizeof(Affine<F>));
   if (shape.copies == 1) return plain;  // no copies pay off here: share the plain table
   std::vector<Affine<F>> bases(plain->points.begin(), plain->points.begin() + plain->n);
   return std::make_shared<const MsmTable<F>>(buildTable(std::move(bases), shape, threads));
