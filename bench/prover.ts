@@ -5,7 +5,7 @@
 // Poseidon-chain circuits, ~2^16 constraints by default, BENCH_LINKS=126,507 for 2^16 and 2^18
 // (rapidsnark too when RAPIDSNARK_BIN is set).
 // The synthetic circuits are built once into .cache/bench (bench/large-circuit.ts): the first run spends
-// tens of minutes on its development powers of tau (2^18: over an hour); BENCH_LARGE=0 skips that part.
+// about two minutes on 2^18 (its development powers of tau, compile and setup); BENCH_LARGE=0 skips them.
 import { createServer } from 'node:net';
 import { cpus } from 'node:os';
 import { monitorEventLoopDelay } from 'node:perf_hooks';

@@ -16,7 +16,19 @@ declare module 'snarkjs' {
     protocol: string;
     curve: string;
   }
+  /** A point in one of ffjavascript's own representations: opaque outside its group. */
+  export type CurvePoint = Uint8Array;
+  export interface CurveGroup {
+    g: CurvePoint;
+    fromRprLEM(buffer: Uint8Array, offset: number): CurvePoint;
+    eq(a: CurvePoint, b: CurvePoint): boolean;
+    neg(a: CurvePoint): CurvePoint;
+  }
   export interface Curve {
+    G1: CurveGroup;
+    G2: CurveGroup;
+    /** e(a1, b1) · e(a2, b2) · … = 1 for (G1, G2) pairs. */
+    pairingEq(...points: CurvePoint[]): Promise<boolean>;
     terminate(): Promise<void>;
   }
   export const groth16: {
