@@ -1,10 +1,8 @@
 // The Express app: conventions (validation, problem details, limits, idempotency, logs) around three routers.
-import { randomUUID } from 'node:crypto';
 import cors from 'cors';
 import express from 'express';
 import type { Request, Response, NextFunction } from 'express';
 import helmet from 'helmet';
-import { pinoHttp } from 'pino-http';
 import swaggerUi from 'swagger-ui-express';
 import { safeEqual } from '../shared/crypto';
 import { AppError, unauthorized } from '../shared/errors';
@@ -22,12 +20,11 @@ import { origin } from './http/links';
 import { exchangeDocument, platformDocument } from './http/openapi';
 import { errorMiddleware, notFoundMiddleware } from './http/problem';
 import { rateLimit } from './http/ratelimit';
+import { requestLog } from './http/request-log';
 import { queueDepths } from './routes/health';
 import { AGENT_EXCHANGE_VERSION } from './routes/exchange';
 import { buildTables } from './tables';
 import type { RouteTables } from './tables';
-
-const REQUEST_ID = /^[\w.:-]{1,128}$/;
 
 export interface AppOptions {
   tables?: RouteTables;
@@ -41,34 +38,7 @@ export function createApp(deps: AppDeps, options: AppOptions = {}): express.Expr
   app.set('trust proxy', options.trustProxy ?? 0);
   app.set('query parser', 'simple');
 
-  app.use(
-    pinoHttp({
-      logger,
-      genReqId: (req, res) => {
-        const given = req.headers['x-request-id'];
-        const id = typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
-        res.setHeader('X-Request-Id', id);
-        return id;
-      },
-      // A sealed action (ballot, bid, reveal) that succeeds leaves no line: the lines would count them.
-      customLogLevel: (_req, res, err) =>
-        err || res.statusCode >= 500
-          ? 'error'
-          : res.statusCode >= 400
-            ? 'info'
-            : (res as { locals?: { sealed?: boolean } }).locals?.sealed
-              ? 'silent'
-              : 'debug',
-      serializers: {
-        req: (req: { id: string; method: string; url: string }) => ({
-          id: req.id,
-          method: req.method,
-          url: req.url,
-        }),
-        res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
-      },
-    }),
-  );
+  app.use(requestLog(logger));
   app.use((req, res, next) => {
     const end = httpDuration.startTimer({ method: req.method });
     res.on('finish', () => {

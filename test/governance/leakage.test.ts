@@ -226,7 +226,7 @@ function logLines(from: number): string[] {
   });
 }
 
-/** pino-http writes its line on the response's finish; let it land before slicing. */
+/** The request log writes its line on the response's finish; let it land before slicing. */
 const settle = () => new Promise((r) => setTimeout(r, 10));
 
 /**

@@ -1,10 +1,12 @@
 // The conventions every route follows: problem+json errors with stable codes, nothing written on bad
 // input, idempotency keys, body limits, rate limits, operator auth, OpenAPI, metrics, request ids.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { logger } from '../../shared/log';
 import { Queues } from '../../shared/queues';
 import { waitReady } from '../../shared/redis';
 import { sha256Of, testApp } from '../helpers';
 import type { TestApp } from '../helpers';
+import { captureLogs } from '../logs';
 
 let app: TestApp;
 const jobCount = async () => Number((await app.deps.db('jobs').count({ n: '*' }))[0]!.n);
@@ -245,6 +247,35 @@ describe('operator routes and operational endpoints', () => {
     expect(given.headers['x-request-id']).toBe('abc-123');
     const made = await app.request.get('/api/pricing').set('X-Request-Id', 'bad id with spaces').expect(200);
     expect(made.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
+  it('logs one line per request, by outcome, naming the request and never its headers', async () => {
+    const logs = captureLogs(logger);
+    try {
+      const secret = 'pk_live_never_in_logs';
+      await app.request
+        .get('/api/pricing')
+        .set('X-Request-Id', 'ok-1')
+        .set('Authorization', `Bearer ${secret}`)
+        .expect(200);
+      await app.request.get('/api/no-such-route').set('X-Request-Id', 'missing-1').expect(404);
+      await new Promise((r) => setTimeout(r, 10));
+      type Line = { msg?: string; level?: number; req?: { id?: string }; responseTime?: unknown };
+      const lines = logs.lines.map((l) => JSON.parse(l) as Line);
+      const line = (id: string) => lines.filter((l) => l.req?.id === id && l.msg === 'request completed');
+      expect(line('ok-1')).toHaveLength(1);
+      expect(line('ok-1')[0]).toMatchObject({
+        level: 20,
+        req: { id: 'ok-1', method: 'GET', url: '/api/pricing' },
+        res: { statusCode: 200 },
+      });
+      expect(typeof line('ok-1')[0]!.responseTime).toBe('number');
+      expect(line('missing-1')).toHaveLength(1);
+      expect(line('missing-1')[0]).toMatchObject({ level: 30, res: { statusCode: 404 } });
+      for (const l of logs.lines) expect(l).not.toContain(secret);
+    } finally {
+      logs.stop();
+    }
   });
 
   it('answers readiness with each check', async () => {

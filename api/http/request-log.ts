@@ -1,0 +1,95 @@
+// The request log: one line per request when its response is done, at a level set by the outcome
+// (5xx or an error: error; 4xx: info; success: debug; a sealed action that succeeds: none, since the
+// lines would count ballots and bids). The line names the request (id, method, path as received), the
+// status and the time taken; never headers or bodies. Every request gets an id (the caller's
+// X-Request-Id when it is a plain token, else a UUID) echoed in X-Request-Id. `req.log`, the request's
+// own logger with the same bindings, is made the first time a handler asks for it: most requests never
+// log anything, and building a child logger costs more than the rest of this middleware.
+import { randomUUID } from 'node:crypto';
+import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import type { Logger } from 'pino';
+
+declare global {
+  // eslint-disable-next-line @typescript-eslint/no-namespace
+  namespace Express {
+    interface Request {
+      /** This request's id, as sent back in X-Request-Id. */
+      id: string;
+      /** A logger bound to this request (id, method, path). */
+      log: Logger;
+    }
+  }
+}
+
+const REQUEST_ID = /^[\w.:-]{1,128}$/;
+
+type Level = 'error' | 'info' | 'debug' | 'silent';
+
+const bindingsKey = Symbol('requestLogBindings');
+const ownKey = Symbol('requestLogger');
+type Logged = Request & { [bindingsKey]?: object; [ownKey]?: Logger };
+
+/**
+ * `log` on the requests' prototype (the app's, shared by its requests): a per-request property would
+ * give every request object a shape of its own, which slows every later property read on it.
+ */
+function defineLazyLog(proto: object, logger: Logger) {
+  Object.defineProperty(proto, 'log', {
+    configurable: true,
+    get(this: Logged) {
+      return (this[ownKey] ??= logger.child(this[bindingsKey] ?? {}));
+    },
+  });
+}
+
+function levelOf(res: Response, err: unknown): Level {
+  if (err || res.statusCode >= 500) return 'error';
+  if (res.statusCode >= 400) return 'info';
+  return res.locals.sealed ? 'silent' : 'debug';
+}
+
+export function requestLog(logger: Logger): RequestHandler {
+  const prototypes = new WeakSet<object>();
+  return (req: Request, res: Response, next: NextFunction) => {
+    const proto = Object.getPrototypeOf(req) as object;
+    if (!prototypes.has(proto)) {
+      defineLazyLog(proto, logger);
+      prototypes.add(proto);
+    }
+    const given = req.headers['x-request-id'];
+    const id = typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+    res.setHeader('X-Request-Id', id);
+    req.id = id;
+    // Routers rewrite req.url while they route: the path is taken as it arrived.
+    const bindings = { req: { id, method: req.method, url: req.url } };
+    (req as Logged)[bindingsKey] = bindings;
+    const start = performance.now();
+    const done = (err?: unknown) => {
+      res.off('finish', done);
+      res.off('close', done);
+      res.off('error', done);
+      const level = levelOf(res, err);
+      if (level === 'silent' || !logger.isLevelEnabled(level)) return;
+      const line = {
+        ...bindings,
+        res: { statusCode: res.statusCode },
+        responseTime: Math.round(performance.now() - start),
+      };
+      if (level === 'error') {
+        logger.error(
+          {
+            ...line,
+            err: err instanceof Error ? err : new Error(`failed with status code ${res.statusCode}`),
+          },
+          'request errored',
+        );
+      } else {
+        logger[level](line, 'request completed');
+      }
+    };
+    res.on('finish', done);
+    res.on('close', done);
+    res.on('error', done);
+    next();
+  };
+}
