@@ -27,12 +27,19 @@ struct VkeyHolder {
 constexpr napi_type_tag kProvingKeyTag = {0x6e70726f76696e67ULL, 0x6b65792d68616e64ULL};
 constexpr napi_type_tag kVerifyingKeyTag = {0x6e70766572696679ULL, 0x6b65792d68616e64ULL};
 
+// One promise-returning call: execute() runs on a libuv worker thread (what it throws becomes the
+// rejection's code and message), dropInputs() right after it there (a key released meanwhile is freed
+// off the event loop), then result() on the main thread fulfils the promise with its value (null
+// rejects). queueJob() owns the job from the start.
 struct AsyncBase {
   napi_async_work work = nullptr;
   napi_deferred deferred = nullptr;
   std::string errCode;
   std::string errMessage;
   virtual ~AsyncBase() = default;
+  virtual void execute() = 0;
+  virtual void dropInputs() {}
+  virtual napi_value result(napi_env env) = 0;
 };
 
 enum class Precompute { Eager, Background, Off };
@@ -43,7 +50,15 @@ struct LoadJob : AsyncBase {
   bool fromBuffer = false;
   unsigned threads = 1;
   Precompute precompute = Precompute::Background;
-  std::shared_ptr<const np::ProvingKey> result;
+  std::shared_ptr<const np::ProvingKey> key;
+
+  void execute() override {
+    const bool eager = precompute == Precompute::Eager;
+    key = fromBuffer ? np::loadZkeyBuffer(bytes.data(), bytes.size(), threads, eager)
+                     : np::loadZkeyFile(path, threads, eager);
+  }
+  void dropInputs() override { std::vector<uint8_t>().swap(bytes); }
+  napi_value result(napi_env env) override;
 };
 
 // Builds a loaded key's shifted tables off the event loop; proofs meanwhile use the plain ones.
@@ -86,7 +101,23 @@ struct ProveJob : AsyncBase {
   std::shared_ptr<const np::ProvingKey> pk;
   std::vector<uint8_t> witness;
   unsigned threads = 1;
-  np::ProofOutput result;
+  np::ProofOutput proof;
+
+  void execute() override {
+    std::vector<np::U256> w = np::parseWitness(*pk, witness.data(), witness.size());
+    std::vector<uint8_t>().swap(witness);
+    proof = np::prove(*pk, w, threads);
+  }
+  void dropInputs() override { pk.reset(); }
+  napi_value result(napi_env env) override {
+    napi_value obj, json, pub;
+    napi_create_object(env, &obj);
+    napi_create_string_utf8(env, proof.proofJson.c_str(), proof.proofJson.size(), &json);
+    napi_create_string_utf8(env, proof.publicJson.c_str(), proof.publicJson.size(), &pub);
+    napi_set_named_property(env, obj, "proof", json);
+    napi_set_named_property(env, obj, "publicSignals", pub);
+    return obj;
+  }
 };
 
 #define CHECK(call)                                   \
@@ -124,6 +155,47 @@ void rejectWith(napi_env env, AsyncBase* job) {
   napi_create_string_utf8(env, job->errMessage.c_str(), NAPI_AUTO_LENGTH, &msg);
   napi_create_error(env, code, msg, &err);
   napi_reject_deferred(env, job->deferred, err);
+}
+
+// Queues `job` as async work named `name` and returns its promise.
+napi_value queueJob(napi_env env, AsyncBase* job, const char* name) {
+  napi_value promise, resource;
+  if (napi_create_promise(env, &job->deferred, &promise) != napi_ok) {
+    delete job;
+    return nullptr;
+  }
+  napi_create_string_utf8(env, name, NAPI_AUTO_LENGTH, &resource);
+  napi_status st = napi_create_async_work(
+      env, nullptr, resource,
+      [](napi_env, void* data) {
+        auto* j = static_cast<AsyncBase*>(data);
+        capture(j, [&] { j->execute(); });
+        j->dropInputs();
+      },
+      [](napi_env env, napi_status, void* data) {
+        auto* j = static_cast<AsyncBase*>(data);
+        napi_value value = j->errCode.empty() ? j->result(env) : nullptr;
+        if (value) {
+          napi_resolve_deferred(env, j->deferred, value);
+        } else {
+          if (j->errCode.empty()) {
+            j->errCode = "PROVER_FAILED";
+            j->errMessage = "cannot create the result";
+          }
+          rejectWith(env, j);
+        }
+        napi_delete_async_work(env, j->work);
+        delete j;
+      },
+      job, &job->work);
+  if (st != napi_ok || napi_queue_async_work(env, job->work) != napi_ok) {
+    if (job->work) napi_delete_async_work(env, job->work);
+    job->errCode = "PROVER_FAILED";
+    job->errMessage = "cannot queue the work";
+    rejectWith(env, job);
+    delete job;
+  }
+  return promise;
 }
 
 bool readThreads(napi_env env, napi_value v, unsigned* out) {
@@ -243,41 +315,13 @@ napi_value Load(napi_env env, napi_callback_info info) {
                                         : Precompute::Background;
     }
   }
-  napi_value promise, name;
-  CHECK(napi_create_promise(env, &job->deferred, &promise));
-  napi_create_string_utf8(env, "nativeProverLoad", NAPI_AUTO_LENGTH, &name);
-  napi_create_async_work(
-      env, nullptr, name,
-      [](napi_env, void* data) {
-        auto* j = static_cast<LoadJob*>(data);
-        capture(j, [&] {
-          const bool eager = j->precompute == Precompute::Eager;
-          j->result = j->fromBuffer ? np::loadZkeyBuffer(j->bytes.data(), j->bytes.size(), j->threads, eager)
-                                    : np::loadZkeyFile(j->path, j->threads, eager);
-          std::vector<uint8_t>().swap(j->bytes);
-        });
-      },
-      [](napi_env env, napi_status, void* data) {
-        auto* j = static_cast<LoadJob*>(data);
-        if (j->errCode.empty()) {
-          napi_value ext = makeHandle(env, new KeyHolder{j->result}, kProvingKeyTag);
-          if (!ext) {
-            j->errCode = "PROVER_FAILED";
-            j->errMessage = "cannot create handle";
-            rejectWith(env, j);
-          } else {
-            napi_resolve_deferred(env, j->deferred, ext);
-            if (j->precompute == Precompute::Background) startTables(env, j->result, j->threads);
-          }
-        } else {
-          rejectWith(env, j);
-        }
-        napi_delete_async_work(env, j->work);
-        delete j;
-      },
-      job, &job->work);
-  CHECK(napi_queue_async_work(env, job->work));
-  return promise;
+  return queueJob(env, job, "nativeProverLoad");
+}
+
+napi_value LoadJob::result(napi_env env) {
+  napi_value handle = makeHandle(env, new KeyHolder{key}, kProvingKeyTag);
+  if (handle && precompute == Precompute::Background) startTables(env, key, threads);
+  return handle;
 }
 
 // prove(handle, witnessBytes, threads?) -> Promise<{ proof: string, publicSignals: string }>
@@ -300,39 +344,7 @@ napi_value Prove(napi_env env, napi_callback_info info) {
     delete job;
     return throwType(env, "threads must be an integer between 0 and 1024");
   }
-  napi_value promise, name;
-  CHECK(napi_create_promise(env, &job->deferred, &promise));
-  napi_create_string_utf8(env, "nativeProverProve", NAPI_AUTO_LENGTH, &name);
-  napi_create_async_work(
-      env, nullptr, name,
-      [](napi_env, void* data) {
-        auto* j = static_cast<ProveJob*>(data);
-        capture(j, [&] {
-          std::vector<np::U256> w = np::parseWitness(*j->pk, j->witness.data(), j->witness.size());
-          std::vector<uint8_t>().swap(j->witness);
-          j->result = np::prove(*j->pk, w, j->threads);
-        });
-        j->pk.reset();
-      },
-      [](napi_env env, napi_status, void* data) {
-        auto* j = static_cast<ProveJob*>(data);
-        if (j->errCode.empty()) {
-          napi_value obj, proof, pub;
-          napi_create_object(env, &obj);
-          napi_create_string_utf8(env, j->result.proofJson.c_str(), j->result.proofJson.size(), &proof);
-          napi_create_string_utf8(env, j->result.publicJson.c_str(), j->result.publicJson.size(), &pub);
-          napi_set_named_property(env, obj, "proof", proof);
-          napi_set_named_property(env, obj, "publicSignals", pub);
-          napi_resolve_deferred(env, j->deferred, obj);
-        } else {
-          rejectWith(env, j);
-        }
-        napi_delete_async_work(env, j->work);
-        delete j;
-      },
-      job, &job->work);
-  CHECK(napi_queue_async_work(env, job->work));
-  return promise;
+  return queueJob(env, job, "nativeProverProve");
 }
 
 // info(handle) -> { nVars, nPublic, domainSize }
@@ -379,12 +391,24 @@ napi_value DefaultThreads(napi_env env, napi_callback_info) {
 
 struct PrepareVkeyJob : AsyncBase {
   std::string numbers;
-  std::shared_ptr<const np::VerifyingKey> result;
+  std::shared_ptr<const np::VerifyingKey> key;
+
+  void execute() override { key = np::prepareVerifyingKey(numbers); }
+  napi_value result(napi_env env) override {
+    return makeHandle(env, new VkeyHolder{key}, kVerifyingKeyTag);
+  }
 };
 
 struct VerifyJob : AsyncBase {
   std::shared_ptr<const np::VerifyingKey> vk;
   std::string signals, proof, reason;
+
+  void execute() override { reason = np::verifyProof(*vk, signals, proof); }
+  void dropInputs() override { vk.reset(); }
+  napi_value result(napi_env env) override {
+    napi_value v;
+    return napi_create_string_utf8(env, reason.c_str(), reason.size(), &v) == napi_ok ? v : nullptr;
+  }
 };
 
 // prepareVerifyingKey(numbers) -> Promise<handle>: checks the key's points and builds its line and
@@ -398,33 +422,7 @@ napi_value PrepareVkey(napi_env env, napi_callback_info info) {
     delete job;
     return throwType(env, "prepareVerifyingKey(numbers) needs the key's coordinates as a string");
   }
-  napi_value promise, name;
-  CHECK(napi_create_promise(env, &job->deferred, &promise));
-  napi_create_string_utf8(env, "nativeVerifierPrepare", NAPI_AUTO_LENGTH, &name);
-  napi_create_async_work(
-      env, nullptr, name,
-      [](napi_env, void* data) {
-        auto* j = static_cast<PrepareVkeyJob*>(data);
-        capture(j, [&] { j->result = np::prepareVerifyingKey(j->numbers); });
-      },
-      [](napi_env env, napi_status, void* data) {
-        auto* j = static_cast<PrepareVkeyJob*>(data);
-        napi_value ext = j->errCode.empty() ? makeHandle(env, new VkeyHolder{j->result}, kVerifyingKeyTag) : nullptr;
-        if (ext) {
-          napi_resolve_deferred(env, j->deferred, ext);
-        } else {
-          if (j->errCode.empty()) {
-            j->errCode = "PROVER_FAILED";
-            j->errMessage = "cannot create handle";
-          }
-          rejectWith(env, j);
-        }
-        napi_delete_async_work(env, j->work);
-        delete j;
-      },
-      job, &job->work);
-  CHECK(napi_queue_async_work(env, job->work));
-  return promise;
+  return queueJob(env, job, "nativeVerifierPrepare");
 }
 
 // verify(handle, publicSignals, proof) -> Promise<string>: "" when the proof holds, else the reason.
@@ -440,31 +438,7 @@ napi_value Verify(napi_env env, napi_callback_info info) {
     delete job;
     return throwType(env, "public signals and proof must be strings of decimal coordinates");
   }
-  napi_value promise, name;
-  CHECK(napi_create_promise(env, &job->deferred, &promise));
-  napi_create_string_utf8(env, "nativeVerifierVerify", NAPI_AUTO_LENGTH, &name);
-  napi_create_async_work(
-      env, nullptr, name,
-      [](napi_env, void* data) {
-        auto* j = static_cast<VerifyJob*>(data);
-        capture(j, [&] { j->reason = np::verifyProof(*j->vk, j->signals, j->proof); });
-        j->vk.reset();
-      },
-      [](napi_env env, napi_status, void* data) {
-        auto* j = static_cast<VerifyJob*>(data);
-        if (j->errCode.empty()) {
-          napi_value reason;
-          napi_create_string_utf8(env, j->reason.c_str(), j->reason.size(), &reason);
-          napi_resolve_deferred(env, j->deferred, reason);
-        } else {
-          rejectWith(env, j);
-        }
-        napi_delete_async_work(env, j->work);
-        delete j;
-      },
-      job, &job->work);
-  CHECK(napi_queue_async_work(env, job->work));
-  return promise;
+  return queueJob(env, job, "nativeVerifierVerify");
 }
 
 // ---- Test-only surface: the arithmetic under the prover, exposed so it can be checked against
