@@ -2,9 +2,7 @@
 // client pays a job in one call; the settling transaction's hash is recorded before it is broadcast;
 // the job runs and its receipt verifies; a replay settles nothing; an intent whose authorization
 // expired without ever running ends `failed` on the sweeper's pass.
-import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { x402Client } from '@x402/core/client';
 import { decodePaymentRequiredHeader, decodePaymentResponseHeader } from '@x402/core/http';
 import { ExactEvmScheme } from '@x402/evm/exact/client';
@@ -15,7 +13,6 @@ import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { demoTokenBalance, deployDemoToken, mintDemoToken } from '../../shared/devchain/token';
 import { startChain } from './ganache';
 import type { Chain } from './ganache';
-import type { TestApp, TestWorker } from '../helpers';
 
 const chain: Chain = await startChain(1337);
 const [deployer, treasury, gasFunder] = chain.accounts as [Address, Address, Address];
@@ -50,36 +47,17 @@ Object.assign(process.env, {
   X402_EVM_SETTLER_KEY: settlerKey,
 });
 
-const { sha256Of, testApp, testJobsWorker, waitForJob } = await import('../helpers');
-const { testPaymentsWorker } = await import('../exchange/paid');
-const { createApp } = await import('../../api/app');
+const { sha256Of, waitForJob } = await import('../helpers');
+const { paidStack } = await import('./x402-stack');
 const { verifyReceipt } = await import('../../shared/payments/receipts');
 const { recoverX402Settlements } = await import('../../shared/payments/x402');
 const { selfSettler } = await import('../../shared/payments/x402-settle');
 
-let app: TestApp;
-let server: Server;
-let base: string;
-let jobsWorker: TestWorker;
-let payments: TestWorker;
-
-beforeAll(async () => {
-  app = testApp();
-  server = createApp(app.deps).listen(0, '127.0.0.1');
-  await new Promise<void>((r) => server.once('listening', () => r()));
-  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  jobsWorker = testJobsWorker();
-  payments = await testPaymentsWorker(app);
-});
-afterAll(async () => {
-  await payments?.close();
-  await jobsWorker?.close();
-  await new Promise((r) => server?.close(r));
-  await app?.close();
+const stack = paidStack(async () => {
   await chain.close();
 });
 
-const db = () => app.deps.db;
+const db = () => stack.app.deps.db;
 // The sweeper's next pass, a second on: rows Postgres stamped with its own clock (microseconds) in
 // the last millisecond are then already behind it.
 const nextTick = () => ({ graceMs: 0, now: new Date(Date.now() + 1_000) });
@@ -100,7 +78,7 @@ describe('self-settlement with the service gas key', () => {
     const body = { service: 'attest.batch', input: { digests: [await sha256Of(`self ${Math.random()}`)] } };
     const settlerEth = await chain.rpc<string>('eth_getBalance', [settler, 'latest']);
 
-    const res = await pay(`${base}/api/jobs`, {
+    const res = await pay(`${stack.base}/api/jobs`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify(body),
@@ -127,16 +105,16 @@ describe('self-settlement with the service gas key', () => {
       settler: 'self',
       tx_hash: settled.transaction.toLowerCase(),
     });
-    const job = await waitForJob(app.request, reply.job.id);
+    const job = await waitForJob(stack.app.request, reply.job.id);
     expect(job.status).toBe('succeeded');
-    const { receipt } = (await app.request.get(new URL(job.links.receipt!).pathname).expect(200)).body;
-    const { publicKey } = (await app.request.get('/api/health').expect(200)).body.signingKey;
+    const { receipt } = (await stack.app.request.get(new URL(job.links.receipt!).pathname).expect(200)).body;
+    const { publicKey } = (await stack.app.request.get('/api/health').expect(200)).body.signingKey;
     expect(verifyReceipt(receipt, publicKey)).toBe(true);
     expect(receipt.transaction.txRef).toBe(settled.transaction.toLowerCase());
 
     // The same signature again: refused, nothing moves.
     const treasuryAfter = await balance(treasury);
-    const replay = await fetch(`${base}/api/jobs`, {
+    const replay = await fetch(`${stack.base}/api/jobs`, {
       method: 'POST',
       headers: {
         'content-type': 'application/json',
@@ -151,7 +129,7 @@ describe('self-settlement with the service gas key', () => {
   });
 
   it('ends an intent whose authorization expired without running as failed, paying nothing', async () => {
-    const created = await app.request
+    const created = await stack.app.request
       .post('/api/jobs')
       .send({ service: 'attest.batch', input: { digests: [await sha256Of(`stale ${Math.random()}`)] } })
       .expect(402);
@@ -173,20 +151,20 @@ describe('self-settlement with the service gas key', () => {
       tx_hash: `0x${'cd'.repeat(32)}`,
       valid_before: new Date(Date.now() - 10 * 60_000),
     });
-    expect(await recoverX402Settlements(db(), app.deps.queues, nextTick())).toEqual({
+    expect(await recoverX402Settlements(db(), stack.app.deps.queues, nextTick())).toEqual({
       paid: 0,
       failed: 1,
     });
     const [row] = await db()('x402_settlements').where(key);
     expect(row).toMatchObject({ status: 'failed', error: 'authorization_expired_unused' });
     expect(await db()('payments').where({ job_id: created.body.job.id })).toHaveLength(0);
-    expect((await app.request.get(`/api/jobs/${created.body.job.id}`).expect(200)).body.job.status).toBe(
-      'awaiting_payment',
-    );
+    expect(
+      (await stack.app.request.get(`/api/jobs/${created.body.job.id}`).expect(200)).body.job.status,
+    ).toBe('awaiting_payment');
   });
 
   it('knows the transaction hash before the node does: the intent can name it before broadcast', async () => {
-    const created = await app.request
+    const created = await stack.app.request
       .post('/api/jobs')
       .send({ service: 'attest.batch', input: { digests: [await sha256Of(`hook ${Math.random()}`)] } })
       .expect(402);
@@ -227,14 +205,14 @@ describe('self-settlement with the service gas key', () => {
       error: 'transaction_failed',
       valid_before: new Date(Number(auth.validBefore) * 1000),
     });
-    expect(await recoverX402Settlements(db(), app.deps.queues, nextTick())).toEqual({
+    expect(await recoverX402Settlements(db(), stack.app.deps.queues, nextTick())).toEqual({
       paid: 1,
       failed: 0,
     });
-    expect((await waitForJob(app.request, created.body.job.id)).status).toBe('succeeded');
+    expect((await waitForJob(stack.app.request, created.body.job.id)).status).toBe('succeeded');
     const [payment] = await db()('payments').where({ job_id: created.body.job.id });
     expect(payment).toMatchObject({ status: 'confirmed', tx_ref: result.transaction.toLowerCase() });
-    expect(await recoverX402Settlements(db(), app.deps.queues, nextTick())).toEqual({
+    expect(await recoverX402Settlements(db(), stack.app.deps.queues, nextTick())).toEqual({
       paid: 0,
       failed: 0,
     });

@@ -4,9 +4,7 @@
 // signature, another job's requirement, a lower amount, a wrong payTo, a forged or unfunded payer —
 // each refused with a problem document and nothing settled — and a settlement whose answer is lost,
 // recovered from the chain by the sweeper's pass.
-import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { x402Client } from '@x402/core/client';
 import { decodePaymentRequiredHeader, decodePaymentResponseHeader } from '@x402/core/http';
 import type { PaymentRequired } from '@x402/core/types';
@@ -19,7 +17,6 @@ import { demoTokenBalance, deployDemoToken, mintDemoToken } from '../../shared/d
 import { startChain } from './ganache';
 import { startFacilitator } from './x402-facilitator';
 import type { Chain } from './ganache';
-import type { TestApp, TestWorker } from '../helpers';
 
 // The node, the token and the facilitator come first: the env the modules parse once must name them.
 const chain: Chain = await startChain(1337);
@@ -51,36 +48,17 @@ Object.assign(process.env, {
   X402_FACILITATOR_TIMEOUT_MS: '20000',
 });
 
-const { sha256Of, testApp, testJobsWorker, waitForJob } = await import('../helpers');
-const { testPaymentsWorker } = await import('../exchange/paid');
-const { createApp } = await import('../../api/app');
+const { sha256Of, waitForJob } = await import('../helpers');
+const { paidStack } = await import('./x402-stack');
 const { verifyReceipt } = await import('../../shared/payments/receipts');
 const { recoverX402Settlements } = await import('../../shared/payments/x402');
 
-let app: TestApp;
-let server: Server;
-let base: string;
-let jobsWorker: TestWorker;
-let payments: TestWorker;
-
-beforeAll(async () => {
-  app = testApp();
-  server = createApp(app.deps).listen(0, '127.0.0.1');
-  await new Promise<void>((r) => server.once('listening', () => r()));
-  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  jobsWorker = testJobsWorker();
-  payments = await testPaymentsWorker(app);
-});
-afterAll(async () => {
-  await payments?.close();
-  await jobsWorker?.close();
-  await new Promise((r) => server?.close(r));
-  await app?.close();
+const stack = paidStack(async () => {
   await facilitator.close();
   await chain.close();
 });
 
-const db = () => app.deps.db;
+const db = () => stack.app.deps.db;
 // The sweeper's next pass, a second on: rows Postgres stamped with its own clock (microseconds) in
 // the last millisecond are then already behind it.
 const nextTick = () => ({ graceMs: 0, now: new Date(Date.now() + 1_000) });
@@ -109,7 +87,7 @@ const jobBody = async (label: string) => ({
 });
 
 const post = (body: unknown, headers: Record<string, string> = {}) =>
-  fetch(`${base}/api/jobs`, {
+  fetch(`${stack.base}/api/jobs`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...headers },
     body: JSON.stringify(body),
@@ -174,12 +152,12 @@ async function untouched<T>(act: () => Promise<T>): Promise<T> {
 describe('the 402', () => {
   it('answers an unpaid priced job with 402, the job and its quotes, and PAYMENT-REQUIRED for the EIP-3009 token only', async () => {
     const { res, required, body } = await unpaid(await jobBody('402'));
-    expect(res.headers.get('location')).toBe(`${base}/api/jobs/${body.job.id}`);
+    expect(res.headers.get('location')).toBe(`${stack.base}/api/jobs/${body.job.id}`);
     expect(body.job).toMatchObject({ status: 'awaiting_payment' });
     expect(body.payment.quotes.map((q) => q.asset).sort()).toEqual(['ETH', 'USDC-ETH']);
     const usdc = body.payment.quotes.find((q) => q.asset === 'USDC-ETH')!;
     expect(required.x402Version).toBe(2);
-    expect(required.resource.url).toBe(`${base}/api/jobs/${body.job.id}`);
+    expect(required.resource.url).toBe(`${stack.base}/api/jobs/${body.job.id}`);
     // ETH is a native coin: `exact` cannot pay it, so it is quoted for submitPayment only.
     expect(required.accepts).toHaveLength(1);
     expect(required.accepts[0]).toMatchObject({
@@ -203,7 +181,7 @@ describe('an unmodified x402 client', () => {
     body = await jobBody('paid');
     const { fetch: pay, seen } = payingFetch(payer);
     const [payerBefore, treasuryBefore] = [await balance(payer.address), await balance(treasury)];
-    const res = await pay(`${base}/api/jobs`, {
+    const res = await pay(`${stack.base}/api/jobs`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', 'Idempotency-Key': `x402-${Math.random()}` },
       body: JSON.stringify(body),
@@ -231,11 +209,11 @@ describe('an unmodified x402 client', () => {
     const [payment] = await db()('payments').where({ job_id: paidJobId });
     expect(payment.tx_ref).toBe(settled.transaction.toLowerCase());
 
-    const job = await waitForJob(app.request, paidJobId);
+    const job = await waitForJob(stack.app.request, paidJobId);
     expect(job.status).toBe('succeeded');
     const receiptUrl = new URL(job.links.receipt!);
-    const { receipt } = (await app.request.get(receiptUrl.pathname).expect(200)).body;
-    const { publicKey } = (await app.request.get('/api/health').expect(200)).body.signingKey;
+    const { receipt } = (await stack.app.request.get(receiptUrl.pathname).expect(200)).body;
+    const { publicKey } = (await stack.app.request.get('/api/health').expect(200)).body.signingKey;
     expect(verifyReceipt(receipt, publicKey)).toBe(true);
     expect(receipt).toMatchObject({
       jobId: paidJobId,
@@ -311,7 +289,7 @@ describe('payments that must not pay', () => {
     const { required } = await unpaid(body);
     const upto = await signatureFor(payer, required, { after: (r) => (r.scheme = 'upto') });
     const v1 = Buffer.from(
-      JSON.stringify({ x402Version: 1, scheme: 'exact', network: 'base', payload: {} }),
+      JSON.stringify({ x402Version: 1, scheme: 'exact', network: 'stack.base', payload: {} }),
     ).toString('base64');
     await untouched(async () => {
       await expectProblem(
@@ -344,16 +322,16 @@ describe('a settlement whose answer is lost', () => {
       expectProblem(await post(body, { 'PAYMENT-SIGNATURE': signature }), 409, 'payment_in_progress'),
     );
 
-    expect(await recoverX402Settlements(db(), app.deps.queues, nextTick())).toEqual({
+    expect(await recoverX402Settlements(db(), stack.app.deps.queues, nextTick())).toEqual({
       paid: 1,
       failed: 0,
     });
     const [row] = await db()('x402_settlements').where({ job_id: created.job.id });
     expect(row.status).toBe('settled');
     expect(row.tx_hash).toMatch(/^0x[0-9a-f]{64}$/);
-    expect((await waitForJob(app.request, created.job.id)).status).toBe('succeeded');
+    expect((await waitForJob(stack.app.request, created.job.id)).status).toBe('succeeded');
     // A second pass finds nothing to do.
-    expect(await recoverX402Settlements(db(), app.deps.queues, nextTick())).toEqual({
+    expect(await recoverX402Settlements(db(), stack.app.deps.queues, nextTick())).toEqual({
       paid: 0,
       failed: 0,
     });
