@@ -142,6 +142,27 @@ export function cpuMs(pid: number | undefined): number {
   }
 }
 
+/**
+ * Waits until the processes are idle: under `busyMs` of CPU between them over `windowMs`, or `maxMs`
+ * at most (and at once off Linux). What a child does as it starts — a prover loading its keys and
+ * building tables — must not overlap a measurement. Resolves to the ms it waited.
+ */
+export async function settled(
+  pids: number[],
+  { windowMs = 500, busyMs = 25, maxMs = 60_000 } = {},
+): Promise<number> {
+  const start = performance.now();
+  const total = () => pids.reduce((a, p) => a + cpuMs(p), 0);
+  let last = total();
+  while (Number.isFinite(last) && performance.now() - start < maxMs) {
+    await new Promise((r) => setTimeout(r, windowMs));
+    const now = total();
+    if (now - last < busyMs) break;
+    last = now;
+  }
+  return performance.now() - start;
+}
+
 export type CpuSnapshot = Record<string, Map<number, number>>;
 
 /**

@@ -1,6 +1,7 @@
 // bench:workflows — workflow events per second over HTTP on one workflow (every event extends one chain)
 // and across many, and verify calls per second on finished workflows, against raw Postgres single-row
-// inserts measured in the same run. Each phase also reports the CPU it cost per operation, by process
+// inserts measured in the same run (before, between and after the event phases; each event phase is set
+// against the two insert runs around it). Each phase also reports the CPU it cost per operation, by process
 // (web, Postgres backends of the bench database, this driver), from /proc; a floor phase (a GET that
 // runs one select) shows what any request of this app costs before the route does its own work.
 //   npm run bench:workflows
@@ -9,7 +10,7 @@ import { createHash } from 'node:crypto';
 import pg from 'pg';
 import { printReport } from './report';
 import type { BenchReport } from './report';
-import { benchStack, cpuByRole, cpuPerOp, httpClient, percentile, pool } from './stack';
+import { benchStack, cpuByRole, cpuPerOp, httpClient, percentile, pool, settled } from './stack';
 
 const EVENTS_ONE = Number(process.env.BENCH_EVENTS_ONE ?? 2000);
 const EVENTS_MANY = Number(process.env.BENCH_EVENTS_MANY ?? 2000);
@@ -60,6 +61,9 @@ async function main() {
     }
     await probe.connect();
     const roles = { web: [web.pid!], prover: [prover.pid!] };
+    // The prover loads its keys and builds their tables as it starts: the baseline waits for it.
+    const waited = await settled([web.pid!, prover.pid!]);
+    console.log(`bench: the web and prover processes settled after ${(waited / 1000).toFixed(1)} s`);
     const timed = async (
       name: string,
       n: number,
@@ -105,22 +109,30 @@ async function main() {
     const raw = new pg.Pool({ connectionString: stack.databaseUrl, max: 10 });
     await raw.query(`create table bench_inserts (id bigserial primary key, workflow_id text, seq int, stage text,
       action text, actor_commitment text, evidence_commitment text, at text, prev_hash text, entry_hash text)`);
-    const inserts = await timed('raw Postgres insert', INSERTS, CONCURRENCY, async (i) => {
-      await raw.query(
-        `insert into bench_inserts (workflow_id, seq, stage, action, actor_commitment, evidence_commitment, at, prev_hash, entry_hash)
-         values ($1, $2, 'application', 'attach_evidence', $3, $4, $5, $6, $7)`,
-        [
-          `wf_${i % 100}`,
-          i,
-          hex(`a${i}`),
-          hex(`e${i}`),
-          new Date().toISOString(),
-          hex(`p${i}`),
-          hex(`h${i}`),
-        ],
-      );
-    });
-    await raw.end();
+    let inserted = 0;
+    const insertRun = (name: string) =>
+      timed(name, INSERTS, CONCURRENCY, async () => {
+        const i = inserted++;
+        await raw.query(
+          `insert into bench_inserts (workflow_id, seq, stage, action, actor_commitment, evidence_commitment, at, prev_hash, entry_hash)
+           values ($1, $2, 'application', 'attach_evidence', $3, $4, $5, $6, $7)`,
+          [
+            `wf_${i % 100}`,
+            i,
+            hex(`a${i}`),
+            hex(`e${i}`),
+            new Date().toISOString(),
+            hex(`p${i}`),
+            hex(`h${i}`),
+          ],
+        );
+      });
+    // The insert rate is measured before, between and after the event phases, and each event phase is
+    // set against the two runs around it: a shared host's speed drifts within a run, and a ratio to a
+    // rate measured minutes away would carry that drift.
+    // Unmeasured first: the pool's connections, the driver's JIT (a cold run here was half the warm rate).
+    await insertRun('raw Postgres insert (warm-up)');
+    const insertsBefore = await insertRun('raw Postgres insert (before events)');
 
     // Warm-up: connections, JIT, prepared plans.
     const warm = await prepare();
@@ -130,11 +142,14 @@ async function main() {
     const single = await timed('events, one workflow', EVENTS_ONE, CONCURRENCY, async (i) => {
       await attach(one.workflowId, i);
     });
+    const insertsBetween = await insertRun('raw Postgres insert (between)');
 
     const many = await Promise.all(Array.from({ length: WORKFLOWS }, () => prepare()));
     const spread = await timed(`events, ${WORKFLOWS} workflows`, EVENTS_MANY, CONCURRENCY, async (i) => {
       await attach(many[i % many.length]!.workflowId, i);
     });
+    const insertsAfter = await insertRun('raw Postgres insert (after events)');
+    await raw.end();
 
     // Finish the many workflows so verify covers records, signature and log inclusion.
     const finishStage = async (workflowId: string) => {
@@ -180,8 +195,27 @@ async function main() {
       if (res.status !== 200) throw new Error(`log head answered ${res.status}`);
     });
 
+    const insertRuns = [insertsBefore, insertsBetween, insertsAfter];
+    const inserts: Result = {
+      name: 'raw Postgres insert (all three)',
+      n: insertRuns.reduce((a, r) => a + r.n, 0),
+      seconds: insertRuns.reduce((a, r) => a + r.seconds, 0),
+      latencies: insertRuns.flatMap((r) => r.latencies),
+      cpu: Object.fromEntries(
+        Object.keys(insertsBefore.cpu).map((k) => [
+          k,
+          insertRuns.reduce((a, r) => a + (r.cpu[k] ?? 0), 0) / insertRuns.length,
+        ]),
+      ),
+    };
     const baseline = perSecond(inserts);
-    const phases = [inserts, floor, single, spread, firstVerifies, verifies];
+    const around = (a: Result, b: Result) => (perSecond(a) + perSecond(b)) / 2;
+    // What each phase is set against: the event phases, the inserts around them; the rest, all of them.
+    const against = new Map<Result, number>([
+      [single, around(insertsBefore, insertsBetween)],
+      [spread, around(insertsBetween, insertsAfter)],
+    ]);
+    const phases = [...insertRuns, inserts, floor, single, spread, firstVerifies, verifies];
     const cpuRoles = ['web', 'postgres', 'driver'];
     console.log(
       `\nbench:workflows (${CONCURRENCY} in flight; ${TEMPLATE}: ${WORKFLOWS} workflows of ${EVENTS_MANY / WORKFLOWS + 7} entries for verify)`,
@@ -194,7 +228,7 @@ async function main() {
       console.log(
         `| ${r.name} | ${r.n} | ${fmt(perSecond(r))} | ${fmt(percentile(r.latencies, 50))} | ${fmt(
           percentile(r.latencies, 99),
-        )} | ${(perSecond(r) / baseline).toFixed(3)} | ${cpuRoles.map((k) => (r.cpu[k] ?? NaN).toFixed(2)).join(' / ')} |`,
+        )} | ${(perSecond(r) / (against.get(r) ?? baseline)).toFixed(3)} | ${cpuRoles.map((k) => (r.cpu[k] ?? NaN).toFixed(2)).join(' / ')} |`,
       );
     }
     const cpuFigures = (prefix: string, r: Result) =>
@@ -212,9 +246,9 @@ async function main() {
       },
       figures: {
         eventsOneWorkflowPerSecond: perSecond(single),
-        eventsOneWorkflowRatio: perSecond(single) / baseline,
+        eventsOneWorkflowRatio: perSecond(single) / against.get(single)!,
         eventsManyWorkflowsPerSecond: perSecond(spread),
-        eventsManyWorkflowsRatio: perSecond(spread) / baseline,
+        eventsManyWorkflowsRatio: perSecond(spread) / against.get(spread)!,
         verifyPerSecond: perSecond(verifies),
         verifyFirstPerSecond: perSecond(firstVerifies),
         floorPerSecond: perSecond(floor),
@@ -224,7 +258,13 @@ async function main() {
         ...cpuFigures('cpuMsPerVerifyFirst', firstVerifies),
         ...cpuFigures('cpuMsPerFloor', floor),
       },
-      baseline: { rawInsertPerSecond: baseline, ...cpuFigures('cpuMsPerInsert', inserts) },
+      baseline: {
+        rawInsertPerSecond: baseline,
+        rawInsertPerSecondBefore: perSecond(insertsBefore),
+        rawInsertPerSecondBetween: perSecond(insertsBetween),
+        rawInsertPerSecondAfter: perSecond(insertsAfter),
+        ...cpuFigures('cpuMsPerInsert', inserts),
+      },
       target: {
         eventsOneWorkflowRatio: { min: 0.25 },
         eventsManyWorkflowsRatio: { min: 0.4 },
