@@ -127,10 +127,9 @@ async function main() {
           ],
         );
       });
-    // The insert rate is measured before, between and after the event phases, and each event phase is
-    // set against the two runs around it: a shared host's speed drifts within a run, and a ratio to a
-    // rate measured minutes away would carry that drift.
-    // Unmeasured first: the pool's connections, the driver's JIT (a cold run here was half the warm rate).
+    // One unmeasured run first (the pool's connections, the driver's JIT: a cold run was half the warm
+    // rate), then runs before, between and after the event phases, each phase set against the two runs
+    // around it: a shared host's speed drifts within a run.
     await insertRun('raw Postgres insert (warm-up)');
     const insertsBefore = await insertRun('raw Postgres insert (before events)');
 
