@@ -3,7 +3,7 @@ import globals from 'globals';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/', '.data/', '.cache/', 'circuits/build/', 'coverage/', 'native/build/'] },
+  { ignores: ['node_modules/', '.data/', '.cache/', 'circuits/build/', 'coverage/', 'native-prover/build/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
@@ -15,13 +15,13 @@ export default tseslint.config(
         'error',
         {
           selector: "MemberExpression[object.name='process'][property.name='env']",
-          message: 'Read configuration through shared/env.ts.',
+          message: 'Read configuration through shared/platform/env.ts.',
         },
       ],
     },
   },
   {
-    files: ['shared/env.ts', 'test/**', 'bench/**', 'scripts/**', 'vitest.config.ts', 'circuits/**'],
+    files: ['shared/platform/env.ts', 'test/**', 'bench/**', 'scripts/**', 'vitest.config.ts', 'circuits/**'],
     rules: { 'no-restricted-syntax': 'off' },
   },
 );

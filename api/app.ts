@@ -4,27 +4,28 @@ import express from 'express';
 import type { Request, Response, NextFunction } from 'express';
 import helmet from 'helmet';
 import swaggerUi from 'swagger-ui-express';
-import { safeEqual } from '../shared/crypto';
-import { AppError, unauthorized } from '../shared/errors';
-import { logger } from '../shared/log';
-import { httpDuration, queueDepth, registry } from '../shared/metrics';
+import { safeEqual } from '../shared/platform/crypto';
+import { AppError, unauthorized } from '../shared/platform/errors';
+import { logger } from '../shared/platform/log';
+import { httpDuration, queueDepth, registry } from '../shared/platform/metrics';
 import { agentCardHandler } from './a2a/card';
 import { a2aRouter } from './a2a/router';
 import type { AppDeps } from './deps';
 import { pagesRouter } from './pages';
 import { coordinationPagesRouter } from './pages/governance';
 import { ADMIN_PATH, adminRouter } from './http/admin';
-import { bearerOnly, bearerToken } from './http/auth';
+import { acceptKeys, bearerOnly, bearerToken } from './http/auth';
 import { guardBody, guardQuery } from './http/input-guard';
 import { origin } from './http/links';
 import { exchangeDocument, platformDocument } from './http/openapi';
 import { errorMiddleware, notFoundMiddleware } from './http/problem';
-import { rateLimit } from './http/ratelimit';
+import { rateLimit, spendAuthFailure, tokenCheckedElsewhere } from './http/ratelimit';
 import { requestLog } from './http/request-log';
-import { queueDepths } from './routes/health';
-import { AGENT_EXCHANGE_VERSION } from './routes/exchange';
+import { queueDepths } from './http/health-checks';
+import { AGENT_EXCHANGE_VERSION } from './views/exchange';
 import { buildTables } from './tables';
 import type { RouteTables } from './tables';
+import { keyResolvers } from './wiring';
 
 export interface AppOptions {
   tables?: RouteTables;
@@ -33,6 +34,8 @@ export interface AppOptions {
 
 export function createApp(deps: AppDeps, options: AppOptions = {}): express.Express {
   const tables = options.tables ?? buildTables();
+  // The keys the product lines issue (agent and license keys), as api/wiring.ts lists them.
+  acceptKeys(keyResolvers);
   const app = express();
   app.disable('x-powered-by');
   app.set('trust proxy', options.trustProxy ?? 0);
@@ -96,9 +99,17 @@ export function createApp(deps: AppDeps, options: AppOptions = {}): express.Expr
     }),
   );
 
-  // Operational endpoints first: they are not rate limited per client and take no body.
+  // Every mount from here on is rate limited per client network, and a credential that authenticates
+  // nothing spends from its network's failure budget. Mounts that check a token of their own say so
+  // first (they count their own failures), as do routes whose Bearer token is another party's.
+  app.use(['/metrics', ADMIN_PATH], tokenCheckedElsewhere);
+  app.use(foreignTokenRoutes(tables));
+  app.use(rateLimit(deps));
+
+  // Operational endpoints: they take no body.
   app.get('/metrics', async (req, res) => {
     if (deps.metricsToken && !safeEqual(bearerToken(req) ?? '', deps.metricsToken)) {
+      if (req.headers.authorization !== undefined) await spendAuthFailure(deps, req, res);
       throw unauthorized('Metrics need Authorization: Bearer <METRICS_TOKEN>.', {
         'WWW-Authenticate': 'Bearer',
       });
@@ -144,11 +155,10 @@ export function createApp(deps: AppDeps, options: AppOptions = {}): express.Expr
     });
   });
 
-  // Client traffic from here on: Bearer credentials only on the API, rate limited, query strings
-  // guarded. Server-rendered pages come first: they parse their own form posts, since an HTML form
-  // without scripts cannot send JSON.
+  // Client traffic from here on: Bearer credentials only on the API, query strings guarded.
+  // Server-rendered pages come first: they parse their own form posts, since an HTML form without
+  // scripts cannot send JSON.
   app.use('/api', bearerOnly);
-  app.use(rateLimit(deps));
   app.use(guardQuery);
   // A2A (JSON-RPC and HTTP+JSON): parses and guards its own bodies, answering in the protocol's forms.
   app.use(a2aRouter(deps));
@@ -182,6 +192,18 @@ export function createApp(deps: AppDeps, options: AppOptions = {}): express.Expr
 
   app.use(notFoundMiddleware);
   app.use(errorMiddleware);
-  void ADMIN_PATH;
   return app;
+}
+
+/** The routes whose Bearer token is the payments provider's, passed on unread: not ours to count. */
+function foreignTokenRoutes(tables: RouteTables): express.Router {
+  const router = express.Router();
+  for (const table of [tables.exchange, tables.commercial, tables.site]) {
+    for (const spec of table.list()) {
+      if (spec.auth === 'provider-token') {
+        router[spec.method](spec.path.replace(/\{(\w+)\}/g, ':$1'), tokenCheckedElsewhere);
+      }
+    }
+  }
+  return router;
 }

@@ -1,8 +1,8 @@
 // What a running API needs from the outside world, passed in so tests can point it at other stores.
-import type { Db } from '../shared/db/knex';
+import type { Db } from '../shared/platform/db/knex';
 import type { JobNotifier } from '../shared/jobs/notify';
-import type { Queues } from '../shared/queues';
-import type { RedisClient } from '../shared/redis';
+import type { Queues } from '../shared/platform/queues';
+import type { RedisClient } from '../shared/platform/redis';
 
 export interface AppDeps {
   db: Db;
@@ -22,6 +22,8 @@ export interface AppDeps {
     proveAnonPerMinute?: number;
     verifyPerMinute?: number;
     proveMaxInFlight?: number;
+    /** Failed credentials per client network per minute; default: from configuration. */
+    authFailuresPerMinute?: number;
   };
   bodyLimitBytes: number;
 }

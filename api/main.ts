@@ -1,18 +1,20 @@
 // The `web` process: the Express app on PORT, with the stores it needs and a clean shutdown.
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createDb } from '../shared/db/knex';
-import { explainListenError } from '../shared/devstack/failures';
-import { closeEgress } from '../shared/egress';
-import { env } from '../shared/env';
+import { createDb } from '../shared/platform/db/knex';
+import { explainListenError } from '../shared/platform/failures';
+import { closeEgress } from '../shared/platform/egress';
+import { env, refuseConfig } from '../shared/platform/env';
+import { chainSettingIssues } from '../shared/chains/settings';
 import { syncServiceCatalog } from '../shared/jobs/catalog';
 import { JobNotifier, closeJobEvents } from '../shared/jobs/notify';
-import { runProcess } from '../shared/lifecycle';
-import { logger } from '../shared/log';
-import { Queues } from '../shared/queues';
-import { createRedis, waitReady } from '../shared/redis';
-import { Shutdown } from '../shared/shutdown';
-import { tableBases } from '../shared/urls';
+import { watchSigningKeys } from '../shared/platform/keyHistory';
+import { runProcess } from '../shared/platform/lifecycle';
+import { logger } from '../shared/platform/log';
+import { Queues } from '../shared/platform/queues';
+import { createRedis, waitReady } from '../shared/platform/redis';
+import { Shutdown } from '../shared/platform/shutdown';
+import { tableBases } from '../shared/platform/urls';
 import { assertCircuitSetup } from '../shared/zk/setup';
 import { createApp } from './app';
 import type { AppDeps } from './deps';
@@ -35,6 +37,7 @@ export function depsFromEnv(): AppDeps {
       proveAnonPerMinute: env.PROVE_ANON_PER_MINUTE,
       verifyPerMinute: env.VERIFY_PER_MINUTE,
       proveMaxInFlight: env.PROVE_MAX_IN_FLIGHT,
+      authFailuresPerMinute: env.AUTH_FAILURES_PER_MINUTE,
     },
     bodyLimitBytes: env.BODY_LIMIT_BYTES,
   };
@@ -55,6 +58,12 @@ export async function startWeb(): Promise<{ server: Server; shutdown: Shutdown }
   const shutdown = new Shutdown();
   const deps = depsFromEnv();
   shutdown.register('deps', () => closeDeps(deps));
+  // Its keys go into the key history first; a retired or revoked one stops the start here.
+  const keys = await watchSigningKeys(deps.db).catch(async (err: unknown) => {
+    await shutdown.run('start failed');
+    throw err;
+  });
+  shutdown.register('signing keys', () => keys.stop());
   if (!(await waitReady(deps.redis, 5000)))
     logger.warn('Redis is not answering yet; jobs are kept in Postgres until it does');
   await syncServiceCatalog(deps.db).catch((err: Error) =>
@@ -92,5 +101,6 @@ export async function startWeb(): Promise<{ server: Server; shutdown: Shutdown }
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
+  refuseConfig(chainSettingIssues(env));
   await runProcess('web', startWeb);
 }

@@ -1,17 +1,18 @@
 // The three route tables of the API and the modules that fill them.
 import { RouteTable } from './http/route';
-import { agentExchangeRoutes } from './routes/agent-exchange';
+import { agentExchangeRoutes } from './routes/exchange/index';
 import { auctionRoutes } from './routes/auctions';
-import { blindPolicyRoutes } from './routes/blind-policy';
-import { checkoutRoutes } from './routes/checkout';
-import { commercialRoutes } from './routes/commercial';
-import { exchangeRoutes } from './routes/exchange';
-import { governanceRoutes } from './routes/governance';
-import { paymentRoutes } from './routes/payments';
+import { blindPolicyRoutes } from './routes/zk';
+import { licensingRoutes } from './routes/licensing/index';
+import { governanceRoutes } from './routes/governance/index';
+import { healthRoutes, readinessRoutes } from './routes/health';
+import { jobRoutes } from './routes/jobs/index';
+import { gateRoutes, paymentRoutes } from './routes/payments/index';
 import { siteRoutes } from './routes/site';
-import { statusV1Routes } from './routes/status-v1';
-import { treasuryCoordinationRoutes } from './routes/treasury-coordination';
-import { workflowRoutes } from './routes/workflows';
+import { coordinationStatusRoutes, providerStatusRoutes } from './routes/providers/index';
+import { treasuryCoordinationRoutes } from './routes/treasury';
+import { workflowRoutes } from './routes/workflows/index';
+import { readinessChecks } from './wiring';
 
 export interface RouteTables {
   exchange: RouteTable;
@@ -21,11 +22,15 @@ export interface RouteTables {
 
 export function buildTables(): RouteTables {
   return {
-    exchange: agentExchangeRoutes(paymentRoutes(exchangeRoutes(new RouteTable('exchange')))),
-    commercial: statusV1Routes(checkoutRoutes(commercialRoutes(new RouteTable('commercial')))),
+    exchange: agentExchangeRoutes(paymentRoutes(jobRoutes(healthRoutes(new RouteTable('exchange'))))),
+    commercial: providerStatusRoutes(
+      gateRoutes(licensingRoutes(readinessRoutes(new RouteTable('commercial'), readinessChecks))),
+    ),
     site: auctionRoutes(
       treasuryCoordinationRoutes(
-        governanceRoutes(blindPolicyRoutes(workflowRoutes(siteRoutes(new RouteTable('site'))))),
+        coordinationStatusRoutes(
+          governanceRoutes(blindPolicyRoutes(workflowRoutes(siteRoutes(new RouteTable('site'))))),
+        ),
       ),
     ),
   };

@@ -11,7 +11,7 @@ import { createIdentity, loadBallotArtifacts, makeBallot } from '../shared/gover
 import type { Ballot, BallotInfo, Identity, NativeBallotProver } from '../shared/governance/ballot-client';
 import { reviewMessage } from '../shared/governance/commitments';
 import { terminateCurves } from '../shared/zk';
-import { loadNativeProver } from '../workers/native-prover';
+import { loadNativeProver } from '../native-prover';
 import { printReport } from './report';
 import type { BenchReport } from './report';
 import { benchStack, httpClient, percentile, pool } from './stack';

@@ -7,12 +7,12 @@ import { Queue, QueueEvents } from 'bullmq';
 import pg from 'pg';
 import { createHash } from 'node:crypto';
 import { cpus } from 'node:os';
-import { freePort } from '../shared/devstack/redis';
-import { startLocalCluster } from '../shared/devstack/redis-cluster';
-import type { LocalCluster } from '../shared/devstack/redis-cluster';
-import { parseEnv } from '../shared/env';
-import { createRedis, waitReady } from '../shared/redis';
-import type { RedisClient, RedisTarget } from '../shared/redis';
+import { freePort } from '../dev/stack/redis';
+import { startLocalCluster } from '../dev/stack/redis-cluster';
+import type { LocalCluster } from '../dev/stack/redis-cluster';
+import { parseEnv } from '../shared/platform/env';
+import { createRedis, waitReady } from '../shared/platform/redis';
+import type { RedisClient, RedisTarget } from '../shared/platform/redis';
 import { printReport } from './report';
 import { benchStack, cpuByRole, cpuPerOp, httpClient, percentile, pool } from './stack';
 
@@ -93,9 +93,11 @@ async function endToEnd(stack: Stack, place: Place) {
   const create = async (i: number) => {
     const res = await calls[Math.abs(i) % calls.length]!('POST', '/api/jobs', body(i));
     if (res.status !== 202) throw new Error(`createJob answered ${res.status}`);
-    ids.push((JSON.parse(res.body) as { job: { id: string } }).job.id);
+    const created = JSON.parse(res.body) as { job: { id: string }; accessToken: string };
+    ids.push({ id: created.job.id, token: created.accessToken });
   };
-  const ids: string[] = [];
+  // Each job with its access token: jobStatus opens a job to its token only.
+  const ids: Array<{ id: string; token: string }> = [];
   // Warm-up: connections, JIT.
   await pool(
     [...Array(300).keys()].map((i) => -i - 1),
@@ -115,8 +117,8 @@ async function endToEnd(stack: Stack, place: Place) {
   const cpu = cpuPerOp(cpuBefore, await cpuByRole(pids, db), N);
 
   const sample = ids.slice(-2000);
-  const statusLat = await pool(sample, CONCURRENCY, async (id) => {
-    const res = await calls[0]!('GET', `/api/jobs/${id}`);
+  const statusLat = await pool(sample, CONCURRENCY, async ({ id, token }) => {
+    const res = await calls[0]!('GET', `/api/jobs/${id}`, undefined, { authorization: `Bearer ${token}` });
     if (res.status !== 200) throw new Error(`jobStatus answered ${res.status}`);
   });
   await db.end();

@@ -4,9 +4,9 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as snarkjs from 'snarkjs';
-import { computeWitness, ensureChainFixture, ensureFixtures, repoRoot } from '../test/native-prover/fixtures';
-import type { Fixture } from '../test/native-prover/fixtures';
-import { loadNativeProver } from '../workers/native-prover';
+import { computeWitness, ensureChainFixture, ensureFixtures, repoRoot } from '../test/zk/native/fixtures';
+import type { Fixture } from '../test/zk/native/fixtures';
+import { loadNativeProver } from '../native-prover';
 import { printReport } from './report';
 
 function arg(name: string, fallback: number): number {

@@ -1,7 +1,7 @@
 // Baseline worker for bench:jobs: bare BullMQ processing a no-op job, nothing else, on the Redis (one
 // node or a cluster) and prefix it is given.
 import { Worker } from 'bullmq';
-import { createRedis } from '../shared/redis';
+import { createRedis } from '../shared/platform/redis';
 
 const connection = createRedis('worker');
 const worker = new Worker('bare', async () => undefined, {

@@ -4,7 +4,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import { cpus, loadavg } from 'node:os';
-import type { Asset } from '../shared/payments/assets';
+import type { Asset } from '../shared/chains/assets';
 import { printReport } from './report';
 import type { BenchReport } from './report';
 
@@ -37,12 +37,12 @@ async function chainRole() {
 
 /** The `payments` consumer exactly as workers/main.ts builds it, without the other queues' work. */
 async function workerRole() {
-  const { createDb } = await import('../shared/db/knex');
-  const { createRedis } = await import('../shared/redis');
+  const { createDb } = await import('../shared/platform/db/knex');
+  const { createRedis } = await import('../shared/platform/redis');
   const { startWorker } = await import('../workers/pool');
-  const { env } = await import('../shared/env');
+  const { env } = await import('../shared/platform/env');
   const { paymentsProcessor } = await import('../workers/processors/payments');
-  const { chainRpcCalls, chainRpcRequests } = await import('../shared/metrics');
+  const { chainRpcCalls, chainRpcRequests } = await import('../shared/platform/metrics');
   const db = createDb();
   // Every statement this worker sends (BEGIN and COMMIT included): it does nothing but check payments.
   let statements = 0;
@@ -122,7 +122,7 @@ async function driver() {
   const { createHash } = await import('node:crypto');
   const { benchStack, httpClient, percentile, pool } = await import('./stack');
   const { createEvmAdapter } = await import('../shared/chains/evm');
-  const { env } = await import('../shared/env');
+  const { env } = await import('../shared/platform/env');
   const GROUP = env.PAYMENT_CHECK_BATCH;
 
   const stack = await benchStack();
@@ -169,6 +169,8 @@ async function driver() {
       PORT: String(PORT),
       HOST: '127.0.0.1',
       RATE_LIMIT_ENABLED: 'false',
+      // Every job comes from this one address: let it hold an amount for each.
+      AMOUNT_HOLDS_PER_CALLER: String(N + WARMUP),
     });
     const worker = stack.spawn('bench/payments.ts', {
       ...paymentEnv,
@@ -193,7 +195,7 @@ async function driver() {
 
     // 1. Priced jobs: each ETH quote asks for its own amount (the price plus a unique offset).
     let t = performance.now();
-    const jobs: Array<{ id: string; wei: bigint }> = [];
+    const jobs: Array<{ id: string; token: string; wei: bigint }> = [];
     await pool([...Array(TOTAL).keys()], CONCURRENCY, async (i) => {
       const digest = createHash('sha256').update(`bench payment ${i}`).digest('hex');
       const job = await call(
@@ -204,9 +206,14 @@ async function driver() {
       if (job.status !== 402) throw new Error(`createJob answered ${job.status}: ${job.body}`);
       const body = JSON.parse(job.body) as {
         job: { id: string };
+        accessToken: string;
         payment: { quotes: Array<{ asset: string; amount: string }> };
       };
-      jobs[i] = { id: body.job.id, wei: BigInt(body.payment.quotes.find((q) => q.asset === 'ETH')!.amount) };
+      jobs[i] = {
+        id: body.job.id,
+        token: body.accessToken,
+        wei: BigInt(body.payment.quotes.find((q) => q.asset === 'ETH')!.amount),
+      };
     });
 
     // 2. Real transfers of those amounts, mined after the quotes. One lane per payer: the node numbers
@@ -229,6 +236,7 @@ async function driver() {
         'POST',
         `/api/jobs/${jobs[i]!.id}/payment`,
         JSON.stringify({ asset: 'ETH', txRef: hashes[i] }),
+        { authorization: `Bearer ${jobs[i]!.token}` },
       );
       if (paid.status !== 202) throw new Error(`submitPayment answered ${paid.status}: ${paid.body}`);
     });

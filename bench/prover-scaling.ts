@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { terminateCurves } from '../shared/zk/index';
-import { loadNativeProver } from '../workers/native-prover';
+import { loadNativeProver } from '../native-prover';
 import { defaultLinks, ensureLargeCircuit } from './large-circuit';
 import { witnessFor } from './proving';
 import { printReport } from './report';

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import * as snarkjs from 'snarkjs';
-import { loadNativeProver } from '../workers/native-prover';
+import { loadNativeProver } from '../native-prover';
 
 const execFileAsync = promisify(execFile);
 

@@ -4,10 +4,10 @@ import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import type { ChildProcess } from 'node:child_process';
 import pg from 'pg';
-import { createDb } from '../shared/db/knex';
-import { resolvePostgres } from '../shared/devstack/postgres';
-import { resolveRedis } from '../shared/devstack/redis';
-import { release } from '../shared/bin/release';
+import { createDb } from '../shared/platform/db/knex';
+import { resolvePostgres } from '../dev/stack/postgres';
+import { resolveRedis } from '../dev/stack/redis';
+import { release } from '../workers/release';
 
 export interface BenchStack {
   databaseUrl: string;
@@ -107,7 +107,12 @@ export async function pool<T>(
 export function httpClient(base: string, sockets: number, headers: Record<string, string> = {}) {
   const agent = new http.Agent({ keepAlive: true, maxSockets: sockets });
   const url = new URL(base);
-  return (method: 'GET' | 'POST', path: string, body?: string): Promise<{ status: number; body: string }> =>
+  return (
+    method: 'GET' | 'POST',
+    path: string,
+    body?: string,
+    also: Record<string, string> = {},
+  ): Promise<{ status: number; body: string }> =>
     new Promise((resolve, reject) => {
       const req = http.request(
         {
@@ -117,8 +122,13 @@ export function httpClient(base: string, sockets: number, headers: Record<string
           method,
           path,
           headers: body
-            ? { ...headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }
-            : headers,
+            ? {
+                ...headers,
+                ...also,
+                'content-type': 'application/json',
+                'content-length': Buffer.byteLength(body),
+              }
+            : { ...headers, ...also },
         },
         (res) => {
           let text = '';

@@ -7,9 +7,9 @@ import { loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import * as snarkjs from 'snarkjs';
 import { terminateCurves } from '../shared/zk';
-import { committedProofs } from '../test/native-prover/committed-proofs';
-import type { CommittedProof } from '../test/native-prover/committed-proofs';
-import { loadNativeVerifier } from '../workers/native-prover';
+import { committedProofs } from '../test/zk/native/committed-proofs';
+import type { CommittedProof } from '../test/zk/native/committed-proofs';
+import { loadNativeVerifier } from '../native-prover';
 import { printReport } from './report';
 
 function arg(name: string, fallback: number): number {

@@ -18,7 +18,7 @@ import {
 import { basename, join, relative, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import * as snarkjs from 'snarkjs';
-import { env } from '../shared/env';
+import { env } from '../shared/platform/env';
 import { artifactPaths, artifactsDir, manifestPath, manifestSchema } from '../shared/zk/artifacts';
 import type { CircuitManifest, Manifest } from '../shared/zk/artifacts';
 import { policies, preparePolicyInput } from '../shared/zk/policies';

@@ -5,7 +5,7 @@ import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { isDeepStrictEqual } from 'node:util';
 import * as snarkjs from 'snarkjs';
-import { sha256Hex } from '../shared/crypto';
+import { sha256Hex } from '../shared/platform/crypto';
 import { artifactPaths, artifactsDir, manifestPath, manifestSchema } from '../shared/zk/artifacts';
 import type { Manifest } from '../shared/zk/artifacts';
 import { policies } from '../shared/zk/policies';

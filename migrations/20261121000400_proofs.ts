@@ -6,7 +6,7 @@ export async function up(knex: Knex): Promise<void> {
   await knex.schema.createTable('proofs', (t) => {
     t.text('id').primary();
     t.text('policy').notNullable();
-    // held: proved only once a paid exchange job releases it (see docs/blind-policy.md).
+    // held: proved only once a paid exchange job releases it (see docs/zk.md).
     t.text('status').notNullable().defaultTo('queued');
     // Public by construction: Poseidon commitments, the policy id and the result.
     t.jsonb('commitments').notNullable();

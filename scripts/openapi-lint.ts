@@ -10,7 +10,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { exchangeDocument, platformDocument } from '../api/http/openapi';
 import type { TableUrls } from '../api/http/openapi';
-import { AGENT_EXCHANGE_VERSION } from '../api/routes/exchange';
+import { AGENT_EXCHANGE_VERSION } from '../api/views/exchange';
 import { buildTables } from '../api/tables';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');

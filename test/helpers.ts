@@ -4,12 +4,12 @@ import type { Processor, Worker } from 'bullmq';
 import supertest from 'supertest';
 import { createApp } from '../api/app';
 import type { AppDeps } from '../api/deps';
-import type { JobView } from '../api/routes/jobs-view';
+import type { JobView } from '../api/views/jobs';
 import { closeDeps, depsFromEnv } from '../api/main';
-import { createDb } from '../shared/db/knex';
-import type { Db } from '../shared/db/knex';
-import type { QueueName } from '../shared/queues';
-import { createRedis } from '../shared/redis';
+import { createDb } from '../shared/platform/db/knex';
+import type { Db } from '../shared/platform/db/knex';
+import type { QueueName } from '../shared/platform/queues';
+import { createRedis } from '../shared/platform/redis';
 import { startWorker } from '../workers/pool';
 import { jobsProcessor } from '../workers/processors/jobs';
 
@@ -55,7 +55,7 @@ export function testQueueWorker(queue: QueueName, processor: (db: Db) => Process
 /** A real `jobs` worker in this process, on this file's queue prefix. */
 export const testJobsWorker = (): TestWorker => testQueueWorker('jobs', jobsProcessor);
 
-export const sha256Of = async (text: string) => (await import('../shared/crypto')).sha256Hex(text);
+export const sha256Of = async (text: string) => (await import('../shared/platform/crypto')).sha256Hex(text);
 
 /** Polls a condition (for state that has no event to wait on), failing after timeoutMs. */
 export async function eventually<T>(
@@ -72,15 +72,22 @@ export async function eventually<T>(
   }
 }
 
-/** Long-polls a job until it reaches a terminal state. */
+/** The Authorization header of a Bearer credential (a job's access token, an agent or license key). */
+export const bearer = (token: string) => ({ Authorization: `Bearer ${token}` });
+
+/**
+ * Long-polls a job until it reaches a terminal state, with what opens it: its access token (jt_…), or
+ * the key that created it.
+ */
 export async function waitForJob(
   request: TestApp['request'],
   id: string,
+  token: string,
   timeoutMs = 20_000,
 ): Promise<JobView> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const res = await request.get(`/api/jobs/${id}?wait=5`).expect(200);
+    const res = await request.get(`/api/jobs/${id}?wait=5`).set(bearer(token)).expect(200);
     const job = res.body.job as JobView;
     if (['succeeded', 'failed', 'expired', 'cancelled'].includes(job.status)) return job;
     if (Date.now() > deadline) throw new Error(`job ${id} still ${job.status}`);
@@ -96,8 +103,9 @@ export async function grantLicense(
   tier: 'TRIAL' | 'Starter' | 'Business' | 'Enterprise',
   organization = `Org ${Math.random().toString(36).slice(2)}`,
 ): Promise<{ id: string; token: string; auth: { Authorization: string } }> {
-  const { issueLicense, normalizeOrganization } = await import('../shared/commercial/checkouts');
-  const { newId } = await import('../shared/ids');
+  const { issueLicense } = await import('../shared/licensing/licenses');
+  const { normalizeOrganization } = await import('../shared/licensing/organizations');
+  const { newId } = await import('../shared/platform/ids');
   const now = new Date();
   return db.transaction(async (trx) => {
     const [checkout] = await trx('checkouts')
@@ -115,8 +123,8 @@ export async function grantLicense(
         updated_at: now,
       })
       .returning('*');
-    const license = await issueLicense(trx, checkout, now);
-    return { id: license.id, token: license.token, auth: { Authorization: `Bearer ${license.token}` } };
+    const { license, token } = await issueLicense(trx, checkout, now);
+    return { id: license.id, token, auth: { Authorization: `Bearer ${token}` } };
   });
 }
 

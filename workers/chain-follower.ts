@@ -3,14 +3,14 @@
 // follower per network across the deployment holds a lease row; the others wait.
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
-import { endpointName, jsonRpc } from '../shared/chains/http';
+import { endpointName, jsonRpc, publicFailure } from '../shared/chains/http';
 import type { RpcOptions } from '../shared/chains/http';
-import type { Db } from '../shared/db/knex';
-import { env } from '../shared/env';
-import { logger } from '../shared/log';
-import { listAssets } from '../shared/payments/assets';
-import { followedFamilies, followerEnabled } from '../shared/commercial/stream';
-import type { FollowerSettings } from '../shared/commercial/stream';
+import type { Db } from '../shared/platform/db/knex';
+import { env } from '../shared/platform/env';
+import { logger } from '../shared/platform/log';
+import { listAssets } from '../shared/chains/assets';
+import { followedFamilies, followerEnabled } from '../shared/providers/rpc-stream';
+import type { FollowerSettings } from '../shared/providers/rpc-stream';
 
 interface StreamEvent {
   block: bigint | null;
@@ -254,13 +254,14 @@ export function createChainFollower(db: Db, settings: FollowerSettings = env): C
         }
       });
     } catch (err) {
-      // Transport messages name the endpoint's origin only (shared/chains/http), never a key in a URL.
+      // The stats are public: the row keeps a failure code, the log the message (which names the
+      // endpoint's origin, never a key in a URL: shared/chains/http).
       await db('chain_stream_stats')
         .where({ network: source.network, owner })
         .update({
           errors: db.raw('errors + 1'),
           healthy: false,
-          last_error: (err as Error).message.slice(0, 300),
+          last_error: publicFailure(err),
           updated_at: db.fn.now(),
         });
       logger.warn({ network: source.network, err: (err as Error).message }, 'chain follower step failed');

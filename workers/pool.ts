@@ -2,10 +2,10 @@
 import { hostname } from 'node:os';
 import { Worker } from 'bullmq';
 import type { Processor } from 'bullmq';
-import { env } from '../shared/env';
-import { logger } from '../shared/log';
-import type { QueueName } from '../shared/queues';
-import type { RedisClient } from '../shared/redis';
+import { env } from '../shared/platform/env';
+import { logger } from '../shared/platform/log';
+import type { QueueName } from '../shared/platform/queues';
+import type { RedisClient } from '../shared/platform/redis';
 
 export function startWorker(
   queue: QueueName,

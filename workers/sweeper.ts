@@ -1,17 +1,17 @@
 // The outbox sweeper: Postgres is the truth, so rows whose BullMQ job is missing (Redis was down at
 // enqueue, or flushed) are enqueued again; jobs stuck past their timeout are ended as failed.
-import type { Db } from '../shared/db/knex';
-import { env } from '../shared/env';
+import type { Db } from '../shared/platform/db/knex';
+import { env } from '../shared/platform/env';
 import { failJob } from '../shared/jobs/jobs';
-import { logger } from '../shared/log';
-import { expireCheckouts } from '../shared/commercial/checkouts';
-import { expireGateRequests } from '../shared/commercial/gate';
-import { expireUnpaidJobs } from '../shared/payments/payments';
-import { recoverX402Settlements } from '../shared/payments/x402';
-import type { Payload, QueueName, Queues } from '../shared/queues';
-import type { RedisClient } from '../shared/redis';
+import { logger } from '../shared/platform/log';
+import { expireCheckouts } from '../shared/licensing/verify';
+import { expireGateRequests } from '../shared/payments/gate';
+import { expireUnpaidJobs } from '../shared/payments/expiry';
+import { recoverX402Settlements } from '../shared/payments/x402/recover';
+import type { Payload, QueueName, Queues } from '../shared/platform/queues';
+import type { RedisClient } from '../shared/platform/redis';
 
-/** A table whose rows are the outbox of a queue. */
+/** A table whose rows are the outbox of a queue; each queue's processor module exports its own. */
 export interface SweepTarget<Q extends QueueName = QueueName> {
   queue: Q;
   table: string;
@@ -20,20 +20,6 @@ export interface SweepTarget<Q extends QueueName = QueueName> {
   payload(row: { id: string } & Record<string, unknown>): Payload<Q>;
   /** Called when BullMQ gave up on the row's job but the row was never marked (Postgres was down then). */
   markFailed(db: Db, id: string, reason: string): Promise<unknown>;
-}
-
-const targets: SweepTarget[] = [
-  {
-    queue: 'jobs',
-    table: 'jobs',
-    statuses: ['queued', 'running'],
-    payload: (row) => ({ jobId: row.id }),
-    markFailed: (db, id, reason) => failJob(db, id, 'job_failed', reason),
-  } satisfies SweepTarget<'jobs'>,
-];
-
-export function registerSweepTarget<Q extends QueueName>(target: SweepTarget<Q>): void {
-  targets.push(target as unknown as SweepTarget);
 }
 
 export interface SweepReport {
@@ -55,6 +41,8 @@ export class Sweeper {
     private readonly db: Db,
     private readonly queues: Queues,
     private readonly lockRedis: RedisClient,
+    /** The outbox tables to sweep: each process names its own (workers/main.ts). */
+    private readonly targets: readonly SweepTarget[],
     private readonly opts = { intervalMs: env.SWEEP_INTERVAL_MS, graceMs: env.SWEEP_GRACE_MS },
   ) {}
 
@@ -98,7 +86,7 @@ export class Sweeper {
       idempotencyPurged: 0,
       x402Recovered: 0,
     };
-    for (const target of targets) {
+    for (const target of this.targets) {
       const rows = (await this.db(target.table)
         .select('*')
         .whereIn('status', target.statuses)

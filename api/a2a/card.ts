@@ -8,8 +8,7 @@ import { A2A_PROTOCOL_VERSION, X402_EXTENSION_URI } from '../../shared/a2a/tasks
 import { listServices } from '../../shared/jobs/catalog';
 import type { AppDeps } from '../deps';
 import { origin } from '../http/links';
-import { SERVICE_DESCRIPTION, SERVICE_NAME } from '../routes/discovery';
-import { AGENT_EXCHANGE_VERSION } from '../routes/exchange';
+import { AGENT_EXCHANGE_VERSION, SERVICE_DESCRIPTION, SERVICE_NAME } from '../views/exchange';
 
 export const A2A_JSONRPC_PATH = '/a2a/jsonrpc';
 export const A2A_REST_PATH = '/a2a/rest';
@@ -68,22 +67,33 @@ export function agentCard(base: string): AgentCard {
         {
           uri: X402_EXTENSION_URI,
           description:
-            'A priced task is input-required with x402 payment requirements in its status message metadata (standalone flow). The payer pays one of them on chain and submits the transaction to the job payment route named there; the task then runs.',
+            "A priced task is input-required with x402 payment requirements in its status message metadata (standalone flow). The payer pays one of them on chain and submits the transaction to the job payment route named there, with the task's access token (or the key that created it); the task then runs.",
           required: false,
           params: undefined,
         },
       ],
     },
-    // Keys are optional: none is required (securityRequirements is empty), and a public service runs
-    // for anyone. A key changes what the caller gets, as it does on the HTTP API.
+    // Keys are optional to send a message: none is required (securityRequirements is empty), and a
+    // public service runs for anyone. A task opens only to the key that created it or to its access
+    // token, as its job does on the HTTP API.
     securitySchemes: {
+      taskToken: {
+        scheme: {
+          $case: 'httpAuthSecurityScheme',
+          value: {
+            scheme: 'Bearer',
+            bearerFormat: 'jt_…',
+            description: `A task's access token: returned once, as metadata.accessToken of the task that the SendMessage (or SendStreamingMessage) creating it answers, and never again. GetTask, CancelTask, SubscribeToTask and the task's push notification configs need it, or the key that created the task; for anyone else the task is not found, as one that does not exist. It opens the task's job on the HTTP API too (${base}/api/jobs/{id}, its events and its payment route).`,
+          },
+        },
+      },
       agentKey: {
         scheme: {
           $case: 'httpAuthSecurityScheme',
           value: {
             scheme: 'Bearer',
             bearerFormat: 'ak_…',
-            description: `Optional. An agent API key from POST ${base}/api/registry/register: the task is tied to the agent, and only that key can cancel it or change its push notification config.`,
+            description: `Optional. An agent API key from POST ${base}/api/registry/register: the task is tied to the agent, and that key opens it (read, cancel, push notification configs) as its access token does.`,
           },
         },
       },
@@ -94,7 +104,7 @@ export function agentCard(base: string): AgentCard {
             scheme: 'Bearer',
             bearerFormat: 'lk_…',
             description:
-              'Optional. A license key: its prepaid credit, when enough, pays a priced task at once.',
+              'Optional. A license key: its prepaid credit, when enough, pays a priced task at once; the key opens the tasks it creates.',
           },
         },
       },

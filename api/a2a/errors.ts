@@ -9,8 +9,8 @@ import {
   TaskNotFoundError,
   UnsupportedOperationError,
 } from '@a2a-js/sdk/errors';
-import type { AppError } from '../../shared/errors';
-import { logger } from '../../shared/log';
+import type { AppError } from '../../shared/platform/errors';
+import { logger } from '../../shared/platform/log';
 import { toAppError } from '../http/problem';
 
 /** ErrorInfo metadata (strings only): the exchange's stable code and, for bad input, what was wrong. */
@@ -32,7 +32,8 @@ export function toA2AError(err: unknown): A2AError {
   if (app.status === 404) return new TaskNotFoundError(options);
   if (app.code === 'job_not_cancelable') return new TaskNotCancelableError(options);
   if ([400, 413, 415, 422].includes(app.status)) return new RequestMalformedError(options);
-  // Someone else's task: JSON-RPC has no code of its own for it; HTTP+JSON says 403.
+  // A refusal of the caller (someone else's task is not found, above): JSON-RPC has no code of its
+  // own for it; HTTP+JSON says 403.
   if (app.status === 403) return new RestUnsupportedOperationError({ ...options, statusCode: 403 });
   if (app.status < 500) return new UnsupportedOperationError(options);
   // A store that is down (503): said as it is, without details.

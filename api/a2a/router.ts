@@ -11,14 +11,16 @@ import cors from 'cors';
 import express from 'express';
 import type { Request, RequestHandler, Response } from 'express';
 import { z } from 'zod';
-import { AppError, unauthorized, validationFailed } from '../../shared/errors';
+import { AppError, unauthorized, validationFailed } from '../../shared/platform/errors';
 import type { AppDeps } from '../deps';
 import { authenticate } from '../http/auth';
+import { closedSignal } from '../http/closed';
 import { guardInput } from '../http/input-guard';
 import { sendProblem, toAppError } from '../http/problem';
 import { A2A_JSONRPC_PATH, A2A_REST_PATH, agentCard } from './card';
 import { toA2AError } from './errors';
-import { A2ACaller, JobTaskHandler } from './handler';
+import { A2ACaller } from './caller';
+import { JobTaskHandler } from './handler';
 
 type Transport = 'jsonrpc' | 'rest';
 /** The interfaces and versions served, whatever the address. */
@@ -77,9 +79,10 @@ function checkShape(req: Request, transport: Transport): void {
 }
 
 /**
- * Before the SDK: the caller's credential (optional; a bad one is 401), the body parsed within the
- * exchange's limit, the input guard (NUL and other control characters, depth), the message's shape.
- * The caller rides to the handler as the SDK's `User`.
+ * Before the SDK: the caller's credential (optional: an agent or license key, the operator token, or a
+ * task's access token; a bad one is 401), the body parsed within the exchange's limit, the input guard
+ * (NUL and other control characters, depth), the message's shape. The caller rides to the handler as
+ * the SDK's `User`; whether its credential opens a task is the handler's to say, per task.
  */
 function prelude(deps: AppDeps, transport: Transport): RequestHandler {
   const parse = express.json({
@@ -137,14 +140,12 @@ function prelude(deps: AppDeps, transport: Transport): RequestHandler {
         }
         let principal;
         try {
-          principal = await authenticate(req, deps, 'agent-optional');
+          principal = await authenticate(req, deps, 'job');
         } catch (err) {
           sendProblem(res, toAppError(err), req.originalUrl);
           return;
         }
-        const closed = new AbortController();
-        res.on('close', () => closed.abort());
-        res.locals.a2aCaller = new A2ACaller(principal, req, closed.signal);
+        res.locals.a2aCaller = new A2ACaller(principal, req, closedSignal(res));
         next();
       })();
     });

@@ -1,5 +1,6 @@
 // Bull Board for operators at /admin/queues, behind the operator token (Bearer, or Basic with the token
-// as password: the only place Basic is accepted).
+// as password: the only place Basic is accepted). Mounted behind the rate limiter; every wrong token or
+// password spends from the client network's failure budget.
 import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { ExpressAdapter } from '@bull-board/express';
@@ -8,7 +9,8 @@ import type { AppDeps } from '../deps';
 import { sendProblem } from './problem';
 import { bearerToken, isOperator } from './auth';
 import type { Request } from 'express';
-import { AppError } from '../../shared/errors';
+import { AppError } from '../../shared/platform/errors';
+import { spendAuthFailure } from './ratelimit';
 
 export const ADMIN_PATH = '/admin/queues';
 
@@ -46,7 +48,7 @@ export function adminRouter(deps: AppDeps): express.Router {
     serverAdapter,
     options: { uiConfig: { boardTitle: 'proof-exchange queues' } },
   });
-  router.use(ADMIN_PATH, (req, res, next) => {
+  router.use(ADMIN_PATH, async (req, res, next) => {
     if (!deps.operatorToken) {
       sendProblem(
         res,
@@ -55,6 +57,8 @@ export function adminRouter(deps: AppDeps): express.Router {
       return;
     }
     if (!isOperator(adminToken(req), deps)) {
+      // A wrong token or password is a guess: it spends from the network's failure budget (429 once spent).
+      if (req.headers.authorization !== undefined) await spendAuthFailure(deps, req, res);
       sendProblem(
         res,
         new AppError(

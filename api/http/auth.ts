@@ -1,9 +1,11 @@
 // Credentials: one resolver for every request (Bearer only: operator token in constant time, agent API
-// keys and license keys through registered resolvers), resolved once and shared by the rate limiter,
-// the idempotency layer and the routes. Basic auth belongs to Bull Board alone (`admin.ts`).
+// keys and license keys through the resolvers the web process lists), resolved once and shared by the
+// rate limiter, the idempotency layer and the routes. Basic auth belongs to Bull Board alone (`admin.ts`).
 import type { Request, RequestHandler } from 'express';
-import { safeEqual } from '../../shared/crypto';
-import { AppError, unauthorized } from '../../shared/errors';
+import { capabilityPrefixes } from '../../shared/platform/capabilities';
+import { safeEqual } from '../../shared/platform/crypto';
+import type { JobAccess } from '../../shared/jobs/access';
+import { AppError, unauthorized } from '../../shared/platform/errors';
 import type { AppDeps } from '../deps';
 
 /**
@@ -12,6 +14,11 @@ import type { AppDeps } from '../deps';
  * * `operator-optional`: public; the operator token, when sent and valid, shows more.
  * * `provider-token`: a Bearer token issued by the private-payments provider, required here and
  *   passed on to the provider unread (the service cannot check it itself).
+ * * `agent-optional`: an agent or license key when sent; a job's capability (jt_…) passes as an
+ *   anonymous caller holding it (the route checks it against the job it names).
+ * * `job`: a route on one job. Any credential that can open a job passes (the operator token, an agent
+ *   or license key, a job's capability) and none at all; the route then opens the job only for the
+ *   caller shared/jobs/access.ts allows, and answers everyone else 404 as for a job that does not exist.
  */
 export type AuthMode =
   | 'public'
@@ -19,21 +26,29 @@ export type AuthMode =
   | 'operator-optional'
   | 'agent'
   | 'agent-optional'
+  | 'job'
   | 'operator-or-license'
   | 'provider-token';
 
 export type Principal =
   | { kind: 'anonymous' }
   | { kind: 'operator' }
-  | { kind: 'agent'; agentId: string; keyId: string }
+  /** `network`: the tag of the client network that registered the agent (null for agents made before). */
+  | { kind: 'agent'; agentId: string; keyId: string; network: string | null }
   | { kind: 'license'; licenseId: string; tier: string; organization: string };
 
 /** Resolves a bearer credential of one prefix (ak_… agent keys, lk_… license keys) to a principal. */
 export type KeyResolver = (token: string, deps: AppDeps) => Promise<Principal | null>;
-const resolvers = new Map<string, KeyResolver>();
+/** A resolver for each key prefix the product lines issue (the prefix ends with `_`). */
+export type KeyResolvers = Readonly<Record<`${string}_`, KeyResolver>>;
+let resolvers = new Map<string, KeyResolver>();
 
-export function registerKeyResolver(prefix: string, resolver: KeyResolver): void {
-  resolvers.set(prefix, resolver);
+/**
+ * The keys the API takes besides the operator token: createApp gives the web process's list
+ * (api/wiring.ts) before any request is served.
+ */
+export function acceptKeys(list: KeyResolvers): void {
+  resolvers = new Map(Object.entries(list));
 }
 
 /** The Bearer token of a request; any other scheme is no credential here. */
@@ -144,14 +159,28 @@ export async function authenticate(req: Request, deps: AppDeps, mode: AuthMode):
       refusal ?? unauthorized('This route needs the operator token or a valid license key as a Bearer token.')
     );
   }
-  // agent / agent-optional
+  // agent / agent-optional / job
   if (!token) {
-    if (mode === 'agent-optional') return { kind: 'anonymous' };
+    if (mode === 'agent-optional' || mode === 'job') return { kind: 'anonymous' };
     throw unauthorized(
       'This route needs an agent API key (Authorization: Bearer ak_…). POST /api/registry/register issues one.',
     );
   }
   if (principal?.kind === 'agent') return principal;
-  if (mode === 'agent-optional' && principal?.kind === 'license') return principal;
+  if (mode === 'agent-optional' || mode === 'job') {
+    if (principal?.kind === 'license') return principal;
+    if (mode === 'job' && principal?.kind === 'operator') return principal;
+    // A capability is no principal: whether it opens anything is the job's to say.
+    if (!principal && !refusal && isJobCapability(token)) return { kind: 'anonymous' };
+  }
   throw refusal ?? unauthorized('The API key is not valid.');
 }
+
+/** Whether a Bearer token is shaped as a job's capability (whether it is one, only the job can say). */
+export const isJobCapability = (token: string): boolean => token.startsWith(capabilityPrefixes.job);
+
+/** What a request brings to a job: its principal and the Bearer token it sent. */
+export const jobAccess = (req: Request, auth: Principal): JobAccess => ({
+  caller: auth,
+  token: bearerToken(req),
+});

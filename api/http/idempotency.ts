@@ -1,21 +1,26 @@
 // Idempotency-Key on POST: the same key and body replay the first response; another body is a 409.
 // Records live in Postgres, so a retry lands on the same answer whichever web process takes it.
-// * Scope: method, path and the caller — the authenticated principal, else the client address — so
-//   another caller's key names nothing (no replay, no 409 oracle on someone else's body).
+// * Scope: method, path and the caller — the authenticated principal, else the job capability it
+//   holds (a jt_ token), else the client address — so another caller's key names nothing (no replay,
+//   no 409 oracle on someone else's body).
+// * A reply that carries a credential or secret shown once (an agent's API key, a job's capability,
+//   salts) is replayed only to the authenticated caller that made it. An anonymous caller is only an
+//   address, which a NAT or proxy shares with strangers: repeating its key answers 409
+//   idempotency_reply_withheld with the created resource's Location, never the reply.
 // * At rest: the key is stored as an HMAC under a server secret; the response is sealed under a key
-//   derived from that secret AND the client's key. A response that carries a secret shown once (an
-//   agent's API key, salts) replays to the client who holds the key; a dump alone opens nothing, and a
-//   dump plus a guessed key still needs the server secret.
+//   derived from that secret AND the client's key: a dump alone opens nothing, and a dump plus a
+//   guessed key still needs the server secret.
 // * Runs inside the route, after authentication: a request that does not authenticate, or names no
 //   route, stores nothing. Not stored either: a 401/403 or 429 from the route, and any 5xx (nothing
 //   happened; retry with the key).
 import type { Request, Response } from 'express';
-import { canonicalJson } from '../../shared/canonical';
+import { capabilityHash } from '../../shared/platform/capabilities';
+import { canonicalJson } from '../../shared/platform/canonical';
 import { createHmac, hkdfSync } from 'node:crypto';
-import { AppError } from '../../shared/errors';
-import { open, purposeKey, seal } from '../../shared/sealing';
+import { AppError } from '../../shared/platform/errors';
+import { open, purposeKey, seal } from '../../shared/platform/sealing';
 import type { AppDeps } from '../deps';
-import { resolveCredential } from './auth';
+import { isJobCapability, resolveCredential } from './auth';
 import { callerKey } from './ratelimit';
 
 /** At least 16 visible ASCII characters: a short key is guessable, and a guessed key would replay. */
@@ -39,7 +44,12 @@ interface StoredRow {
  * or names no route, never touches the table). True when it answered (a replay); throws on a
  * conflict; otherwise records the answer the route is about to give.
  */
-export async function idempotent(deps: AppDeps, req: Request, res: Response): Promise<boolean> {
+export async function idempotent(
+  deps: AppDeps,
+  req: Request,
+  res: Response,
+  secretReply = false,
+): Promise<boolean> {
   const key = req.header('idempotency-key');
   if (req.method !== 'POST' || key === undefined) return false;
   if (!KEY_PATTERN.test(key)) {
@@ -49,8 +59,15 @@ export async function idempotent(deps: AppDeps, req: Request, res: Response): Pr
       'Idempotency-Key must be 16–255 visible ASCII characters (a random UUID is a good key).',
     );
   }
-  const { principal } = await resolveCredential(req, deps);
-  const scope = `${req.method} ${req.path} ${keyed('caller', callerKey(principal, req)).slice(0, 32)}`;
+  const { principal, token } = await resolveCredential(req, deps);
+  const withhold = secretReply && !principal;
+  // Known only by its address but holding a job's capability, a caller is scoped by the capability:
+  // another caller at the same address (a NAT, a proxy) without it replays none of its requests.
+  const caller =
+    !principal && token && isJobCapability(token)
+      ? `cap:${capabilityHash(token)}`
+      : callerKey(principal, req);
+  const scope = `${req.method} ${req.path} ${keyed('caller', caller).slice(0, 32)}`;
   const clientKey = key;
   // An x402 retry repeats the request with a payment header and the same key: it is a request of its
   // own (the first answered 402), and a replay of it answers what its own first attempt answered.
@@ -85,6 +102,14 @@ export async function idempotent(deps: AppDeps, req: Request, res: Response): Pr
     }
     if (row && row.response_status !== null) {
       const stored = openResponse(row.response_body, clientKey, scope);
+      if (stored.withheld) {
+        throw new AppError(
+          409,
+          'idempotency_reply_withheld',
+          'A request with this Idempotency-Key already succeeded; its reply carried a credential shown once, which is replayed only to an authenticated caller. Use what the first reply gave; send a new key for another request.',
+          { headers: stored.headers.location ? { Location: stored.headers.location } : {} },
+        );
+      }
       for (const [k, v] of Object.entries(stored.headers)) res.setHeader(k, v);
       res.setHeader('Idempotency-Replayed', 'true');
       res.status(row.response_status).send(stored.body);
@@ -125,7 +150,9 @@ export async function idempotent(deps: AppDeps, req: Request, res: Response): Pr
             response_status: status,
             response_body: JSON.stringify(
               sealResponse(
-                { headers: pickHeaders(res.getHeaders()), body: bodyText(captured) },
+                withhold && status < 400
+                  ? { headers: pickHeaders(res.getHeaders(), ['location']), body: '', withheld: true }
+                  : { headers: pickHeaders(res.getHeaders()), body: bodyText(captured) },
                 clientKey,
                 scope,
               ),
@@ -140,6 +167,8 @@ export async function idempotent(deps: AppDeps, req: Request, res: Response): Pr
 interface StoredResponse {
   headers: Record<string, string>;
   body: string;
+  /** The reply carried a secret for an anonymous caller: only its Location is kept. */
+  withheld?: boolean;
 }
 
 function bodyText(captured: unknown): string {
@@ -163,7 +192,14 @@ const openResponse = (stored: unknown, clientKey: string, scope: string): Stored
     open(responseKey(clientKey, scope), scope, Buffer.from(String(stored), 'base64')).toString('utf8'),
   ) as StoredResponse;
 
-function pickHeaders(headers: Record<string, unknown>): Record<string, string> {
-  const keep = ['content-type', 'location', 'payment-required', 'payment-response', 'x-payment-response'];
+const replayedHeaders = [
+  'content-type',
+  'location',
+  'payment-required',
+  'payment-response',
+  'x-payment-response',
+];
+
+function pickHeaders(headers: Record<string, unknown>, keep = replayedHeaders): Record<string, string> {
   return Object.fromEntries(keep.filter((k) => headers[k] !== undefined).map((k) => [k, String(headers[k])]));
 }

@@ -4,7 +4,7 @@
 // JSON nests at most MAX_JSON_DEPTH levels (deeper input would exhaust the stack of every recursive
 // walk after it, canonical JSON included).
 import type { RequestHandler } from 'express';
-import { AppError, validationFailed } from '../../shared/errors';
+import { AppError, validationFailed } from '../../shared/platform/errors';
 
 export const MAX_JSON_DEPTH = 64;
 // eslint-disable-next-line no-control-regex -- matching control characters is the point

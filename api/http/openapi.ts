@@ -4,7 +4,8 @@
 import { OpenAPIRegistry, OpenApiGeneratorV31 } from '@asteasolutions/zod-to-openapi';
 import type { RouteConfig } from '@asteasolutions/zod-to-openapi';
 import { z } from 'zod';
-import { statusTitles } from '../../shared/errors';
+import { statusTitles } from '../../shared/platform/errors';
+import type { CapabilityKind } from '../../shared/platform/capabilities';
 import type { RouteTables } from '../tables';
 import type { AuthMode } from './auth';
 import { problemSchema } from './route';
@@ -17,6 +18,12 @@ const securitySchemes = {
   operatorToken: 'The operator token (OPERATOR_TOKEN).',
   agentKey: 'An agent API key (ak_…), issued once by registerAgent.',
   licenseKey: 'A license key (lk_…) from a confirmed checkout or a TRIAL.',
+  checkoutSecret:
+    'A checkout’s client secret (cs_…), returned once by prepareCheckout: it opens that one checkout.',
+  gateSecret:
+    'A payment-gate request’s client secret (gs_…), returned once by paymentGatePrepare: it opens that one request.',
+  jobToken:
+    'A job’s access token (jt_…), returned once as `accessToken` by the createJob that made the job (and by the paid x402 retry). It opens that one job: its status and result, events, payment and delivery. The agent or license key that created the job, and the operator token, open it too; any other caller is answered 404 as for a job that does not exist.',
   paymentsProviderToken:
     'An access token from the private-payments provider’s login (POST {payments_url}/v1/spl/login with the wallet-signed challenge); the service passes it on to the provider unread.',
 } as const;
@@ -33,9 +40,28 @@ export const securityOf: Record<AuthMode, Security> = {
   'operator-optional': optional('operatorToken'),
   agent: only('agentKey'),
   'agent-optional': optional('agentKey', 'licenseKey'),
+  job: optional('jobToken', 'agentKey', 'licenseKey', 'operatorToken'),
   'operator-or-license': only('operatorToken', 'licenseKey'),
   'provider-token': only('paymentsProviderToken'),
 };
+
+/** The security scheme of each capability kind a route can declare (`capability` in route.ts). */
+const capabilitySchemes: Partial<Record<CapabilityKind, Scheme>> = {
+  checkout: 'checkoutSecret',
+  gate: 'gateSecret',
+};
+
+/**
+ * A route's security: its auth mode's credentials, and its capability beside them as one more
+ * alternative. A capability route answers without one (404 for the resource, or its public part), so
+ * where the mode is public the empty requirement stays first.
+ */
+export function securityOfRoute(spec: Pick<AnyRoute, 'auth' | 'capability'>): Security {
+  const base = securityOf[spec.auth ?? 'public'];
+  const scheme = spec.capability && capabilitySchemes[spec.capability];
+  if (!scheme) return base;
+  return [...(base.length === 0 ? [{}] : base), { [scheme]: [] }];
+}
 
 /** The tags, in the order the docs list them. */
 const tagDescriptions: Record<string, string> = {
@@ -69,7 +95,7 @@ function add(into: Map<number, Set<string>>, status: number, ...codes: string[])
  * license's product line and quota.
  */
 export function pipelineProblems(
-  spec: Pick<AnyRoute, 'method' | 'path' | 'auth' | 'budget' | 'product' | 'quota'>,
+  spec: Pick<AnyRoute, 'method' | 'path' | 'auth' | 'budget' | 'product' | 'quota' | 'secretReply'>,
 ) {
   const out = new Map<number, Set<string>>();
   add(out, 400, 'validation_failed');
@@ -85,6 +111,7 @@ export function pipelineProblems(
   if (spec.method === 'post') {
     add(out, 400, 'invalid_idempotency_key');
     add(out, 409, 'idempotency_conflict', 'idempotency_in_progress');
+    if (spec.secretReply) add(out, 409, 'idempotency_reply_withheld');
   }
   switch (spec.auth ?? 'public') {
     case 'operator':
@@ -92,9 +119,11 @@ export function pipelineProblems(
       break;
     case 'agent':
     case 'agent-optional':
+    case 'job':
     case 'operator-or-license':
-      // A license key that was ours but expired or was revoked is refused with its own code.
-      add(out, 401, 'license_expired', 'license_revoked');
+      // A license key that was ours but expired or was revoked (or its signing key was) is refused
+      // with its own code.
+      add(out, 401, 'license_expired', 'license_revoked', 'license_key_revoked');
       break;
     default:
       break;
@@ -195,7 +224,7 @@ function registerRoute(registry: OpenAPIRegistry, spec: AnyRoute): void {
     summary: spec.summary,
     ...(spec.description ? { description: spec.description } : {}),
     ...(spec.tags ? { tags: spec.tags } : {}),
-    security: securityOf[spec.auth ?? 'public'],
+    security: securityOfRoute(spec),
     request: {
       ...(spec.params ? { params: spec.params } : {}),
       ...(spec.query ? { query: spec.query } : {}),
@@ -242,7 +271,7 @@ function buildDocument(
       .filter((r) => !r.hidden)
       .map((r) => ({ r, p })),
   );
-  const schemes = new Set(routes.flatMap(({ r }) => securityOf[r.auth ?? 'public'].flatMap(Object.keys)));
+  const schemes = new Set(routes.flatMap(({ r }) => securityOfRoute(r).flatMap(Object.keys)));
   for (const [name, description] of Object.entries(securitySchemes)) {
     if (!schemes.has(name)) continue;
     registry.registerComponent('securitySchemes', name, { type: 'http', scheme: 'bearer', description });

@@ -1,8 +1,8 @@
 // Errors to RFC 9457 problem details: stable codes, never a stack trace, 4xx for anything the client sent.
 import type { ErrorRequestHandler, RequestHandler, Response } from 'express';
 import { ZodError } from 'zod';
-import { AppError, isUnavailableError, statusTitles } from '../../shared/errors';
-import { logger } from '../../shared/log';
+import { AppError, isUnavailableError, statusTitles } from '../../shared/platform/errors';
+import { logger } from '../../shared/platform/log';
 
 export function sendProblem(res: Response, err: AppError, instance?: string): void {
   const status = err.status;

@@ -1,79 +1,165 @@
 // Rate limits, counted in Redis so every web process shares them (an in-memory limiter stands in
 // while Redis is down rather than failing requests):
-// * every request spends from its client address's bucket;
+// * every request spends from its client network's bucket (an IPv4 address, an IPv6 /64);
 // * a request whose credential authenticated also spends from that caller's bucket — a token that
 //   authenticates nothing earns no bucket of its own;
-// * a route may declare its own per-address budget (anonymous proving, Groth16 verification);
-// * `inFlightSlot` caps how much queued work one caller may have outstanding.
+// * a route may declare its own budget, counted per budget owner (`budgetKey`: a free agent counts as
+//   the network that registered it, so minting agents multiplies nothing);
+// * `inFlightSlot` caps how much queued work one budget owner may have outstanding;
+// * a credential that authenticates nothing spends from its network's small failure budget
+//   (AUTH_FAILURES_PER_MINUTE); once that is spent, the network's credentials are refused unchecked.
 import { randomBytes } from 'node:crypto';
 import type { Request, RequestHandler, Response } from 'express';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
-import { sha256Hex } from '../../shared/crypto';
-import { AppError } from '../../shared/errors';
-import { logger } from '../../shared/log';
-import { untagged } from '../../shared/redis';
+import { isCapability } from '../../shared/platform/capabilities';
+import { clientNetwork, networkTag } from '../../shared/platform/client-network';
+import { sha256Hex } from '../../shared/platform/crypto';
+import { env } from '../../shared/platform/env';
+import { AppError } from '../../shared/platform/errors';
+import { logger } from '../../shared/platform/log';
+import type { AmountHolder } from '../../shared/payments/binding';
+import { untagged } from '../../shared/platform/redis';
 import type { AppDeps } from '../deps';
 import { principalKey, resolveCredential } from './auth';
 import type { Principal } from './auth';
 
-/** The client's address: the socket's, or the one TRUST_PROXY hops of X-Forwarded-For vouch for. */
-export const clientAddress = (req: Request): string => req.ip ?? req.socket.remoteAddress ?? 'unknown';
+/**
+ * The client as per-address budgets count it: its address (the socket's, or the one TRUST_PROXY hops of
+ * X-Forwarded-For vouch for), or for IPv6 its network of IPV6_PREFIX_LENGTH bits (a /64 by default).
+ */
+export const clientAddress = (req: Request): string =>
+  clientNetwork(req.ip ?? req.socket.remoteAddress ?? 'unknown', env.IPV6_PREFIX_LENGTH);
 
-/** Who a request counts as for budgets and scopes: the authenticated caller, else its address. */
+/** The client network as it may be stored: a keyed hash, never the address. */
+export const clientTag = (req: Request): string => networkTag(clientAddress(req));
+
+/** Who a request is, for scopes (idempotency keys, A2A message ids): the caller, else its network. */
 export const callerKey = (principal: Principal | null, req: Request): string =>
-  principal && principal.kind !== 'anonymous' ? principalKey(principal) : `addr:${clientAddress(req)}`;
+  principal && principal.kind !== 'anonymous' ? principalKey(principal) : `addr:${clientTag(req)}`;
+
+/**
+ * Whose budget a request spends: a license or the operator its own; an agent the network it was
+ * registered from (agents are free to make: eight agents from one network share that network's
+ * budget); an anonymous caller its network. Agents registered before networks were recorded count alone.
+ */
+export function budgetKey(principal: Principal | null, req: Request): string {
+  if (!principal || principal.kind === 'anonymous') return `net:${clientTag(req)}`;
+  if (principal.kind === 'agent' && principal.network) return `net:${principal.network}`;
+  return principalKey(principal);
+}
+
+/**
+ * Whose budget a unique amount (a job quote's, a checkout's, a gate request's) is held on, and in
+ * which kind: a paid license its own, with its larger cap (`licensed`, gate requests included: they
+ * spend the licenses' room); the operator, uncapped; everyone else its `budgetKey` — a network with its
+ * anonymous requests and the free agents it registered — and a TRIAL license the network it calls from
+ * (trials are free to claim, so they add no holds), as `public`, or `gate` for a gate request.
+ */
+export function amountHolder(principal: Principal | null, req: Request, gate = false): AmountHolder {
+  if (principal?.kind === 'operator') return { key: 'operator', kind: 'licensed', cap: undefined };
+  if (principal?.kind === 'license' && principal.tier !== 'TRIAL') {
+    return { key: budgetKey(principal, req), kind: 'licensed', cap: env.AMOUNT_HOLDS_PER_LICENSE };
+  }
+  const key = principal?.kind === 'license' ? budgetKey(null, req) : budgetKey(principal, req);
+  return { key, kind: gate ? 'gate' : 'public', cap: env.AMOUNT_HOLDS_PER_CALLER };
+}
 
 type Limiter = RateLimiterRedis;
 const limiters = new WeakMap<AppDeps, Map<string, Limiter>>();
 
-function limiter(deps: AppDeps, name: string, points: number): Limiter {
+function limiter(deps: AppDeps, name: string, points: number, duration = 60): Limiter {
   let byName = limiters.get(deps);
   if (!byName) limiters.set(deps, (byName = new Map()));
-  const key = `${name}:${points}`;
+  const key = `${name}:${points}:${duration}`;
   let l = byName.get(key);
   if (!l) {
     l = new RateLimiterRedis({
       storeClient: deps.redis,
       keyPrefix: `${untagged(deps.queues.prefix)}:rl:${name}`,
       points,
-      duration: 60,
-      insuranceLimiter: new RateLimiterMemory({ points, duration: 60 }),
+      duration,
+      insuranceLimiter: new RateLimiterMemory({ points, duration }),
     });
     byName.set(key, l);
   }
   return l;
 }
 
-/** Spends one point of `id`'s bucket; 429 with Retry-After when it is empty. */
-async function spend(l: Limiter, id: string, res: Response, what: string): Promise<void> {
+const bucketOf = (id: string) => sha256Hex(id).slice(0, 32);
+
+function rateLimited(l: Limiter, msBeforeNext: number, what: string): AppError {
+  const retryAfter = Math.max(1, Math.ceil(msBeforeNext / 1000));
+  return new AppError(429, 'rate_limited', `Too many ${what}; retry after ${retryAfter} s.`, {
+    headers: {
+      'Retry-After': String(retryAfter),
+      'RateLimit-Limit': String(l.points),
+      'RateLimit-Remaining': '0',
+    },
+  });
+}
+
+/**
+ * Spends one point of `id`'s bucket; 429 with Retry-After when it is empty. `quiet`: the bucket is not
+ * shown in the RateLimit headers of a request that passes.
+ */
+async function spend(l: Limiter, id: string, res: Response, what: string, quiet = false): Promise<void> {
   try {
-    const r = await l.consume(sha256Hex(id).slice(0, 32));
+    const r = await l.consume(bucketOf(id));
     const remaining = Number(res.getHeader('RateLimit-Remaining') ?? Infinity);
-    if (r.remainingPoints < remaining) {
+    if (!quiet && r.remainingPoints < remaining) {
       res.setHeader('RateLimit-Limit', String(l.points));
       res.setHeader('RateLimit-Remaining', String(r.remainingPoints));
     }
   } catch (err) {
-    if (err instanceof RateLimiterRes) {
-      const retryAfter = Math.max(1, Math.ceil(err.msBeforeNext / 1000));
-      throw new AppError(429, 'rate_limited', `Too many ${what}; retry after ${retryAfter} s.`, {
-        headers: {
-          'Retry-After': String(retryAfter),
-          'RateLimit-Limit': String(l.points),
-          'RateLimit-Remaining': '0',
-        },
-      });
-    }
+    if (err instanceof RateLimiterRes) throw rateLimited(l, err.msBeforeNext, what);
     throw err;
   }
 }
+
+const failureLimiter = (deps: AppDeps) =>
+  limiter(deps, 'auth-failures', deps.rateLimit.authFailuresPerMinute ?? env.AUTH_FAILURES_PER_MINUTE);
+const FAILURES = 'failed credentials';
+
+/**
+ * Refuses a request carrying a credential while its network's failure budget is spent, before the
+ * credential is looked at: guessing a token (the operator's, a metrics token, a key) goes no faster
+ * than AUTH_FAILURES_PER_MINUTE a network, and a right guess in a spent window is not confirmed.
+ */
+async function refuseWhileFailing(deps: AppDeps, req: Request): Promise<void> {
+  const l = failureLimiter(deps);
+  const r = await l.get(bucketOf(clientAddress(req))).catch(() => null);
+  if (r && r.consumedPoints >= l.points) throw rateLimited(l, r.msBeforeNext, FAILURES);
+}
+
+const failed = new WeakSet<Request>();
+
+/**
+ * Spends a point of the request's network failure budget: a credential it presented authenticated
+ * nothing. Once per request, whoever finds out first; 429 once the budget is spent.
+ */
+export async function spendAuthFailure(deps: AppDeps, req: Request, res: Response): Promise<void> {
+  if (!deps.rateLimit.enabled || failed.has(req)) return;
+  failed.add(req);
+  await spend(failureLimiter(deps), clientAddress(req), res, FAILURES, true);
+}
+
+/**
+ * Marks a request whose Bearer token this service does not resolve: a mount that checks a token of its
+ * own (`/metrics`, Bull Board) and counts its own failures, or a token meant for another party (the
+ * payments provider's access token, passed on unread).
+ */
+export const tokenCheckedElsewhere: RequestHandler = (_req, res, next) => {
+  res.locals.tokenCheckedElsewhere = true;
+  next();
+};
 
 export function rateLimit(deps: AppDeps): RequestHandler {
   if (!deps.rateLimit.enabled) return (_req, _res, next) => next();
   return async (req, res, next) => {
     await spend(limiter(deps, 'ip', deps.rateLimit.ipPerMinute), clientAddress(req), res, 'requests');
+    if (req.headers.authorization !== undefined) await refuseWhileFailing(deps, req);
     // Only after the address paid: resolving a key may cost a database read.
-    const { principal } = await resolveCredential(req, deps);
+    const { token, principal } = await resolveCredential(req, deps);
     if (principal) {
       await spend(
         limiter(deps, 'key', deps.rateLimit.keyPerMinute),
@@ -81,16 +167,27 @@ export function rateLimit(deps: AppDeps): RequestHandler {
         res,
         'requests',
       );
+    } else if (token && !res.locals.tokenCheckedElsewhere && !isCapability(token)) {
+      // A Bearer token that authenticates nothing, on any route: a guess at a credential. A
+      // capability (jt_, cs_, gs_) is no principal: the route checks it against the one resource it
+      // opens, and 256 random bits are not guessed at any rate the request budget allows.
+      await spendAuthFailure(deps, req, res);
     }
     next();
   };
 }
 
-/** A route's own budget, per client address; `anonymousOnly` exempts callers that authenticated. */
+const windowSeconds = { minute: 60, hour: 3600, day: 86_400 } as const;
+
+/**
+ * A route's own budget: `points` per window for each budget owner (`budgetKey`). `paidExempt` exempts
+ * the callers who pay (a license, the operator); a free agent never is, it spends its network's budget.
+ */
 export interface RouteBudget {
   name: string;
-  perMinute: (deps: AppDeps) => number;
-  anonymousOnly?: boolean;
+  points: (deps: AppDeps) => number;
+  per?: keyof typeof windowSeconds;
+  paidExempt?: boolean;
   what: string;
 }
 
@@ -102,10 +199,10 @@ export async function spendRouteBudget(
   auth: Principal,
 ): Promise<void> {
   if (!deps.rateLimit.enabled) return;
-  if (budget.anonymousOnly && auth.kind !== 'anonymous') return;
+  if (budget.paidExempt && (auth.kind === 'license' || auth.kind === 'operator')) return;
   await spend(
-    limiter(deps, `route:${budget.name}`, budget.perMinute(deps)),
-    clientAddress(req),
+    limiter(deps, `route:${budget.name}`, budget.points(deps), windowSeconds[budget.per ?? 'minute']),
+    budgetKey(auth, req),
     res,
     budget.what,
   );

@@ -42,6 +42,14 @@ function defineLazyLog(proto: object, logger: Logger) {
   });
 }
 
+/**
+ * Marks a ballot, bid or reveal: the app neither meters it nor logs its success, since per-request counts
+ * during a live vote or auction would be a running tally (see api/app.ts).
+ */
+export const sealedAction = (res: Response): void => {
+  res.locals.sealed = true;
+};
+
 function levelOf(res: Response, err: unknown): Level {
   if (err || res.statusCode >= 500) return 'error';
   if (res.statusCode >= 400) return 'info';

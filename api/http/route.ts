@@ -3,11 +3,12 @@
 import express from 'express';
 import type { Request, Response, RequestHandler } from 'express';
 import { z } from 'zod';
-import { requireProductLine, spendQuota } from '../../shared/commercial/entitlements';
-import type { ProductLine } from '../../shared/commercial/tiers';
-import { validationFailed } from '../../shared/errors';
+import type { CapabilityKind } from '../../shared/platform/capabilities';
+import { requireProductLine, spendQuota } from '../../shared/licensing/entitlements';
+import type { ProductLine } from '../../shared/licensing/tiers';
+import { validationFailed } from '../../shared/platform/errors';
 import type { AppDeps } from '../deps';
-import { authenticate } from './auth';
+import { authenticate, bearerToken } from './auth';
 import type { AuthMode, Principal } from './auth';
 import { idempotent } from './idempotency';
 import { guardInput } from './input-guard';
@@ -41,6 +42,8 @@ export interface HandlerContext<P, Q, B> {
   query: Q;
   body: B;
   auth: Principal;
+  /** The Bearer token, on a route that declares a `capability` (the handler compares it); else undefined. */
+  capability: string | undefined;
   req: Request;
   res: Response;
   deps: AppDeps;
@@ -57,6 +60,17 @@ export interface RouteSpec<P extends ZObject, Q extends ZObject, B extends z.Zod
   auth?: AuthMode;
   /** This route's own per-address budget, spent after authentication and before anything else. */
   budget?: RouteBudget;
+  /**
+   * The success reply carries a credential or secret shown once (an API key, a capability, salts): an
+   * Idempotency-Key replays it only to the authenticated caller that made it, never to an address.
+   */
+  secretReply?: boolean;
+  /**
+   * The route reads or acts on one resource that its capability opens (`Authorization: Bearer` with
+   * the token its creation returned once, e.g. cs_… for a checkout): the handler gets the token as
+   * `capability` and answers 404 without the right one. The document lists it as a credential.
+   */
+  capability?: CapabilityKind;
   /** The product line a license must grant to use this route. */
   product?: ProductLine;
   /** A license spends one unit of the product line's quota here (refunded if nothing is created). */
@@ -119,7 +133,7 @@ export class RouteTable {
         guardInput(req.params, 'params');
         const auth = await authenticate(req, deps, spec.auth ?? 'public');
         if (spec.budget) await spendRouteBudget(deps, spec.budget, req, res, auth);
-        if (spec.method === 'post' && (await idempotent(deps, req, res))) return;
+        if (spec.method === 'post' && (await idempotent(deps, req, res, spec.secretReply === true))) return;
         const params = parsePart(spec.params ?? empty, req.params, 'params');
         const query = parsePart(spec.query ?? empty, req.query, 'query');
         const body =
@@ -133,7 +147,8 @@ export class RouteTable {
             : undefined;
         let reply: Reply | undefined;
         try {
-          reply = await spec.handler({ params, query, body, auth, req, res, deps });
+          const capability = spec.capability ? bearerToken(req) : undefined;
+          reply = await spec.handler({ params, query, body, auth, capability, req, res, deps });
         } catch (err) {
           await refund?.();
           throw err;

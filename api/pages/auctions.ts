@@ -2,11 +2,9 @@
 // outcome, every bid and the package's verification once finalized. Mounted by ./governance.
 import { auctionPackage, publicAuction } from '../../shared/auctions/auctions';
 import { verifyAuctionPackage } from '../../shared/auctions/package';
-import { servicePublicKey } from '../../shared/workflows/seal';
+import { verifyUnderServiceTrust } from '../../shared/workflows/verify';
 import type { AppDeps } from '../deps';
 import { escapeHtml, yesNo } from './layout';
-
-export const keys = () => ({ publicKey: servicePublicKey().publicKey });
 
 export function formatSeconds(s: number): string {
   const d = Math.floor(s / 86400);
@@ -35,7 +33,9 @@ export async function auctionPage(deps: AppDeps, id: string): Promise<[string, s
     ];
   }
   const pkg = await auctionPackage(deps.db, id);
-  const v = verifyAuctionPackage(pkg, keys());
+  const v = await verifyUnderServiceTrust(deps.db, pkg, (trust, opts) =>
+    verifyAuctionPackage(pkg, trust, opts),
+  );
   const fate = new Map(pkg.outcome.bids.map((b) => [b.commitment, b]));
   const bids = pkg.bids
     .map(

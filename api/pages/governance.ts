@@ -6,15 +6,16 @@ import { fileURLToPath } from 'node:url';
 import express from 'express';
 import type { Response } from 'express';
 import { BALLOT_CIRCUIT } from '../../shared/governance/ballot-protocol';
-import { AppError } from '../../shared/errors';
-import { idPattern } from '../../shared/ids';
-import { logger } from '../../shared/log';
+import { AppError } from '../../shared/platform/errors';
+import { idPattern } from '../../shared/platform/ids';
+import { logger } from '../../shared/platform/log';
 import { verifyGovernancePackage } from '../../shared/governance/package';
 import { proposalPackage, publicProposal } from '../../shared/governance/proposals';
 import { artifactPaths } from '../../shared/zk/artifacts';
 import { loadVerificationKey } from '../../shared/zk/verify';
 import type { AppDeps } from '../deps';
-import { auctionPage, formatSeconds, keys } from './auctions';
+import { verifyUnderServiceTrust } from '../../shared/workflows/verify';
+import { auctionPage, formatSeconds } from './auctions';
 import { BALLOT_PAGE_CSP, ballotForm } from './ballot-script';
 import { escapeHtml, layout, sendPage as sendAnyPage, yesNo } from './layout';
 
@@ -75,10 +76,10 @@ ${ballotForm(id)}`,
     ];
 
   const pkg = await proposalPackage(deps.db, id);
-  const v = await verifyGovernancePackage(pkg, {
-    ...keys(),
-    ballotVerificationKey: await loadVerificationKey(BALLOT_CIRCUIT),
-  });
+  const ballotVerificationKey = await loadVerificationKey(BALLOT_CIRCUIT);
+  const v = await verifyUnderServiceTrust(deps.db, pkg, (trust, opts) =>
+    verifyGovernancePackage(pkg, { ...trust, ...opts, ballotVerificationKey }),
+  );
   const rows = state.options
     .map(
       (o) =>

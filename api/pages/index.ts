@@ -1,14 +1,20 @@
-// Public, server-rendered verification pages: a form for a proof id or a pasted package, and a result
-// page that leads with one verdict — verified, not verified, in progress, or cannot tell (what was pasted
-// is not a package) — then the public facts only. Plain HTML forms: no JavaScript needed.
+// Public, server-rendered verification pages: a form for a proof id or a pasted package or bundle, and a
+// result page that leads with one verdict — verified, not verified, in progress, or cannot tell (what was
+// pasted is not a package) — then the public facts only. Plain HTML forms: no JavaScript needed.
 import { guardInput } from '../http/input-guard';
 import express from 'express';
 import type { Request, Response } from 'express';
-import { idPattern } from '../../shared/ids';
-import { logger } from '../../shared/log';
-import { verifyGivenPackage, verifyStored } from '../../shared/workflows/store';
-import type { Verification } from '../../shared/workflows/store';
+import { idPattern } from '../../shared/platform/ids';
+import { logger } from '../../shared/platform/log';
+import { BUNDLE_FORMAT, verifyBundle } from '../../shared/platform/translog/bundle';
+import type { BundleVerdict } from '../../shared/platform/translog/bundle';
+import { trustRootDocument } from '../../shared/platform/keyHistory';
+import { LOG_PATH } from '../../shared/platform/translog/serviceLog';
+import { verifyGivenPackage, verifyStored } from '../../shared/workflows/verify';
+import type { Verification } from '../../shared/workflows/verify';
 import type { AppDeps } from '../deps';
+import { origin } from '../http/links';
+import { packageCheckers } from '../wiring';
 import { homePage } from './home';
 import { assetsRouter, escapeHtml, sendPage, yesNo } from './layout';
 
@@ -38,12 +44,12 @@ function formPage(error?: string, value?: string): string {
 <p class="lead">Check that a workflow existed, completed, met its required approvals, followed its required sequence, and that no record was altered — without seeing any of its private data.</p>
 ${error ? `<p class="error" role="alert">${escapeHtml(error)}</p>` : ''}
 ${idForm(value)}
-<p class="or">Or check a proof package exactly as it was given to you:</p>
+<p class="or">Or check a proof package, or an offline bundle, exactly as it was given to you:</p>
 <form method="post" action="${BASE}/" id="by-package">
-<label for="package">Proof package (JSON)</label>
+<label for="package">Proof package or bundle (JSON)</label>
 <textarea id="package" name="package" required spellcheck="false" aria-describedby="package-hint"></textarea>
-<p class="hint" id="package-hint">The package is checked against this service's public key and its transparency log; nothing you paste is stored.</p>
-<button type="submit">Verify package</button>
+<p class="hint" id="package-hint">A package is checked against this service's trust root (every key it has signed with, and when each was valid) and its transparency log; a bundle (<code>${BUNDLE_FORMAT}</code>) against the same trust root, as <code>npm run verify</code> checks it offline. Nothing you paste is stored.</p>
+<button type="submit">Verify</button>
 </form>`;
 }
 
@@ -70,7 +76,7 @@ export function verdictOf(v: Verification, pasted?: unknown): Verdict {
 const verdictText: Record<Verdict, [string, string]> = {
   verified: [
     'Verified',
-    "This workflow existed, completed, met its required approvals and its required sequence, and no record was altered. Its proof package is signed with this service's key and included in its transparency log.",
+    "This workflow existed, completed, met its required approvals and its required sequence, and no record was altered. Its proof package is signed with a key of this service's trust root that was valid when it signed, and included in its transparency log.",
   ],
   'not-verified': [
     'Not verified',
@@ -160,7 +166,7 @@ function resultPage(v: Verification, pasted?: unknown): string {
       )} entries.</p>`
     : '';
   const signature = pkg
-    ? `<h2>Signature</h2><p>Signed by key <code>${escapeHtml(pkg.issuer.keyId)}</code> (ed25519): ${yesNo(v.signatureValid)}</p><p class="hash">${escapeHtml(
+    ? `<h2>Signature</h2><p>Signed by key <code>${escapeHtml(pkg.issuer.keyId)}</code> (ed25519; each key's period is in the service's <a href="/api/proof-workflows/trust-root">trust root</a>): ${yesNo(v.signatureValid)}</p><p class="hash">${escapeHtml(
         pkg.signature,
       )}</p>`
     : v.packageStatus && v.packageStatus !== 'none'
@@ -181,6 +187,24 @@ function resultPage(v: Verification, pasted?: unknown): string {
   return `<h1>${heading}</h1>${template ? `<p>Template: <strong>${escapeHtml(template)}</strong></p>` : ''}
 ${verdictBlock(verdict)}
 <h2>Public facts</h2><table id="facts"><tbody>${facts}</tbody></table>${reasons}${timeline}${chainBlock}${signature}${log}${download}
+${another}`;
+}
+
+/** A pasted bundle's checks, each as npm run verify prints it, under one verdict. */
+function bundlePage(v: BundleVerdict): string {
+  const verdict = v.ok ? 'verified' : 'not-verified';
+  const text = v.ok
+    ? "Every check held: this service's log key signed the checkpoint, the witness policy is met, the entry is in the log and names this package, and the package's signature and contents hold."
+    : 'A check failed; the list below says which and why. Do not rely on this package.';
+  const items = v.findings
+    .map(
+      (f) =>
+        `<li data-ok="${f.ok}"><span class="${f.ok ? 'yes' : 'no'}">${f.ok ? 'valid' : 'INVALID'}</span>: ${escapeHtml(f.text)}</li>`,
+    )
+    .join('');
+  return `<h1>Offline bundle</h1><section class="verdict ${verdict}" id="verdict" data-verdict="${verdict}" role="status"><p class="label">${v.ok ? 'Verified' : 'Not verified'}</p><p>${escapeHtml(text)}</p></section>
+<h2>Checks</h2><ul class="reasons" id="bundle-checks">${items}</ul>
+<p>Checked against this service's trust root. <code>npm run verify -- &lt;bundle&gt; --trust &lt;trust-root.json&gt;</code> makes the same checks offline, against the trust root you pinned.</p>
 ${another}`;
 }
 
@@ -213,7 +237,7 @@ export function pagesRouter(deps: AppDeps): express.Router {
     res.redirect(303, `${BASE}/${id}/`);
   });
 
-  router.post(`${BASE}/`, form, json, (req: Request, res: Response) => {
+  router.post(`${BASE}/`, form, json, async (req: Request, res: Response) => {
     const raw = (req.body as { package?: unknown } | undefined)?.package;
     let pkg: unknown;
     if (typeof raw === 'string') {
@@ -242,7 +266,22 @@ export function pagesRouter(deps: AppDeps): express.Router {
         formPage('The package nests too deeply or carries control characters; it is not a proof package.'),
       );
     }
-    send(res, 200, 'Proof package verification', resultPage(verifyGivenPackage(pkg), pkg ?? null));
+    try {
+      if ((pkg as { format?: unknown } | null)?.format === BUNDLE_FORMAT) {
+        const root = await trustRootDocument(deps.db, `${origin(req, deps, 'site')}${LOG_PATH}/`);
+        return send(
+          res,
+          200,
+          'Bundle verification',
+          bundlePage(await verifyBundle(pkg, root, packageCheckers)),
+        );
+      }
+      const verdict = await verifyGivenPackage(deps.db, pkg);
+      send(res, 200, 'Proof package verification', resultPage(verdict, pkg ?? null));
+    } catch (err) {
+      logger.error({ err: (err as Error).message }, 'verify page failed');
+      send(res, 503, 'Try again', '<h1>Verification is unavailable</h1><p>Try again shortly.</p>');
+    }
   });
 
   router.get(`${BASE}/:proofId/`, async (req: Request, res: Response) => {

@@ -1,8 +1,8 @@
 // Table C, sealed auctions: create (rules stated up front), sealed bids, reveals, finalization, the
 // public view (status and time remaining until finalized), packages and verification.
 import { z } from 'zod';
-import { walletPublicKeySchema, walletSignatureSchema } from '../../shared/exchange/wallet';
-import { idPattern } from '../../shared/ids';
+import { walletPublicKeySchema, walletSignatureSchema } from '../../shared/platform/wallet';
+import { idPattern } from '../../shared/platform/ids';
 import { auctionPackageSchema, verifyAuctionPackage } from '../../shared/auctions/package';
 import {
   auctionPackage,
@@ -12,8 +12,13 @@ import {
   publicAuction,
   revealBid,
 } from '../../shared/auctions/auctions';
+import { verifyUnderServiceTrust } from '../../shared/workflows/verify';
+import { bundleSchema } from '../../shared/platform/translog/bundle';
+import { bundleOf } from '../../shared/workflows/bundle';
 import type { RouteTable } from '../http/route';
-import { hex64, ownerOf, roomIdSchema, sealedAction, signingKey } from './governance';
+import { ownerOf } from '../http/callers';
+import { sealedAction } from '../http/request-log';
+import { hex64, roomIdSchema, signingKey } from '../views/governance';
 
 const tags = ['Sealed auctions'];
 const auctionIdSchema = z.string().regex(idPattern('auc'), 'an auction id (auc_…)');
@@ -174,7 +179,7 @@ export function auctionRoutes(table: RouteTable): RouteTable {
       product: 'auctions',
       params: z.strictObject({ auctionId: auctionIdSchema }),
       responses: { 200: { description: 'The finalized public view', schema: publicAuctionSchema } },
-      problems: { 404: ['not_found'], 409: ['auction_open'] },
+      problems: { 404: ['not_found'], 409: ['auction_open'], 503: ['signing_key_retired'] },
       handler: async ({ params, auth, deps }) => ({
         status: 200,
         body: await finalizeAuctionNow(deps.db, params.auctionId, ownerOf(auth)),
@@ -192,6 +197,21 @@ export function auctionRoutes(table: RouteTable): RouteTable {
       handler: async ({ params, deps }) => ({
         status: 200,
         body: await auctionPackage(deps.db, params.auctionId),
+      }),
+    })
+    .add({
+      method: 'get',
+      path: '/api/auctions/{auctionId}/bundle',
+      operationId: 'getAuctionBundle',
+      summary: 'The finalized auction’s package as an offline bundle (the package and its tlog proof)',
+      tags,
+      params: z.strictObject({ auctionId: auctionIdSchema }),
+      responses: { 200: { description: 'The bundle, for npm run verify', schema: bundleSchema } },
+      problems: { 404: ['not_found'], 409: ['not_published', 'checkpoint_pending'] },
+      handler: async ({ params, deps }) => ({
+        status: 200,
+        headers: { 'Cache-Control': 'no-cache' },
+        body: await bundleOf(deps.db, await auctionPackage(deps.db, params.auctionId)),
       }),
     })
     .add({
@@ -217,9 +237,11 @@ export function auctionRoutes(table: RouteTable): RouteTable {
           }),
         },
       },
-      handler: async ({ body }) => {
-        const keys = signingKey();
-        return { status: 200, body: { ...verifyAuctionPackage(body.package, keys), signingKey: keys } };
+      handler: async ({ body, deps }) => {
+        const verdict = await verifyUnderServiceTrust(deps.db, body.package, (trust, opts) =>
+          verifyAuctionPackage(body.package, trust, opts),
+        );
+        return { status: 200, body: { ...verdict, signingKey: signingKey() } };
       },
     });
 }

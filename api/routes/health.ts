@@ -1,56 +1,73 @@
-// Dependency probes shared by health (liveness summary) and readiness (gatekeeping).
-import type { AppDeps } from '../deps';
-import { queueNames } from '../../shared/queues';
+// Liveness and readiness: GET /api/health (the first route of table A) and /api/v1/readiness (table B),
+// ready only when every check the web process was given passes (api/wiring.ts lists them).
+import { z } from 'zod';
+import { checkDb, checkRedis, queueDepths } from '../http/health-checks';
+import { readinessReport } from '../http/readiness';
+import type { ReadinessChecks } from '../http/readiness';
+import type { RouteTable } from '../http/route';
+import { AGENT_EXCHANGE_VERSION, signingKeySchema, signingKeyView } from '../views/exchange';
 
-export interface Check {
-  ok: boolean;
-  latencyMs?: number;
-  detail?: string;
+export function readinessRoutes(table: RouteTable, checks: ReadinessChecks): RouteTable {
+  const report = z.object({ ready: z.boolean(), checks: z.record(z.string(), z.unknown()) });
+  return table.add({
+    method: 'get',
+    path: '/api/v1/readiness',
+    operationId: 'readiness',
+    summary: 'Ready only when every dependency is; each check listed',
+    tags: ['Status'],
+    responses: {
+      200: { description: 'Ready', schema: report },
+      503: {
+        description: 'Not ready; the failing checks say why',
+        schema: report,
+        headers: {
+          'Retry-After': { description: 'Seconds before asking again', schema: { type: 'integer' } },
+        },
+      },
+    },
+    handler: async ({ deps }) => {
+      const { ready, checks: results } = await readinessReport(checks, deps);
+      return {
+        status: ready ? 200 : 503,
+        headers: { 'Cache-Control': 'no-store', ...(ready ? {} : { 'Retry-After': '5' }) },
+        body: { ready, checks: results },
+      };
+    },
+  });
 }
 
-async function timed(fn: () => Promise<unknown>, timeoutMs = 2000): Promise<Check> {
-  const start = performance.now();
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    await Promise.race([
-      fn(),
-      new Promise((_, reject) => {
-        timer = setTimeout(() => reject(new Error('timed out')), timeoutMs);
-      }),
-    ]);
-    return { ok: true, latencyMs: Math.round((performance.now() - start) * 10) / 10 };
-  } catch (err) {
-    return { ok: false, detail: (err as Error).message || 'unreachable' };
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
-export const checkDb = (deps: AppDeps) => timed(() => deps.db.raw('select 1'));
-export const checkRedis = (deps: AppDeps) => timed(() => deps.redis.ping());
-
-export async function queueDepths(
-  deps: AppDeps,
-): Promise<Record<string, { waiting: number; active: number; delayed: number; failed: number }> | null> {
-  try {
-    const entries = await Promise.all(
-      queueNames.map(async (name) => {
-        const c = await deps.queues
-          .get(name)
-          .getJobCounts('waiting', 'active', 'delayed', 'failed', 'prioritized');
-        return [
-          name,
-          {
-            waiting: (c.waiting ?? 0) + (c.prioritized ?? 0),
-            active: c.active ?? 0,
-            delayed: c.delayed ?? 0,
-            failed: c.failed ?? 0,
-          },
-        ] as const;
-      }),
-    );
-    return Object.fromEntries(entries);
-  } catch {
-    return null;
-  }
+export function healthRoutes(table: RouteTable): RouteTable {
+  return table.add({
+    method: 'get',
+    path: '/api/health',
+    operationId: 'health',
+    summary: 'Liveness and a summary of the dependencies',
+    tags: ['Agent exchange'],
+    responses: {
+      200: {
+        description: 'The process is alive; `status` says whether its dependencies are',
+        schema: z.object({
+          status: z.enum(['ok', 'degraded']),
+          version: z.string(),
+          time: z.string(),
+          checks: z.record(z.string(), z.unknown()),
+          signingKey: signingKeySchema,
+        }),
+      },
+    },
+    handler: async ({ deps }) => {
+      const [db, redis, queues] = await Promise.all([checkDb(deps), checkRedis(deps), queueDepths(deps)]);
+      return {
+        status: 200,
+        headers: { 'Cache-Control': 'no-store' },
+        body: {
+          status: db.ok && redis.ok ? 'ok' : 'degraded',
+          version: AGENT_EXCHANGE_VERSION,
+          time: new Date().toISOString(),
+          checks: { db, redis, queues: queues ?? { ok: false } },
+          signingKey: signingKeyView(),
+        },
+      };
+    },
+  });
 }

@@ -13,7 +13,7 @@
 // test/bench/dev-ptau.test.ts checks sections 12–15 byte for byte against snarkjs's preparePhase2 of
 // this file's own sections 2–5.
 //   dev-ptau <power> <out.ptau>
-// Built by bench/large-circuit.ts from the addon's field and curve code (workers/native-prover/src).
+// Built by bench/large-circuit.ts from the addon's field and curve code (native-prover/src).
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -23,10 +23,10 @@
 #include <thread>
 #include <vector>
 
-#include "../../workers/native-prover/src/curve.hpp"
-#include "../../workers/native-prover/src/fft.hpp"
-#include "../../workers/native-prover/src/fileio.hpp"
-#include "../../workers/native-prover/src/pool.hpp"
+#include "../../native-prover/src/curve.hpp"
+#include "../../native-prover/src/fft.hpp"
+#include "../../native-prover/src/fileio.hpp"
+#include "../../native-prover/src/pool.hpp"
 
 namespace {
 

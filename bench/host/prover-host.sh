@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Prover scaling on a host without Node (a bare multicore machine): needs bash, g++, taskset.
-# The native prover is built here from the addon's own sources (workers/native-prover/src, flags as in
+# The native prover is built here from the addon's own sources (native-prover/src, flags as in
 # its binding.gyp); the inputs come from `npm run host-kit`, made on a machine with Node.
 #   1. one proof, 1, 2, 4, … cores: the CLI pinned with taskset, PROVER_THREADS=n, key load included,
 #      median of BENCH_RUNS processes after one warm-up; rapidsnark likewise when RAPIDSNARK_BIN is set
@@ -23,7 +23,7 @@ out=$(cd "$out" && pwd)
 runs=${BENCH_RUNS:-3}
 seconds=${BENCH_SECONDS:-2}
 here=$(cd "$(dirname "$0")" && pwd)
-src=$(cd "$here/../../workers/native-prover/src" && pwd)
+src=$(cd "$here/../../native-prover/src" && pwd)
 build=$(mktemp -d)
 trap 'rm -rf "$build"' EXIT
 

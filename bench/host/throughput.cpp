@@ -14,9 +14,9 @@
 #include <thread>
 #include <vector>
 
-#include "../../workers/native-prover/src/fileio.hpp"
-#include "../../workers/native-prover/src/pool.hpp"
-#include "../../workers/native-prover/src/prover.hpp"
+#include "../../native-prover/src/fileio.hpp"
+#include "../../native-prover/src/pool.hpp"
+#include "../../native-prover/src/prover.hpp"
 
 namespace {
 

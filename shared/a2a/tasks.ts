@@ -4,7 +4,7 @@
 import { Role, TaskState } from '@a2a-js/sdk';
 import type { Artifact, Message, Part, StreamResponse, Task, TaskStatus } from '@a2a-js/sdk';
 import { z } from 'zod';
-import { validationFailed } from '../errors';
+import { validationFailed } from '../platform/errors';
 import { stillWatched } from '../jobs/cancel';
 import type { JobEventRow, JobRow } from '../jobs/jobs';
 
@@ -119,7 +119,7 @@ function paymentMeta(state: TaskState, payment: TaskPayment | undefined): Meta |
 function describe(job: JobRow, state: TaskState, base: string): string {
   switch (job.status) {
     case 'awaiting_payment':
-      return `Payment required: ${job.price_usd_cents} USD cents for ${job.service_id}. Pay one of the quotes (x402 requirements in this message's metadata, all quotes at ${base}/api/jobs/${job.id}), then POST the transaction to ${base}/api/jobs/${job.id}/payment.`;
+      return `Payment required: ${job.price_usd_cents} USD cents for ${job.service_id}. Pay one of the quotes (x402 requirements in this message's metadata, all quotes at ${base}/api/jobs/${job.id}), then POST the transaction to ${base}/api/jobs/${job.id}/payment (Authorization: Bearer with this task's access token, or the key that created it).`;
     case 'queued':
       return 'Queued.';
     case 'running':

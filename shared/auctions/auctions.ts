@@ -2,14 +2,14 @@
 // admin's call or the first read past the window) into a signed package on the transparency log.
 // Until finalization the public view holds the stated rules, status and time remaining — nothing of bids.
 import type { Knex } from 'knex';
-import { AppError, conflict, notFound, unprocessable } from '../errors';
-import { newId } from '../ids';
-import { serviceSigningKey } from '../keys';
-import { findAsset } from '../payments/assets';
+import { AppError, conflict, notFound, unprocessable } from '../platform/errors';
+import { newId } from '../platform/ids';
+import { serviceSigningKey } from '../platform/keys';
+import { findAsset } from '../chains/assets';
 import { bidCommitment, bidMessage, legacyBidCommitment } from '../governance/commitments';
 import { appendPackageToLog } from '../governance/ledger';
 import { assertOwner, isMember, roomOrThrow, walletCommitment } from '../governance/rooms';
-import { verifyWalletSignature } from '../exchange/wallet';
+import { verifyWalletSignature } from '../platform/wallet';
 import { buildAuctionPackage } from './package';
 import type { AuctionPackage, AuctionSubject } from './package';
 import { statedRules } from './rules';

@@ -4,15 +4,17 @@
 // recompute the commitment) and its fate, never a wallet, a deposit reference or the salt that would let
 // anyone confirm a guessed wallet (in a private room, that would be a membership test).
 import { z } from 'zod';
-import { canonicalJson } from '../canonical';
-import { sha256Hex } from '../crypto';
-import type { Signer } from '../crypto';
-import { leafHash, rootHash, toHex, fromHex } from '../translog/merkle';
+import { canonicalJson } from '../platform/canonical';
+import { sha256Hex } from '../platform/crypto';
+import type { Signer } from '../platform/crypto';
+import { leafHash, rootHash, toHex, fromHex } from '../platform/translog/merkle';
+import type { Trust } from '../platform/trust';
 import { checkEnvelope, envelopeShape, signPackage } from '../workflows/envelope';
 import type { Envelope, Reason } from '../workflows/envelope';
 import { HEX64, bidCommitment, bidderTag, legacyBidCommitment } from '../governance/commitments';
 import { decideAuction, statedRules } from './rules';
 import type { AuctionOutcome, AuctionTerms, BidRecord } from './rules';
+import type { PackageChecker } from '../platform/translog/bundle';
 
 const hex64 = z.string().regex(HEX64);
 const amount = z.string().regex(/^(0|[1-9]\d{0,77})$/);
@@ -188,7 +190,8 @@ export interface AuctionVerdict {
 /** Recomputes commitments from reveals, both roots, the stated rules and the outcome. Never throws. */
 export function verifyAuctionPackage(
   input: unknown,
-  keys: { publicKey: string; logPublicKey?: string },
+  trust: Trust,
+  opts: { loggedAt?: string } = {},
 ): AuctionVerdict {
   const parsed = auctionPackageSchema.safeParse(input);
   if (!parsed.success)
@@ -207,7 +210,7 @@ export function verifyAuctionPackage(
       ],
     };
   const pkg = parsed.data as AuctionPackage;
-  const env = checkEnvelope(pkg, keys);
+  const env = checkEnvelope(pkg, trust, opts);
   const reasons = [...env.reasons];
   const altered = (code: string, detail: string) => reasons.push({ check: 'notAltered', code, detail });
 
@@ -245,3 +248,13 @@ export function verifyAuctionPackage(
     reasons,
   };
 }
+
+/** The auction verifier as a bundle's package check (shared/platform/translog/bundle.ts). */
+export const checkAuctionPackage: PackageChecker = async (pkg, keys) => {
+  const v = verifyAuctionPackage(pkg, keys);
+  return {
+    valid: v.valid,
+    summary: `auction: reveals ${v.revealsValid ? 'open their commitments' : 'do not open their commitments'}, roots ${v.rootsValid ? 'recompute' : 'do not recompute'}, outcome ${v.outcomeValid ? 'follows from the bids' : 'does not follow'}`,
+    reasons: v.reasons.map((r) => `${r.check}: ${r.code}: ${r.detail}`),
+  };
+};

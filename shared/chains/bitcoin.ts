@@ -1,6 +1,6 @@
 // Bitcoin adapter over an Esplora-compatible HTTP API (blockstream/esplora, mempool.space, electrs):
 // outputs paying the treasury address, final after N confirmations.
-import type { Asset } from '../payments/assets';
+import type { Asset } from './assets';
 import {
   RpcUnreachableError,
   endpointName,

@@ -1,6 +1,6 @@
 // Ethereum (EVM JSON-RPC) adapter: native value sent to the treasury, or ERC-20 `Transfer` logs of the
 // asset's contract to it; final after N confirmations; a reverted transaction pays nothing.
-import type { Asset } from '../payments/assets';
+import type { Asset } from './assets';
 import { RpcError, jsonRpc, networkProbe, rpcBatcher, unreachable, wrongNetwork } from './http';
 import type { RpcOptions, RpcOutcome } from './http';
 import { judgeTransfers } from './judge';

@@ -2,9 +2,9 @@
 // transport errors, 5xx and 429. Anything it cannot get through is RpcUnreachableError, which the
 // adapters turn into `pending` (never a rejection of the payer).
 
-import { operatorFetch } from '../egress';
-import { logger } from '../log';
-import { chainRpcCalls, chainRpcRequests } from '../metrics';
+import { operatorFetch } from '../platform/egress';
+import { logger } from '../platform/log';
+import { chainRpcCalls, chainRpcRequests } from '../platform/metrics';
 
 export interface RpcOptions {
   timeoutMs: number;
@@ -13,10 +13,14 @@ export interface RpcOptions {
   backoffMs?: number;
 }
 
+/** Why an endpoint gave no answer, as a stable code (what a public status may say of it). */
+export type UnreachableKind = 'unreachable' | 'timeout' | 'http_error' | 'unexpected_answer';
+
 export class RpcUnreachableError extends Error {
   constructor(
     readonly endpoint: string,
     detail: string,
+    readonly kind: UnreachableKind = 'unreachable',
   ) {
     super(detail);
     this.name = 'RpcUnreachableError';
@@ -39,6 +43,24 @@ export interface HttpAnswer {
   status: number;
   text: string;
 }
+
+/**
+ * A transport failure as a public status may show it: a stable code, with the HTTP status or the
+ * node's error code where there is one (`http_error (HTTP 503)`, `node_error (-32000)`), never the
+ * endpoint nor the upstream's own words.
+ */
+export function publicFailure(err: unknown): string {
+  if (err instanceof RpcUnreachableError) {
+    const status = /\bHTTP (\d{3})\b/.exec(err.message)?.[1];
+    return status ? `${err.kind} (HTTP ${status})` : err.kind;
+  }
+  if (err instanceof RpcError) return `node_error (${Math.trunc(err.code)})`;
+  if ((err as Error | undefined)?.name === 'TimeoutError') return 'timeout';
+  return 'failed';
+}
+
+/** What publicFailure gives; anything else read back (an older row's message) is not shown as is. */
+export const PUBLIC_FAILURE = /^[a-z_]{1,32}(?: \((?:HTTP \d{3}|-?\d{1,16})\))?$/;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -63,6 +85,7 @@ export async function httpRequest(
   const attempts = options.retries + 1;
   const backoff = options.backoffMs ?? 200;
   let last = '';
+  let kind: UnreachableKind = 'unreachable';
   for (let attempt = 0; attempt < attempts; attempt++) {
     if (attempt > 0) await sleep(backoff * 2 ** (attempt - 1));
     try {
@@ -75,16 +98,21 @@ export async function httpRequest(
       const text = await res.text();
       if (res.status >= 500 || res.status === 429) {
         last = `HTTP ${res.status}`;
+        kind = 'http_error';
         continue;
       }
       return { status: res.status, text };
     } catch (err) {
       const e = err as Error & { cause?: { code?: string } };
-      last =
-        e.name === 'TimeoutError' ? `no answer within ${options.timeoutMs} ms` : (e.cause?.code ?? e.message);
+      kind = e.name === 'TimeoutError' ? 'timeout' : 'unreachable';
+      last = kind === 'timeout' ? `no answer within ${options.timeoutMs} ms` : (e.cause?.code ?? e.message);
     }
   }
-  throw new RpcUnreachableError(endpointName(url), `${endpointName(url)} could not be reached: ${last}`);
+  throw new RpcUnreachableError(
+    endpointName(url),
+    `${endpointName(url)} could not be reached: ${last}`,
+    kind,
+  );
 }
 
 let nextId = 1;
@@ -122,11 +150,16 @@ export async function jsonRpc<T>(
     throw new RpcUnreachableError(
       endpointName(url),
       `${endpointName(url)} answered ${answer.status} without JSON`,
+      'unexpected_answer',
     );
   }
   if (doc.error) throw new RpcError(doc.error.code, doc.error.message, doc.error.data);
   if (answer.status >= 400) {
-    throw new RpcUnreachableError(endpointName(url), `${endpointName(url)} answered HTTP ${answer.status}`);
+    throw new RpcUnreachableError(
+      endpointName(url),
+      `${endpointName(url)} answered HTTP ${answer.status}`,
+      'http_error',
+    );
   }
   return doc.result as T;
 }

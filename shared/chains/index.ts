@@ -1,9 +1,9 @@
 // The chain adapter registry: one adapter per family, built from env; a family without an endpoint
 // says so instead of failing.
-import { env } from '../env';
-import type { Env } from '../env';
-import { treasuryFor } from '../payments/assets';
-import type { Asset, AssetSettings, ChainFamily } from '../payments/assets';
+import { env } from '../platform/env';
+import type { Env } from '../platform/env';
+import { treasuryFor } from './assets';
+import type { Asset, AssetSettings, ChainFamily } from './assets';
 import { createBitcoinAdapter } from './bitcoin';
 import { createEvmAdapter } from './evm';
 import { createMoneroAdapter } from './monero';

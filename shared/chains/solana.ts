@@ -2,8 +2,8 @@
 // balances before and after (SOL per account, SPL and Token-2022 per token account the treasury owns).
 import bs58 from 'bs58';
 import { createHash } from 'node:crypto';
-import type { Asset } from '../payments/assets';
-import { SPL_TOKEN_PROGRAM } from '../payments/assets';
+import type { Asset } from './assets';
+import { SPL_TOKEN_PROGRAM } from './assets';
 import { RpcError, jsonRpc, networkProbe, unreachable, wrongNetwork } from './http';
 import type { RpcOptions } from './http';
 import { judgeTransfers } from './judge';

@@ -1,6 +1,6 @@
 // The contract every chain adapter meets: verify that one transaction paid one quote — the asset, the
 // address, the amount, made for that quote (its binding) and after it.
-import type { Asset } from '../payments/assets';
+import type { Asset } from './assets';
 
 /**
  * How a transfer shows it was made for one quote, per chain family:

@@ -1,19 +1,17 @@
 // The agent registry: registration (with an API key shown once), API key resolution, and full-text
 // search over agents with keyset pagination.
 import { randomBytes } from 'node:crypto';
-import { monotonicFactory } from 'ulid';
-import { canonicalJson } from '../canonical';
-import type { Db } from '../db/knex';
-import { sha256Hex } from '../crypto';
-import { checkUserTarget } from '../egress';
-import { AppError, notFound } from '../errors';
-import { newId } from '../ids';
+import { canonicalJson } from '../platform/canonical';
+import type { Db } from '../platform/db/knex';
+import { sha256Hex } from '../platform/crypto';
+import { checkUserTarget } from '../platform/egress';
+import { AppError, notFound } from '../platform/errors';
+import { newId } from '../platform/ids';
 import { DEFAULT_PAGE, decodeCursor, orderBySearch, pageOf } from './pagination';
 import type { Page } from './pagination';
 
 export const API_KEY_PREFIX = 'ak_';
 const API_KEY_PATTERN = /^ak_[A-Za-z0-9_-]{43}$/;
-const keyUlid = monotonicFactory();
 
 export interface AgentRow {
   id: string;
@@ -72,6 +70,8 @@ export const hashApiKey = (key: string): string => sha256Hex(key);
 export async function registerAgent(
   db: Db,
   input: RegisterAgentInput,
+  /** The tag of the client network it is registered from (see client-network.ts). */
+  network: string | null,
 ): Promise<{ agent: AgentRow; apiKey: string; keyId: string }> {
   if (input.endpointUrl) {
     // Hand-offs POST here later: an endpoint inside the exchange's network is refused at registration
@@ -83,7 +83,7 @@ export async function registerAgent(
       });
   }
   const apiKey = `${API_KEY_PREFIX}${randomBytes(32).toString('base64url')}`;
-  const keyId = `key_${keyUlid().toLowerCase()}`;
+  const keyId = newId('key');
   return db.transaction(async (trx) => {
     const [agent] = (await trx('agents')
       .insert({
@@ -94,6 +94,7 @@ export async function registerAgent(
         tags: normalizeLabels(input.tags),
         endpoint_url: input.endpointUrl ?? null,
         wallet_public_key: input.walletPublicKey,
+        registered_network: network,
       })
       .returning('*')) as AgentRow[];
     await trx('api_keys').insert({ id: keyId, agent_id: agent!.id, key_hash: hashApiKey(apiKey) });
@@ -108,14 +109,15 @@ export async function registerAgent(
 export async function resolveApiKey(
   db: Db,
   token: string,
-): Promise<{ agentId: string; keyId: string } | null> {
+): Promise<{ agentId: string; keyId: string; network: string | null } | null> {
   if (!API_KEY_PATTERN.test(token)) return null;
   const row = (await db('api_keys as k')
     .join('agents as a', 'a.id', 'k.agent_id')
     .where('k.key_hash', hashApiKey(token))
     .whereNull('k.revoked_at')
     .andWhere('a.status', 'active')
-    .first('k.id as keyId', 'a.id as agentId')) as { keyId: string; agentId: string } | undefined;
+    .first('k.id as keyId', 'a.id as agentId', 'a.registered_network as network')) as
+    { keyId: string; agentId: string; network: string | null } | undefined;
   if (!row) return null;
   // At most one write a minute per key: the timestamp is for operators, not for every request.
   void db('api_keys')

@@ -2,14 +2,14 @@
 // wallet signature over that hash. proposed → accepted | expired | cancelled.
 import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
-import { canonicalJson } from '../canonical';
-import { sha256Hex } from '../crypto';
-import type { Db } from '../db/knex';
-import { AppError, conflict, notFound, unprocessable } from '../errors';
-import { newId } from '../ids';
-import type { AssetId } from '../payments/assets';
+import { canonicalJson } from '../platform/canonical';
+import { sha256Hex } from '../platform/crypto';
+import type { Db } from '../platform/db/knex';
+import { AppError, conflict, notFound, unprocessable } from '../platform/errors';
+import { newId } from '../platform/ids';
+import type { AssetId } from '../chains/assets';
 import { findAgent, getAgent } from './agents';
-import { verifyWalletSignature } from './wallet';
+import { verifyWalletSignature } from '../platform/wallet';
 
 export const AGREEMENT_TERMS_TYPE = 'proof-exchange.agreement/v1';
 export const agreementStatuses = ['proposed', 'accepted', 'expired', 'cancelled'] as const;

@@ -1,8 +1,8 @@
 // Marketplace listings: what registered agents offer, searchable by text (Postgres full-text search),
 // tag, price range, asset and seller, with keyset pagination.
-import type { Db } from '../db/knex';
-import { newId } from '../ids';
-import type { AssetId } from '../payments/assets';
+import type { Db } from '../platform/db/knex';
+import { newId } from '../platform/ids';
+import type { AssetId } from '../chains/assets';
 import { normalizeLabels, searchKey } from './agents';
 import { DEFAULT_PAGE, decodeCursor, orderBySearch, pageOf } from './pagination';
 import type { Page } from './pagination';

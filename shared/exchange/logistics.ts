@@ -1,62 +1,21 @@
 // Logistics: delivering a job's result once the job ends — a signed webhook POST, a polling hand-over,
-// or a POST to another registered agent's endpoint. Each request is a row (queued → delivering →
-// delivered | failed) worked by the `deliveries` queue with retries and backoff.
+// or a POST to another registered agent's endpoint. A request is a delivery (shared/deliveries) the
+// `deliveries` queue works with retries and backoff.
 import { randomBytes } from 'node:crypto';
-import { A2A_CONTENT_TYPE } from '@a2a-js/sdk';
-import { pushCredentialsOf } from '../a2a/store';
-import type { Db } from '../db/knex';
-import { hmacSha256Hex } from '../crypto';
-import { EgressRefusedError, checkUserTarget, privateTargetsAllowed, userFetch } from '../egress';
-import { env } from '../env';
-import { AppError, forbidden, unprocessable } from '../errors';
-import { newId } from '../ids';
-import { getJob, terminalStatuses } from '../jobs/jobs';
-import type { JobRow } from '../jobs/jobs';
-import { serviceSigningKey } from '../keys';
-import { logger } from '../log';
-import type { Queues } from '../queues';
+import { DELIVERY_ATTEMPTS, SIGNATURE_HEADERS, checkTarget, enqueueDelivery } from '../deliveries/deliveries';
+import type { DeliveryMethod, DeliveryRow } from '../deliveries/deliveries';
+import { sealDeliverySecret } from '../deliveries/secrets';
+import { getJobFor } from '../jobs/access';
+import type { JobAccess } from '../jobs/access';
+import type { Db } from '../platform/db/knex';
+import { privateTargetsAllowed } from '../platform/egress';
+import { env } from '../platform/env';
+import { AppError, unprocessable } from '../platform/errors';
+import { newId } from '../platform/ids';
+import type { Queues } from '../platform/queues';
 import { findAgent } from './agents';
 
-export const DELIVERY_TYPE = 'proof-exchange.delivery/v1';
-export const EVENT_DELIVERY_TYPE = 'proof-exchange.event/v1';
-export const deliveryMethods = ['webhook', 'polling', 'agent_handoff'] as const;
-export type DeliveryMethod = (typeof deliveryMethods)[number];
-export const deliveryStatuses = ['queued', 'delivering', 'delivered', 'failed'] as const;
-export type DeliveryStatus = (typeof deliveryStatuses)[number];
-/** Attempts of one webhook or hand-off POST; waiting for the job to end spends none. */
-export const DELIVERY_ATTEMPTS = 8;
-export const SIGNATURE_HEADERS = {
-  id: 'X-Delivery-Id',
-  timestamp: 'X-Delivery-Timestamp',
-  attempt: 'X-Delivery-Attempt',
-  hmac: 'X-Delivery-Signature',
-  ed25519: 'X-Delivery-Signature-Ed25519',
-  keyId: 'X-Delivery-Key-Id',
-} as const;
-
-export interface LogisticsRow {
-  id: string;
-  job_id: string;
-  agent_id: string | null;
-  /** `a2a_push`: a state change of an A2A task to its push notification config (see a2aHeaders). */
-  method: DeliveryMethod | 'a2a_push';
-  target_url: string | null;
-  target_agent_id: string | null;
-  job_url: string;
-  webhook_secret: string | null;
-  status: DeliveryStatus;
-  attempts: number;
-  last_status_code: number | null;
-  last_error: string | null;
-  created_at: Date;
-  updated_at: Date;
-  wait_until: Date;
-  delivered_at: Date | null;
-  /** A job or payment state change to deliver now (job webhooks); null for a result delivery. */
-  event?: Record<string, unknown> | null;
-}
-
-export function logisticsView(row: LogisticsRow) {
+export function logisticsView(row: DeliveryRow) {
   return {
     id: row.id,
     jobId: row.job_id,
@@ -125,10 +84,6 @@ export function logisticsCapabilities() {
   };
 }
 
-/** Refuses targets the deliveries would refuse, so the caller hears at once (null: acceptable). */
-export const checkTarget = (url: string): Promise<string | null> =>
-  checkUserTarget(url, { requireResolvable: true });
-
 export interface RequestLogisticsInput {
   jobId: string;
   method: DeliveryMethod | 'onchain_anchoring';
@@ -137,19 +92,21 @@ export interface RequestLogisticsInput {
   jobUrl: string;
 }
 
+/**
+ * Queues the delivery of a job's result, for a caller who may open the job (shared/jobs/access.ts):
+ * anyone else is told the job was not found, and nothing is written.
+ */
 export async function requestLogistics(
   db: Db,
   queues: Queues,
-  requesterAgentId: string | null,
+  access: JobAccess,
   input: RequestLogisticsInput,
-): Promise<{ row: LogisticsRow; secret: string | null }> {
+): Promise<{ row: DeliveryRow; secret: string | null }> {
   if (input.method === 'onchain_anchoring') {
     throw unprocessable('method_unavailable', 'On-chain anchoring is not configured in this deployment.');
   }
-  const job = await getJob(db, input.jobId);
-  if (job.agent_id && job.agent_id !== requesterAgentId) {
-    throw forbidden('This job belongs to another agent; request its delivery with that agent’s API key.');
-  }
+  const job = await getJobFor(db, input.jobId, access);
+  const requesterAgentId = access.caller.kind === 'agent' ? access.caller.agentId : null;
   let targetUrl: string | null = null;
   let targetAgentId: string | null = null;
   if (input.method === 'webhook') {
@@ -175,21 +132,22 @@ export async function requestLogistics(
     const problem = await checkTarget(targetUrl);
     if (problem) throw unprocessable('target_not_allowed', `The delivery target is refused: ${problem}.`);
   }
+  const id = newId('lgx');
   const secret = targetUrl ? `whsec_${randomBytes(32).toString('base64url')}` : null;
   const [row] = (await db('logistics_requests')
     .insert({
-      id: newId('lgx'),
+      id,
       job_id: job.id,
       agent_id: requesterAgentId,
       method: input.method,
       target_url: targetUrl,
       target_agent_id: targetAgentId,
       job_url: input.jobUrl,
-      webhook_secret: secret,
+      webhook_secret_sealed: secret ? sealDeliverySecret(id, secret) : null,
       status: 'queued',
       wait_until: new Date(Date.now() + env.LOGISTICS_MAX_WAIT_SECONDS * 1000),
     })
-    .returning('*')) as LogisticsRow[];
+    .returning('*')) as DeliveryRow[];
   await enqueueDelivery(queues, row!.id);
   return { row: row!, secret };
 }
@@ -198,161 +156,4 @@ function field(path: string, message: string): AppError {
   return new AppError(400, 'validation_failed', 'The request is not valid.', {
     errors: [{ path: `body.${path}`, message }],
   });
-}
-
-export async function enqueueDelivery(queues: Queues, requestId: string): Promise<void> {
-  try {
-    await queues.enqueue('deliveries', { requestId }, { attempts: DELIVERY_ATTEMPTS });
-  } catch (err) {
-    logger.warn(
-      { requestId, err: (err as Error).message },
-      'enqueue failed; the sweeper will retry from Postgres',
-    );
-  }
-}
-
-/** The body a delivery carries: the job's outcome, never its input. */
-export function deliveryBody(row: LogisticsRow, job: JobRow): string {
-  return JSON.stringify({
-    type: DELIVERY_TYPE,
-    deliveryId: row.id,
-    jobId: job.id,
-    service: job.service_id,
-    status: job.status,
-    result: job.result ?? null,
-    error: job.error ?? null,
-    finishedAt: job.finished_at ? new Date(job.finished_at).toISOString() : null,
-    links: { job: row.job_url },
-  });
-}
-
-/** The body of a state-change delivery: the event as recorded when it happened. */
-export function eventDeliveryBody(row: Pick<LogisticsRow, 'id' | 'event'>): string {
-  return JSON.stringify({ type: EVENT_DELIVERY_TYPE, deliveryId: row.id, ...row.event });
-}
-
-/** The signature headers of one delivery attempt. */
-export function signDelivery(
-  row: Pick<LogisticsRow, 'id' | 'webhook_secret'>,
-  body: string,
-  attempt: number,
-  now = new Date(),
-): Record<string, string> {
-  const timestamp = String(Math.floor(now.getTime() / 1000));
-  const signed = `${timestamp}.${body}`;
-  const key = serviceSigningKey();
-  return {
-    [SIGNATURE_HEADERS.id]: row.id,
-    [SIGNATURE_HEADERS.timestamp]: timestamp,
-    [SIGNATURE_HEADERS.attempt]: String(attempt),
-    ...(row.webhook_secret
-      ? { [SIGNATURE_HEADERS.hmac]: `sha256=${hmacSha256Hex(row.webhook_secret, signed)}` }
-      : {}),
-    [SIGNATURE_HEADERS.ed25519]: key.sign(signed),
-    [SIGNATURE_HEADERS.keyId]: key.keyId,
-  };
-}
-
-export type DeliveryOutcome =
-  | { outcome: 'delivered' | 'skipped' }
-  | { outcome: 'wait'; delayMs: number }
-  | { outcome: 'failed'; reason: string };
-
-/** A failed attempt worth repeating (the target answered non-2xx, or could not be reached). */
-export class DeliveryAttemptError extends Error {}
-
-async function finish(db: Db, id: string, set: Record<string, unknown>): Promise<boolean> {
-  const n = await db('logistics_requests')
-    .where({ id })
-    .whereIn('status', ['queued', 'delivering'])
-    .update({ ...set, updated_at: db.fn.now() });
-  return n > 0;
-}
-
-export async function failDelivery(db: Db, id: string, reason: string): Promise<boolean> {
-  return finish(db, id, { status: 'failed', last_error: reason.slice(0, 500) });
-}
-
-/**
- * One step of a delivery. Waits (without spending an attempt) until the job ends; then one POST.
- * Throws DeliveryAttemptError when the POST failed and may be repeated.
- */
-export async function processDelivery(db: Db, id: string, attempt: number): Promise<DeliveryOutcome> {
-  const row = (await db('logistics_requests').where({ id }).first()) as LogisticsRow | undefined;
-  if (!row || row.status === 'delivered' || row.status === 'failed') return { outcome: 'skipped' };
-  const job = await getJob(db, row.job_id);
-  if (!terminalStatuses.has(job.status) && !row.event) {
-    if (Date.now() >= new Date(row.wait_until).getTime()) {
-      const reason = `The job had not ended by ${new Date(row.wait_until).toISOString()}.`;
-      await failDelivery(db, id, reason);
-      return { outcome: 'failed', reason };
-    }
-    const waited = Date.now() - new Date(row.created_at).getTime();
-    return { outcome: 'wait', delayMs: Math.min(30_000, Math.max(200, Math.round(waited / 2))) };
-  }
-  if (row.method === 'polling') {
-    await finish(db, id, { status: 'delivered', delivered_at: db.fn.now() });
-    return { outcome: 'delivered' };
-  }
-  const claimed = await db('logistics_requests')
-    .where({ id })
-    .whereIn('status', ['queued', 'delivering'])
-    .update({ status: 'delivering', attempts: db.raw('attempts + 1'), updated_at: db.fn.now() });
-  if (!claimed) return { outcome: 'skipped' };
-
-  let body: string;
-  let extra: Record<string, string> = { 'Content-Type': 'application/json' };
-  if (row.method === 'a2a_push') {
-    // The A2A payload exactly as recorded, with what the receiver asked to get back.
-    const credentials = await pushCredentialsOf(db, row.job_id);
-    if (!credentials) {
-      const reason = 'The push notification config was deleted.';
-      await failDelivery(db, id, reason);
-      return { outcome: 'failed', reason };
-    }
-    body = JSON.stringify(row.event);
-    extra = {
-      'Content-Type': A2A_CONTENT_TYPE,
-      ...(credentials.authorization ? { Authorization: credentials.authorization } : {}),
-      ...(credentials.token ? { 'X-A2A-Notification-Token': credentials.token } : {}),
-    };
-  } else {
-    body = row.event ? eventDeliveryBody(row) : deliveryBody(row, job);
-  }
-  let status: number;
-  try {
-    // Resolved once and pinned by the egress module; a redirect comes back as a non-2xx answer.
-    const res = await userFetch(row.target_url!, {
-      method: 'POST',
-      headers: {
-        ...extra,
-        'User-Agent': 'proof-exchange-delivery/1',
-        ...signDelivery(row, body, attempt),
-      },
-      body,
-      signal: AbortSignal.timeout(env.LOGISTICS_TIMEOUT_MS),
-    });
-    status = res.status;
-    await res.body?.cancel().catch(() => undefined);
-  } catch (err) {
-    if (err instanceof EgressRefusedError) {
-      await failDelivery(db, id, err.message);
-      return { outcome: 'failed', reason: err.reason };
-    }
-    const message = `The target could not be reached: ${(err as Error).message}`;
-    await db('logistics_requests').where({ id }).update({ last_error: message, last_status_code: null });
-    throw new DeliveryAttemptError(message);
-  }
-  if (status >= 200 && status < 300) {
-    await finish(db, id, {
-      status: 'delivered',
-      delivered_at: db.fn.now(),
-      last_status_code: status,
-      last_error: null,
-    });
-    return { outcome: 'delivered' };
-  }
-  const message = `The target answered HTTP ${status}.`;
-  await db('logistics_requests').where({ id }).update({ last_status_code: status, last_error: message });
-  throw new DeliveryAttemptError(message);
 }

@@ -2,7 +2,7 @@
 // Keyset (not offset) paging, so rows inserted while a client pages never shift or repeat a page.
 import type { Knex } from 'knex';
 import { z } from 'zod';
-import { badRequest } from '../errors';
+import { badRequest } from '../platform/errors';
 
 export const MAX_PAGE = 100;
 export const DEFAULT_PAGE = 20;

@@ -1,6 +1,6 @@
 // Revenue from confirmed payments: summed from the signed receipts (the amounts exactly as receipted),
 // by asset, service, period and referral. Sums are numeric in SQL and strings here: never floats.
-import type { Db } from '../db/knex';
+import type { Db } from '../platform/db/knex';
 
 export interface RevenueQuery {
   from?: Date | undefined;

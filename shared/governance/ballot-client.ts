@@ -51,7 +51,7 @@ export interface BallotArtifacts {
   zkey: Uint8Array;
 }
 
-/** The structural shape of a loaded native prover (workers/native-prover's CircuitProver). */
+/** The structural shape of a loaded native prover (native-prover's CircuitProver). */
 export interface NativeBallotProver {
   prove(witness: Uint8Array): Promise<{ proof: unknown; publicSignals: string[] }>;
 }

@@ -1,7 +1,7 @@
 // The commitments and signed messages of governance, treasury and auctions. Pure: a voter, approver or
 // bidder recomputes each of them offline with nothing but their own inputs.
-import { canonicalJson } from '../canonical';
-import { sha256Hex } from '../crypto';
+import { canonicalJson } from '../platform/canonical';
+import { sha256Hex } from '../platform/crypto';
 
 export const HEX64 = /^[0-9a-f]{64}$/;
 

@@ -2,7 +2,7 @@
 // fixed-depth Poseidon tree, and the history of the tree's roots. A ballot proves membership against a
 // recent root without saying which leaf; nothing here records which identity belongs to which wallet.
 import type { Knex } from 'knex';
-import { AppError, conflict, unprocessable } from '../errors';
+import { AppError, conflict, unprocessable } from '../platform/errors';
 import {
   BALLOT_TREE_DEPTH,
   MAX_ROOM_IDENTITIES,
@@ -92,7 +92,10 @@ export async function addIdentities(db: Knex, roomId: string, commitments: strin
 
 /**
  * A wallet member registers their own identity: once per wallet. The service keeps that the wallet
- * registered, and the identity, in two tables with nothing joining them.
+ * registered, and the identity, in two tables with nothing joining them. The tree keeps its leaves in
+ * registration order (a public fact), so the claims must keep none: a room's claims are one sorted set,
+ * rewritten whole by each registration, so no row order, id, time or sequence says which claim came
+ * when (docs/governance.md says what still can).
  */
 export async function registerIdentity(
   db: Knex,
@@ -110,20 +113,32 @@ export async function registerIdentity(
     );
     if (!(await isMember(trx, roomId, member)))
       throw new AppError(403, 'not_a_member', 'This wallet is not a member of the room.');
-    const claimed = (await trx('room_identity_claims')
-      .insert({ room_id: roomId, member_commitment: member })
-      .onConflict()
-      .ignore()
-      .returning('room_id')) as unknown[];
-    if (!claimed.length)
+    // Under the room's lock, as the tree: two registrations of one room take turns.
+    await trx('rooms').where('id', roomId).forUpdate().first();
+    const claimed = await identityClaims(trx, roomId);
+    if (claimed.includes(member))
       throw conflict(
         'identity_already_registered',
         'This wallet has already registered an identity in the room.',
       );
     const result = await appendIdentities(trx, roomId, [input.identityCommitment]);
     if (!result.added.length) throw conflict('identity_exists', 'This identity is already in the room.');
+    const claims = [...claimed, member].sort(byCodeUnits);
+    await trx('room_identity_claims')
+      .insert({ room_id: roomId, member_commitments: claims })
+      .onConflict('room_id')
+      .merge();
     return { identityCount: result.identityCount, root: result.root! };
   });
+}
+
+const byCodeUnits = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+
+/** The member commitments of the room's wallets that registered an identity (a set, in byte order). */
+export async function identityClaims(db: Conn, roomId: string): Promise<string[]> {
+  const row = (await db('room_identity_claims').where('room_id', roomId).first('member_commitments')) as
+    { member_commitments: string[] } | undefined;
+  return row?.member_commitments ?? [];
 }
 
 // Every node of a tree, kept per root for the pages that prove in a browser without a Poseidon of their

@@ -3,11 +3,11 @@
 // transaction so a crash leaves neither a package without its leaf nor a leaf without its package.
 import type { Knex } from 'knex';
 import { chainEntry } from '../workflows/chain';
-import { attachLogProof, packageLeafData } from '../workflows/envelope';
+import { attachLogProof, packageEntry } from '../workflows/envelope';
 import type { Envelope } from '../workflows/envelope';
-import { signServiceTreeHead } from '../workflows/seal';
-import { leafHash } from '../translog/merkle';
-import { appendLeaf, findLeaf, inclusionProofAt, lockLog, saveTreeHead } from '../translog/pgLog';
+import { findLeaf, inclusionProofAt, lockLog } from '../platform/translog/pgLog';
+import { appendEntries } from '../platform/translog/serviceLog';
+import { leafHashHex } from '../platform/translog/treeHead';
 import type { ChainLink, EntryBody } from './records';
 
 export type { ChainLink, EntryBody } from './records';
@@ -54,13 +54,21 @@ export async function loadEntries(db: Knex | Knex.Transaction, subjectId: string
   return rows.map((r) => ({ ...r.body, prevHash: r.prev_hash, entryHash: r.entry_hash }));
 }
 
-/** Appends a signed package under its proof id to the transparency log and returns it with its inclusion proof. */
+/**
+ * Appends a signed package's log entry (its kind, proof id and sha256) under its proof id to the
+ * transparency log, with a checkpoint, and returns the package with its inclusion proof.
+ */
 export async function appendPackageToLog<P extends Envelope>(trx: Knex.Transaction, pkg: P): Promise<P> {
   await lockLog(trx);
   if (await findLeaf(trx, pkg.proofId)) throw new Error(`the log already holds a leaf for ${pkg.proofId}`);
-  const { index, treeSize, root } = await appendLeaf(trx, pkg.proofId, leafHash(packageLeafData(pkg)));
-  const head = signServiceTreeHead({ treeSize, rootHash: root, timestamp: new Date() });
-  await saveTreeHead(trx, head);
+  const entry = packageEntry(pkg);
+  const { start: index, treeSize, treeHead } = await appendEntries(trx, [{ key: pkg.proofId, entry }]);
   const inclusion = await inclusionProofAt(trx, index, treeSize);
-  return attachLogProof(pkg, { leafIndex: index, treeSize, path: inclusion.path, treeHead: head });
+  return attachLogProof(pkg, {
+    leafIndex: index,
+    treeSize,
+    path: inclusion.path,
+    treeHead,
+    leafHash: leafHashHex(entry),
+  });
 }

@@ -1,16 +1,27 @@
 // The governance proof package and ballot receipts: building (with a signer), and the offline checks —
 // verify every ballot's membership proof, open every vote with the key the close published, recompute
 // the ballots' Merkle root and the tally; check a voter's receipt against the package. Loads no
-// configuration: a verifier needs the service's public key and the ballot circuit's verification key.
+// configuration: a verifier needs the service's trust root (or public key) and the ballot circuit's
+// verification key.
 // Packages of the first, wallet-signed scheme (ballots {commitment, choice, salt, castAt}) still verify.
 import { z } from 'zod';
-import { canonicalJson } from '../canonical';
-import { sha256Hex, verifyEd25519 } from '../crypto';
-import type { Signer } from '../crypto';
-import { fromHex, inclusionProof, leafHash, rootHash, toHex, verifyInclusion } from '../translog/merkle';
+import { canonicalJson } from '../platform/canonical';
+import { sha256Hex } from '../platform/crypto';
+import { asTrust, verifySignedBy } from '../platform/trust';
+import type { Trust } from '../platform/trust';
+import type { Signer } from '../platform/crypto';
+import {
+  fromHex,
+  inclusionProof,
+  leafHash,
+  rootHash,
+  toHex,
+  verifyInclusion,
+} from '../platform/translog/merkle';
 import { chainGenesis, verifyChain } from '../workflows/chain';
 import { checkEnvelope, envelopeShape, signPackage } from '../workflows/envelope';
 import type { Envelope, Reason } from '../workflows/envelope';
+import type { PackageChecker } from '../platform/translog/bundle';
 import {
   BALLOT_CIPHERTEXT_BYTES,
   DECIMAL_FIELD,
@@ -148,11 +159,20 @@ export function signReceipt(
   return { ...unsigned, signature: key.sign(receiptMessage(unsigned)) };
 }
 
-export function verifyReceipt(receipt: unknown, publicKey: string): boolean {
+/**
+ * A ballot receipt carries no time (nothing that could place a voter): it verifies under a key the trust
+ * root lists with role `receipt`, not revoked (or under the bare public key).
+ */
+export function verifyReceipt(receipt: unknown, trust: Trust): boolean {
   const parsed = receiptSchema.safeParse(receipt);
   if (!parsed.success) return false;
   const { signature, ...body } = parsed.data;
-  return verifyEd25519(publicKey, receiptMessage(body), signature);
+  return verifySignedBy(
+    asTrust(trust),
+    { keyId: body.keyId, role: 'receipt', signedAt: undefined },
+    receiptMessage(body),
+    signature,
+  ).ok;
 }
 
 // --- Package
@@ -300,12 +320,13 @@ export interface GovernanceVerdict {
   reasons: Reason[];
 }
 
-export interface VerifierKeys {
-  publicKey: string;
-  logPublicKey?: string;
+/** A trust root (or the service's bare public key), and what else a governance verifier needs. */
+export type VerifierKeys = Exclude<Trust, string> & {
   /** The ballot circuit's verification key (circuits/artifacts/ballot.vkey.json, also served at /circuits/). */
   ballotVerificationKey?: unknown;
-}
+  /** When the log is known to have recorded the package: holds it against a key revoked since. */
+  loggedAt?: string;
+};
 
 const fail = (reasons: Reason[], code: string, detail: string): void => {
   reasons.push({ check: 'notAltered', code, detail });
@@ -441,7 +462,7 @@ export async function verifyGovernancePackage(
     };
   }
   const pkg = parsed.data as GovernancePackage;
-  const env = checkEnvelope(pkg, keys);
+  const env = checkEnvelope(pkg, keys, keys.loggedAt ? { loggedAt: keys.loggedAt } : {});
   const reasons = [...env.reasons];
   const { subject } = pkg;
 
@@ -548,7 +569,7 @@ export async function checkReceiptAgainstPackage(
   keys: VerifierKeys,
   opening?: { choice: string },
 ): Promise<ReceiptCheck> {
-  const receiptValid = verifyReceipt(receipt, keys.publicKey);
+  const receiptValid = verifyReceipt(receipt, keys);
   const verdict = await verifyGovernancePackage(pkg, keys);
   const r = receipt as BallotReceipt;
   if (!verdict.valid || !receiptValid) return { receiptValid, packageValid: verdict.valid, included: false };
@@ -570,3 +591,22 @@ export async function checkReceiptAgainstPackage(
     inclusion: { index, path: path.map(toHex), valid },
   };
 }
+
+/**
+ * The governance verifier as a bundle's package check (shared/platform/translog/bundle.ts), with the
+ * ballot circuit's verification key the anonymous ballots are checked with.
+ */
+export const governancePackageChecker =
+  (ballotVerificationKey: () => Promise<unknown>): PackageChecker =>
+  async (pkg, keys) => {
+    const v = await verifyGovernancePackage(pkg, {
+      ...keys,
+      ballotVerificationKey: await ballotVerificationKey(),
+    });
+    const tally = (pkg as { tally?: { outcome?: unknown } } | null)?.tally;
+    return {
+      valid: v.valid,
+      summary: `governance vote ${String(tally?.outcome)}: ballots ${v.ballotsValid ? 'valid' : 'invalid'}, tally ${v.tallyValid ? 'recomputes' : 'does not recompute'}, review ${v.reviewMet ? 'met' : 'not met'}`,
+      reasons: v.reasons.map((r) => `${r.check}: ${r.code}: ${r.detail}`),
+    };
+  };

@@ -4,11 +4,11 @@
 // tallies, and publishes the package (with the key) on the log, all in one transaction. Until then
 // nothing here returns or logs anything but status and time remaining.
 import type { Knex } from 'knex';
-import { canonicalJson } from '../canonical';
-import { sha256Hex } from '../crypto';
-import { AppError, conflict, notFound, unprocessable } from '../errors';
-import { newId } from '../ids';
-import { serviceSigningKey } from '../keys';
+import { canonicalJson } from '../platform/canonical';
+import { sha256Hex } from '../platform/crypto';
+import { AppError, conflict, notFound, unprocessable } from '../platform/errors';
+import { newId } from '../platform/ids';
+import { serviceSigningKey } from '../platform/keys';
 import { signPackage } from '../workflows/envelope';
 import { loadVerificationKey } from '../zk/verify';
 import {
@@ -38,7 +38,7 @@ import {
 } from './package';
 import type { BallotReceipt, GovernancePackage, PublishedBallot, Tally } from './package';
 import { assertOwner, committeeOrThrow, memberCount, roomOrThrow, walletCommitment } from './rooms';
-import { newProposalBallotKey, proposalBallotKey } from './sealing';
+import { newProposalBallotKey, proposalBallotKey } from './ballot-key';
 
 export type ProposalStatus = 'review' | 'voting' | 'closed' | 'executed' | 'rejected';
 

@@ -3,12 +3,12 @@
 // issued). Ballots use the room's identity tree instead (identities.ts).
 import { createHmac, randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
-import { safeEqual } from '../crypto';
-import { AppError, conflict, notFound, unprocessable } from '../errors';
-import { verifyWalletSignature } from '../exchange/wallet';
-import { newId } from '../ids';
+import { safeEqual } from '../platform/crypto';
+import { AppError, conflict, notFound, unprocessable } from '../platform/errors';
+import { verifyWalletSignature } from '../platform/wallet';
+import { newId } from '../platform/ids';
 import { memberCommitment, membershipMessage } from './commitments';
-import { challengeKey, openRoomSalt, sealRoomSalt } from './sealing';
+import { challengeKey, openRoomSalt, sealRoomSalt } from './ballot-key';
 
 type Conn = Knex | Knex.Transaction;
 

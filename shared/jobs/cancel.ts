@@ -1,9 +1,11 @@
 // Cancelling a job before its work starts. Only what nobody has paid for yet can be cancelled: a job
 // awaiting payment (or whose quote expired but is still watched) with no payment being verified, or a
 // free job still queued. A paid job runs, and a running job is not interrupted.
-import type { Db } from '../db/knex';
-import { env } from '../env';
-import { conflict, forbidden, notFound } from '../errors';
+import type { Db } from '../platform/db/knex';
+import { env } from '../platform/env';
+import { conflict } from '../platform/errors';
+import { authorizeJob } from './access';
+import type { JobAccess } from './access';
 import { jobChanged } from './notify';
 import type { JobRow } from './jobs';
 
@@ -26,17 +28,15 @@ export interface CancelOutcome {
 }
 
 /**
- * Cancels a job for a caller: one created with an agent key only with that key (403), an anonymous
- * one by whoever holds its id, as for its other routes. The row is locked, so a payment submitted at
- * the same moment either lands first (and the cancel is refused) or finds the job cancelled.
+ * Cancels a job for a caller who may act on it (shared/jobs/access.ts: the key that created it, its
+ * capability, the operator); for anyone else the job is not found, as on its other routes. The row is
+ * locked, so a payment submitted at the same moment either lands first (and the cancel is refused) or
+ * finds the job cancelled.
  */
-export async function cancelJob(db: Db, jobId: string, callerAgentId: string | null): Promise<CancelOutcome> {
+export async function cancelJob(db: Db, jobId: string, access: JobAccess): Promise<CancelOutcome> {
   const outcome = await db.transaction(async (trx): Promise<CancelOutcome> => {
-    const job = (await trx('jobs').where({ id: jobId }).forUpdate().first()) as JobRow | undefined;
-    if (!job) throw notFound(`Job ${jobId}`);
-    if (job.agent_id && job.agent_id !== callerAgentId) {
-      throw forbidden('This job belongs to another agent; only its API key can cancel it.');
-    }
+    const found = (await trx('jobs').where({ id: jobId }).forUpdate().first()) as JobRow | undefined;
+    const job = authorizeJob(found, jobId, access);
     if (job.status === 'cancelled') return { row: job, changed: false };
     const cancelable =
       job.status === 'awaiting_payment' ||

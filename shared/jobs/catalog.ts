@@ -1,7 +1,7 @@
 // The service catalog: what an agent can buy, each with its input schema, price and the code that runs it.
 import { z } from 'zod';
-import type { Db } from '../db/knex';
-import { signTimestamp } from '../attest';
+import type { Db } from '../platform/db/knex';
+import { signTimestamp } from './attest';
 import { attestBatchService } from './services/attest-batch';
 import { blindPolicyService } from './services/blind-policy';
 
@@ -47,18 +47,12 @@ const attestTimestamp = defineService({
   run: async (input, ctx) => signTimestamp(input.digest, ctx.jobId),
 });
 
-const services: ServiceDefinition[] = [
+/** The catalog, listed here: a new service is one more entry (its code in services/). */
+const services: readonly ServiceDefinition[] = [
   attestTimestamp as ServiceDefinition,
   defineService(attestBatchService) as ServiceDefinition,
   defineService(blindPolicyService) as ServiceDefinition,
 ];
-
-/** Registers more services (product lines add theirs at start-up). */
-export function registerService<I>(def: ServiceDefinition<I>): void {
-  const existing = services.findIndex((s) => s.id === def.id);
-  if (existing >= 0) services.splice(existing, 1);
-  services.push(def as ServiceDefinition);
-}
 
 export function listServices(): readonly ServiceDefinition[] {
   return services;

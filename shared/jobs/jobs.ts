@@ -1,14 +1,14 @@
 // Jobs: creation, state changes and reads. Every change is one conditional statement that also
 // appends to job_events, so a row never moves out of order and every move wakes its waiters.
 import type { Knex } from 'knex';
-import type { Db } from '../db/knex';
-import { AppError, notFound, validationFailed } from '../errors';
-import { newId } from '../ids';
-import { logger } from '../log';
-import { MicroBatch, batchPer } from '../batch';
-import { debitCredit, recordCreditDebit } from '../commercial/entitlements';
+import type { Db } from '../platform/db/knex';
+import { AppError, notFound, validationFailed } from '../platform/errors';
+import { newCapability } from '../platform/capabilities';
+import { newId } from '../platform/ids';
+import { logger } from '../platform/log';
+import { MicroBatch, batchPer } from '../platform/batch';
 import { jobChanged } from './notify';
-import type { Queues } from '../queues';
+import type { Queues } from '../platform/queues';
 import { findService } from './catalog';
 import type { RunContext, ServiceDefinition } from './catalog';
 import { z } from 'zod';
@@ -41,6 +41,12 @@ export interface JobRow {
   progress_stage: string | null;
   price_usd_cents: number;
   agent_id: string | null;
+  /** The license whose key created the job. */
+  license_id: string | null;
+  /** sha256 of the job's capability (shared/jobs/access.ts); never shown. */
+  access_hash: string | null;
+  /** sha256 of the capability given to the request that settled an x402 payment of the job. */
+  payer_access_hash: string | null;
   attempts: number;
   created_at: Date;
   updated_at: Date;
@@ -54,11 +60,26 @@ export interface CreateJobInput {
   service: string;
   input: unknown;
   agentId?: string | null;
-  /**
-   * A license whose prepaid credit pays a priced job: debited in the transaction that stores the job
-   * (queued); without enough credit the job waits for payment like anyone's.
-   */
-  prepaidLicenseId?: string | undefined;
+  /** The license whose key creates the job. */
+  licenseId?: string | undefined;
+  /** What may pay a priced job as it is made (a license's prepaid credit), in its transaction. */
+  prepayment?: Prepayment | undefined;
+}
+
+/**
+ * A payer that settles a priced job as it is made, inside the transaction that stores it: `take` the
+ * price (false: it cannot, and the job waits for payment like anyone's), then `record` what paid once
+ * the job row exists.
+ */
+export interface Prepayment {
+  take(trx: Knex.Transaction, usdCents: number): Promise<boolean>;
+  record(trx: Knex.Transaction, jobId: string, usdCents: number): Promise<void>;
+}
+
+/** A job just stored, and its capability: shown to its creator once, never stored (only its hash). */
+export interface CreatedJob {
+  row: JobRow;
+  accessToken: string;
 }
 
 export function serviceOrThrow(id: string): ServiceDefinition {
@@ -83,21 +104,22 @@ export function validateServiceInput(service: ServiceDefinition, input: unknown)
 }
 
 /**
- * Stores a job; free jobs (and priced ones a license's prepaid credit pays) are queued at once, priced
- * ones wait for payment. `within` runs in the same transaction, so what belongs to the job (its
- * quotes, its referral, its credit debit) is written with it or not at all. The enqueue happens after
- * commit.
+ * Stores a job with a new capability; free jobs (and priced ones a license's prepaid credit pays) are
+ * queued at once, priced ones wait for payment. `within` runs in the same transaction, so what belongs
+ * to the job (its quotes, its referral, its credit debit) is written with it or not at all. The
+ * enqueue happens after commit.
  */
 export async function createJob(
   db: Db,
   queues: Queues,
   req: CreateJobInput,
   within?: (trx: Knex.Transaction, row: JobRow) => Promise<void>,
-): Promise<JobRow> {
+): Promise<CreatedJob> {
   const service = serviceOrThrow(req.service);
   const input = validateServiceInput(service, req.input);
   const free = service.priceUsdCents === 0;
   const id = newId('job');
+  const access = newCapability('job');
   const values: NewJobValues = {
     id,
     serviceId: service.id,
@@ -105,22 +127,25 @@ export async function createJob(
     input: JSON.stringify(input),
     priceUsdCents: service.priceUsdCents,
     agentId: req.agentId ?? null,
+    licenseId: req.licenseId ?? null,
+    accessHash: access.hash,
   };
-  const prepaid = !free && req.prepaidLicenseId ? req.prepaidLicenseId : undefined;
+  const prepaid = free ? undefined : req.prepayment;
   // The common case (nothing else to write) joins other creates in one statement and one addBulk.
-  if (!within && !prepaid) return creationBatch(queues, db).add(values);
+  if (!within && !prepaid) {
+    return { row: await creationBatch(queues, db).add(values), accessToken: access.token };
+  }
   const row = await db.transaction(async (trx) => {
-    const paid = !!prepaid && (await debitCredit(trx, prepaid, service.priceUsdCents));
+    const paid = !!prepaid && (await prepaid.take(trx, service.priceUsdCents));
     if (paid) values.status = 'queued';
     const [r] = await insertJobs(trx, [values]);
-    if (paid)
-      await recordCreditDebit(trx, { jobId: id, licenseId: prepaid, usdCents: service.priceUsdCents });
+    if (paid) await prepaid.record(trx, id, service.priceUsdCents);
     await within?.(trx, r!);
     return r!;
   });
   jobChanged(id);
   if (row.status === 'queued') await enqueueJob(queues, id);
-  return row;
+  return { row, accessToken: access.token };
 }
 
 interface NewJobValues {
@@ -130,23 +155,36 @@ interface NewJobValues {
   input: string;
   priceUsdCents: number;
   agentId: string | null;
+  licenseId: string | null;
+  accessHash: string;
 }
 
 /** Inserts jobs and their first event in one statement; rows come back in the order given. */
 async function insertJobs(conn: Db | Knex.Transaction, jobs: NewJobValues[]): Promise<JobRow[]> {
   const tuples = jobs
-    .map(() => `(?, ?, ?, ?::jsonb, ?, ?, case when ? = 'queued' then now() end)`)
+    .map(() => `(?, ?, ?, ?::jsonb, ?, ?, ?, ?, case when ? = 'queued' then now() end)`)
     .join(', ');
   const { rows } = await conn.raw(
     `with j as (
-       insert into jobs (id, service_id, status, input, price_usd_cents, agent_id, queued_at)
+       insert into jobs (id, service_id, status, input, price_usd_cents, agent_id, license_id, access_hash,
+         queued_at)
        values ${tuples}
        returning *
      ), e as (
        insert into job_events (job_id, type, data) select id, status, '{}'::jsonb from j
      )
      select * from j`,
-    jobs.flatMap((j) => [j.id, j.serviceId, j.status, j.input, j.priceUsdCents, j.agentId, j.status]),
+    jobs.flatMap((j) => [
+      j.id,
+      j.serviceId,
+      j.status,
+      j.input,
+      j.priceUsdCents,
+      j.agentId,
+      j.licenseId,
+      j.accessHash,
+      j.status,
+    ]),
   );
   const byId = new Map((rows as JobRow[]).map((r) => [r.id, r]));
   return jobs.map((j) => byId.get(j.id)!);

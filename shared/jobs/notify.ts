@@ -1,10 +1,10 @@
 // Job change hints: after a job's row changes, its id is published on Redis, and long polls and event
 // streams in any web process wake up and re-read Postgres. Postgres stays the truth: a lost hint only
 // delays a waiter until its next re-read (at most HINT_REREAD_MS), it never loses a state.
-import { env } from '../env';
-import { logger } from '../log';
-import { createRedis, redisTarget } from '../redis';
-import type { RedisClient, RedisTarget } from '../redis';
+import { env } from '../platform/env';
+import { logger } from '../platform/log';
+import { createRedis, redisTarget } from '../platform/redis';
+import type { RedisClient, RedisTarget } from '../platform/redis';
 
 /** A waiter re-reads Postgres at least this often, hint or no hint. */
 export const HINT_REREAD_MS = 2000;

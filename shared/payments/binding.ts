@@ -7,18 +7,40 @@ import type { Knex } from 'knex';
 import { moneroWallet } from '../chains';
 import type { ChainSettings, TransferBinding, VerifyRequest } from '../chains';
 import { deriveAddress, parseAccountKey } from '../chains/bitcoin-address';
-import type { Db } from '../db/knex';
-import { env } from '../env';
-import type { Env } from '../env';
-import { builtInAsset, findAsset } from './assets';
-import type { Asset, AssetId, ChainFamily } from './assets';
+import type { Db } from '../platform/db/knex';
+import { env } from '../platform/env';
+import type { Env } from '../platform/env';
+import { AppError } from '../platform/errors';
+import { builtInAsset, findAsset } from '../chains/assets';
+import type { Asset, AssetId, ChainFamily } from '../chains/assets';
 import { formatUnits } from './quote';
 import type { Quote } from './quote';
 
 export type BindingKind = TransferBinding['kind'];
 export const bindingKinds = ['reference', 'amount', 'address'] as const;
 
-export type BindingSettings = Pick<Env, 'TREASURY_BITCOIN_XPUB'> & ChainSettings;
+export type BindingSettings = Pick<
+  Env,
+  'TREASURY_BITCOIN_XPUB' | 'AMOUNT_PUBLIC_SHARE' | 'AMOUNT_GATE_SHARE'
+> &
+  ChainSettings;
+
+/**
+ * Whose unique amounts are counted together: payment-gate requests (`gate`), the job quotes and
+ * checkouts of callers without a paid license (`public`), and those of a paid license or the operator
+ * (`licensed`).
+ */
+export const holderKinds = ['gate', 'public', 'licensed'] as const;
+export type HolderKind = (typeof holderKinds)[number];
+
+/** The caller a unique amount is held for, as its budget counts it. */
+export interface AmountHolder {
+  /** The budget owner (`budgetKey`: `net:<tag>`, `agent:<id>`, `license:<id>`, `operator`), never an address. */
+  key: string;
+  kind: HolderKind;
+  /** Open amounts it may hold per asset and receiving address; undefined: no cap of its own (the operator). */
+  cap: number | undefined;
+}
 
 /** The binding could not be made now: the asset is left out of the offer, with this reason. */
 export class BindingUnavailable extends Error {
@@ -130,25 +152,38 @@ function reservationKey(asset: Asset, payTo: string) {
 const BLIND_DRAWS = 4;
 const MAX_DRAWS = 16;
 
+/** The most holds of one kind, counted over the whole asset and address or over the range drawn from. */
+export interface KindLimit {
+  max: number;
+  over: 'asset' | 'range';
+}
+
 /**
  * Reserves `base + offset` (offset 1..spread, random) for `owner` until `openUntil`, unique among the
  * open reservations of the asset and address (the unique index decides races). Expired reservations
- * are dropped first. Undefined when no amount is free.
+ * are dropped first. Then, in this order: the holder's own cap (429 `too_many_open_quotes`, counted
+ * under a lock per holder, so concurrent requests of one caller cannot pass it together), the limit of
+ * its kind (BindingUnavailable), and a free amount. Undefined when no amount is free.
  */
 export async function reserveAmount(
-  trx: Knex.Transaction | Db,
+  trx: Knex.Transaction,
   input: {
     asset: Asset;
     payTo: string;
     base: bigint;
     spread: number;
     owner: string;
+    holder: AmountHolder;
+    /** How many holds of the holder's kind there may be; undefined: no limit of the kind. */
+    kindLimit?: KindLimit | undefined;
     openUntil: Date;
     now: Date;
   },
 ): Promise<bigint | undefined> {
   const key = reservationKey(input.asset, input.payTo);
   await trx('payment_amounts').where(key).andWhere('open_until', '<', input.now).delete();
+  await checkHolderCap(trx, key, input);
+  if (input.kindLimit) await checkKindLimit(trx, key, input, input.kindLimit);
   for (let attempt = 0; attempt < MAX_DRAWS; attempt++) {
     let offset: number | undefined = 1 + randomInt(input.spread);
     // After a few collisions, draw among the amounts still free, so a crowded range fails only when full.
@@ -156,7 +191,14 @@ export async function reserveAmount(
     if (offset === undefined) return undefined;
     const amount = input.base + BigInt(offset);
     const inserted = await trx('payment_amounts')
-      .insert({ ...key, amount: amount.toString(), owner: input.owner, open_until: input.openUntil })
+      .insert({
+        ...key,
+        amount: amount.toString(),
+        owner: input.owner,
+        holder: input.holder.key,
+        holder_kind: input.holder.kind,
+        open_until: input.openUntil,
+      })
       .onConflict(['network', 'token', 'pay_to', 'amount'])
       .ignore()
       .returning('id');
@@ -165,9 +207,70 @@ export async function reserveAmount(
   return undefined;
 }
 
+type ReservationKey = ReturnType<typeof reservationKey>;
+
+/** One caller holds at most its cap of open amounts per asset and address; over it, 429 and nothing held. */
+async function checkHolderCap(
+  trx: Knex.Transaction,
+  key: ReservationKey,
+  input: { asset: Asset; holder: AmountHolder; now: Date },
+): Promise<void> {
+  const { holder } = input;
+  if (holder.cap === undefined) return;
+  // Held until the transaction ends: the caller's next reservation counts this one.
+  await trx.raw('select pg_advisory_xact_lock(hashtextextended(?, 0))', [
+    `amounts|${key.network}|${key.token}|${key.pay_to}|${holder.key}`,
+  ]);
+  const [row] = (await trx('payment_amounts')
+    .where({ ...key, holder: holder.key })
+    .count({ n: '*' })
+    .min({ first: 'open_until' })) as Array<{ n: string; first: Date | null }>;
+  const held = Number(row?.n ?? 0);
+  if (held < holder.cap) return;
+  const freeAt = new Date(row?.first ?? input.now);
+  const retryAfter = Math.max(1, Math.ceil((freeAt.getTime() - input.now.getTime()) / 1000));
+  throw new AppError(
+    429,
+    'too_many_open_quotes',
+    `You hold ${held} open amounts of ${input.asset.id}, the most one caller may hold at once; pay one of your open quotes, or wait until ${freeAt.toISOString()}, when the first is released.`,
+    {
+      headers: { 'Retry-After': String(retryAfter) },
+      extra: { asset: input.asset.id, held, limit: holder.cap, releasedAt: freeAt.toISOString() },
+    },
+  );
+}
+
+/**
+ * The gate's holds are counted over the whole asset and address (wherever their amounts lie, none can
+ * take more of a price's range than that); the public's over the range drawn from.
+ */
+async function checkKindLimit(
+  trx: Knex.Transaction,
+  key: ReservationKey,
+  input: { asset: Asset; base: bigint; spread: number; holder: AmountHolder },
+  limit: KindLimit,
+): Promise<void> {
+  const q = trx('payment_amounts').where({ ...key, holder_kind: input.holder.kind });
+  if (limit.over === 'range') {
+    q.andWhere('amount', '>', input.base.toString()).andWhere(
+      'amount',
+      '<=',
+      (input.base + BigInt(input.spread)).toString(),
+    );
+  }
+  const [row] = (await q.count({ n: '*' })) as Array<{ n: string }>;
+  if (Number(row?.n ?? 0) < limit.max) return;
+  throw new BindingUnavailable(
+    'amounts_exhausted',
+    limit.over === 'asset'
+      ? `The payment gate may hold ${limit.max} amounts of ${input.asset.id} at once, and all are held by open requests; try again later.`
+      : `Callers without a paid license may hold ${limit.max} of the amounts from ${input.base + 1n} to ${input.base + BigInt(input.spread)} base units of ${input.asset.id}, and all are held by open quotes; try again later.`,
+  );
+}
+
 async function freeOffset(
   trx: Knex.Transaction | Db,
-  key: ReturnType<typeof reservationKey>,
+  key: ReservationKey,
   input: { base: bigint; spread: number },
 ): Promise<number | undefined> {
   const taken = new Set(
@@ -210,6 +313,36 @@ async function nextAddressIndex(trx: Knex.Transaction | Db, scheme: string): Pro
   return Number((rows as Array<{ index: number }>)[0]!.index);
 }
 
+/** The range of unique offsets of a quote's amount in an asset bound by amount. */
+const quoteSpread = (asset: Asset) => asset.amountSpread ?? 9_999;
+
+/**
+ * What the holds of one kind may fill. The gate: a share of the asset's quote spread, counted over the
+ * whole asset and address, and only where job quotes are told apart by amount (elsewhere gate requests
+ * take no room from anyone but each other). The public: a share of the range of the price drawn from,
+ * so paid licenses always find the rest free. Paid licenses and the operator: no limit of their kind.
+ */
+export function kindLimitFor(
+  asset: Asset,
+  kind: HolderKind,
+  spread: number,
+  settings: Pick<
+    BindingSettings,
+    'TREASURY_BITCOIN_XPUB' | 'AMOUNT_PUBLIC_SHARE' | 'AMOUNT_GATE_SHARE'
+  > = env,
+): KindLimit | undefined {
+  switch (kind) {
+    case 'gate':
+      return bindingKindFor(asset.family, settings) === 'amount'
+        ? { max: Math.floor(quoteSpread(asset) * settings.AMOUNT_GATE_SHARE), over: 'asset' }
+        : undefined;
+    case 'public':
+      return { max: Math.floor(spread * settings.AMOUNT_PUBLIC_SHARE), over: 'range' };
+    case 'licensed':
+      return undefined;
+  }
+}
+
 /**
  * Second half, inside the row's transaction: the unique amount is reserved (EVM; Bitcoin with a single
  * address; and always for payment-gate requests, whose amount is their identity), the BIP84 address
@@ -224,6 +357,8 @@ export async function bindQuote(
     pre: PreBinding;
     openUntil: Date;
     now: Date;
+    /** Whose budget the amount is held on (and so which limits apply). */
+    holder: AmountHolder;
     /** Reserve a unique amount whatever the family, with this spread (the payment gate). */
     uniqueAmountSpread?: number;
   },
@@ -243,8 +378,7 @@ export async function bindQuote(
     }
   }
   let amount = BigInt(quote.amount);
-  const spread =
-    input.uniqueAmountSpread ?? (pre.kind === 'amount' ? (asset.amountSpread ?? 9_999) : undefined);
+  const spread = input.uniqueAmountSpread ?? (pre.kind === 'amount' ? quoteSpread(asset) : undefined);
   if (spread !== undefined) {
     const reserved = await reserveAmount(trx, {
       asset,
@@ -252,6 +386,8 @@ export async function bindQuote(
       base: amount,
       spread,
       owner: input.owner,
+      holder: input.holder,
+      kindLimit: kindLimitFor(asset, input.holder.kind, spread, settings),
       openUntil: input.openUntil,
       now: input.now,
     });

@@ -4,27 +4,50 @@
 // being verified is settled, a transfer is claimed once, and a crash before commit leaves the rows to
 // be checked again.
 import type { Knex } from 'knex';
-import { MicroBatch } from '../batch';
+import { MicroBatch } from '../platform/batch';
 import { adapterFor } from '../chains';
 import type { VerifyRequest, VerifyResult } from '../chains';
-import type { Db } from '../db/knex';
-import { env } from '../env';
-import { newId } from '../ids';
+import type { Db } from '../platform/db/knex';
+import { env } from '../platform/env';
+import { newId } from '../platform/ids';
 import { jobChanged } from '../jobs/notify';
-import { serviceSigningKey } from '../keys';
-import { logger } from '../log';
-import type { Queues } from '../queues';
-import type { ChainFamily } from './assets';
+import { serviceSigningKey } from '../platform/keys';
+import { logger } from '../platform/log';
+import type { Queues } from '../platform/queues';
+import type { ChainFamily } from '../chains/assets';
 import { verifyRequestFor } from './binding';
-import { paymentView } from './payments';
-import type { PaymentRow, PaymentSettings, ProcessOptions, ProcessOutcome, QuoteRow } from './payments';
-import { signReceipt } from './receipts';
+import { paymentView } from './views';
+import type { PaymentRow, PaymentSettings, PaymentStatus, QuoteRow, Settlement } from './rows';
+import { receiptEntry, signReceipt } from './receipts';
 import type { Receipt } from './receipts';
 import { judgeTransfer, recheckColumns } from './verdict';
 import type { Judgement, Verdict } from './verdict';
-import { emitWebhookEvents, enqueueWebhooks } from './webhooks';
+import { emitWebhookEvents, enqueueWebhooks } from '../deliveries/webhooks';
 
 const iso = (d: Date | string | null) => (d ? new Date(d).toISOString() : null);
+
+export type ProcessOutcome =
+  | { outcome: 'skipped' }
+  | {
+      outcome: 'settled';
+      status: PaymentStatus;
+      settlement?: Settlement;
+      jobQueued: boolean;
+      receiptId?: string;
+    }
+  | { outcome: 'recheck'; delayMs: number; reason: string };
+
+export interface ProcessOptions {
+  now?: () => Date;
+  settings?: PaymentSettings;
+}
+
+/** Asks the family's adapter; without one the payment waits (it is never settled blind). */
+export async function verifyWithAdapter(req: VerifyRequest): Promise<VerifyResult> {
+  const lookup = adapterFor(req.asset.family);
+  if (!lookup.configured) return { status: 'pending', detail: lookup.detail, reason: 'rpc_unreachable' };
+  return lookup.adapter.verifyTransfer(req);
+}
 
 export interface PaymentChecker {
   /** One check of one payment, made together with the others taken up at the same time. */
@@ -294,12 +317,14 @@ async function settleMany(
         const row = rowOf.get(t.payment.id)!;
         const id = newId('rcpt');
         receipts.set(t.payment.id, id);
+        const receipt = paymentReceipt(id, t, row, jobs.get(t.payment.job_id)!);
         return {
           id,
           payment_id: t.payment.id,
           job_id: t.payment.job_id,
-          document: JSON.stringify(paymentReceipt(id, t, row, jobs.get(t.payment.job_id)!)),
+          document: JSON.stringify(receipt),
           issued_at: row.settled_at,
+          logged: receiptEntry(receipt),
         };
       });
       queued = await recordPaid(trx, confirmed, receiptRows);
@@ -480,6 +505,8 @@ async function recordPaid(
     job_id: string;
     document: string;
     issued_at: Date | null;
+    /** The receipt's log entry, queued in the same statement (the sequencer logs it). */
+    logged: { key: string; entry: Buffer };
   }>,
 ): Promise<Map<string, string>> {
   const first = new Map<string, ToSettle>();
@@ -490,6 +517,9 @@ async function recordPaid(
     `with r as (
        insert into receipts (id, payment_id, job_id, document, issued_at)
        select * from unnest(?::text[], ?::text[], ?::text[], ?::jsonb[], ?::timestamptz[])
+     ), l as (
+       insert into translog_queue (key, entry) select * from unnest(?::text[], ?::bytea[])
+       on conflict (key) do nothing
      ), d as (
        delete from payment_amounts where owner in (select id from quotes where job_id = any(?::text[]))
      ), v as (
@@ -507,6 +537,8 @@ async function recordPaid(
       receipts.map((r) => r.job_id),
       receipts.map((r) => r.document),
       receipts.map((r) => r.issued_at),
+      receipts.map((r) => r.logged.key),
+      receipts.map((r) => r.logged.entry),
       paid.map((t) => t.payment.job_id),
       paid.map((t) => t.payment.job_id),
       paid.map((t) =>

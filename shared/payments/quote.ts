@@ -1,12 +1,12 @@
 // Quotes: a USD price turned into an amount of one asset in base units (bigint only), with the
 // receiving address, a reference and an expiry; and the classification of what was then paid.
-import { operatorFetch } from '../egress';
+import { operatorFetch } from '../platform/egress';
 import { z } from 'zod';
-import { env } from '../env';
-import type { Env } from '../env';
-import { newId } from '../ids';
-import { canReceive, treasuryFor } from './assets';
-import type { Asset, AssetSettings } from './assets';
+import { env } from '../platform/env';
+import type { Env } from '../platform/env';
+import { newId } from '../platform/ids';
+import { canReceive, treasuryFor } from '../chains/assets';
+import type { Asset, AssetSettings } from '../chains/assets';
 
 // Rates are carried as integers scaled by 10^RATE_SCALE: enough for any quoted price, and a price
 // with more fraction digits is refused rather than silently truncated.

@@ -3,7 +3,7 @@
 // not is judged by the block time the chain reports, never by when the transfer was submitted: a payer
 // cannot sign in time, broadcast after expiry and still be on time.
 import type { VerifyResult } from '../chains';
-import type { Env } from '../env';
+import type { Env } from '../platform/env';
 import { classifyPayment } from './quote';
 
 export type VerdictSettings = Pick<

@@ -1,15 +1,17 @@
 // The treasury request proof package: the request's terms, the m-of-n committee decisions and the audit
 // chain, signed and logged. Pure: verification needs only the service's public key.
 import { z } from 'zod';
-import { canonicalJson } from '../canonical';
-import { sha256Hex } from '../crypto';
-import type { Signer } from '../crypto';
+import { canonicalJson } from '../platform/canonical';
+import { sha256Hex } from '../platform/crypto';
+import type { Signer } from '../platform/crypto';
 import { chainGenesis, verifyChain } from '../workflows/chain';
+import type { Trust } from '../platform/trust';
 import { checkEnvelope, envelopeShape, signPackage } from '../workflows/envelope';
 import type { Envelope, Reason } from '../workflows/envelope';
 import { HEX64 } from '../governance/commitments';
 import { chainSchema } from '../governance/records';
 import type { ChainLink } from '../governance/records';
+import type { PackageChecker } from '../platform/translog/bundle';
 
 const hex64 = z.string().regex(HEX64);
 export const treasuryOperations = ['spend', 'mint', 'burn', 'transfer'] as const;
@@ -101,7 +103,8 @@ export interface TreasuryVerdict {
 /** Checks signature, log proof, chain, the terms' hash, and that the decisions justify the outcome. Never throws. */
 export function verifyTreasuryPackage(
   input: unknown,
-  keys: { publicKey: string; logPublicKey?: string },
+  trust: Trust,
+  opts: { loggedAt?: string } = {},
 ): TreasuryVerdict {
   const parsed = treasuryPackageSchema.safeParse(input);
   if (!parsed.success)
@@ -119,7 +122,7 @@ export function verifyTreasuryPackage(
       ],
     };
   const pkg = parsed.data as TreasuryPackage;
-  const env = checkEnvelope(pkg, keys);
+  const env = checkEnvelope(pkg, trust, opts);
   const reasons = [...env.reasons];
   const altered = (code: string, detail: string) => reasons.push({ check: 'notAltered', code, detail });
 
@@ -183,3 +186,14 @@ export function verifyTreasuryPackage(
     reasons,
   };
 }
+
+/** The treasury verifier as a bundle's package check (shared/platform/translog/bundle.ts). */
+export const checkTreasuryPackage: PackageChecker = async (pkg, keys) => {
+  const v = verifyTreasuryPackage(pkg, keys);
+  const outcome = (pkg as { outcome?: unknown } | null)?.outcome;
+  return {
+    valid: v.valid,
+    summary: `treasury request ${String(outcome)}: chain ${v.chainValid ? 'intact' : 'broken'}, approvals ${v.approvalsMet ? 'met' : 'not met'}`,
+    reasons: v.reasons.map((r) => `${r.check}: ${r.code}: ${r.detail}`),
+  };
+};

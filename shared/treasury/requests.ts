@@ -2,10 +2,10 @@
 // executed — the service moves no funds; m-of-n signed committee decisions; per-period spending limits
 // per asset, held under a row lock so two requests cannot both take the last of an allowance.
 import type { Knex } from 'knex';
-import { AppError, conflict, notFound, unprocessable } from '../errors';
-import { newId } from '../ids';
-import { serviceSigningKey } from '../keys';
-import { findAsset } from '../payments/assets';
+import { AppError, conflict, notFound, unprocessable } from '../platform/errors';
+import { newId } from '../platform/ids';
+import { serviceSigningKey } from '../platform/keys';
+import { findAsset } from '../chains/assets';
 import { approvalMessage } from '../governance/commitments';
 import { appendEntry, appendPackageToLog, loadEntries } from '../governance/ledger';
 import { assertOwner, committeeOrThrow, roomOrThrow, walletCommitment } from '../governance/rooms';

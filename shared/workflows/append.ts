@@ -6,16 +6,17 @@
 // usually costs that one statement; a lost race, a stale copy or a closing stage reads the rows again.
 import type { Knex } from 'knex';
 import { LRUCache } from 'lru-cache';
-import { MicroBatch } from '../batch';
-import { canonicalJson } from '../canonical';
-import { sha256Hex } from '../crypto';
-import type { Db } from '../db/knex';
-import { AppError, notFound } from '../errors';
-import { newEvidenceSalt } from './chain';
+import { MicroBatch } from '../platform/batch';
+import { canonicalJson } from '../platform/canonical';
+import { sha256Hex } from '../platform/crypto';
+import type { Db } from '../platform/db/knex';
+import { AppError, notFound } from '../platform/errors';
+import { isClosed, newEvidenceSalt } from './chain';
 import { StageTrailNeeded, applyEventToState, currentStageIndex, initialState } from './engine';
 import type { ChainState, StageState, StateTransition, WorkflowContext } from './engine';
 import { claimPolicyProof } from './policyGate';
 import type { AcceptedPolicyProof } from './policyGate';
+import { stageRecordEntry } from './records';
 import type { ChainedEntry, EvidenceKind, StageRecord, WorkflowEvent, WorkflowStatus } from './records';
 import { servicePublicKey } from './seal';
 import { findTemplate } from './templates';
@@ -268,8 +269,9 @@ interface Decided {
 /**
  * Writes decided batches of any number of workflows in one statement: advances each workflow's head
  * from the one its batch was decided on (or leaves it, if another writer moved it), inserts the entries
- * and updates the stages of those it advanced, and opens the package outbox row of each that closed.
- * Returns the ids it advanced.
+ * and updates the stages of those it advanced, queues the log entry of each stage the batch closed
+ * (the sequencer logs it), and opens the package outbox row of each that closed. Returns the ids it
+ * advanced.
  */
 async function writeDecided(conn: Conn, batches: readonly Decided[]): Promise<Set<string>> {
   const heads = batches.map(({ head, plan: p }) => ({
@@ -312,6 +314,16 @@ async function writeDecided(conn: Conn, batches: readonly Decided[]): Promise<Se
       };
     }),
   );
+  // A stage the batch touched and left closed was closed by it: a closed stage takes no more events.
+  const logged = batches.flatMap(({ head, plan: p }) =>
+    [...p.touched]
+      .map((idx) => p.state.stages[idx] as StageState)
+      .filter((s) => isClosed(s.status))
+      .map((s) => {
+        const { key, entry } = stageRecordEntry(head.proofId, s);
+        return { workflow_id: head.id, key, entry: entry.toString('hex') };
+      }),
+  );
   const { rows } = (await conn
     .raw(
       `with i as (
@@ -340,12 +352,18 @@ async function writeDecided(conn: Conn, batches: readonly Decided[]): Promise<Se
          has_evidence boolean, policy_evidence boolean)
        join w on w.id = x.workflow_id
        where t.workflow_id = x.workflow_id and t.idx = x.idx
+     ), q as (
+       insert into translog_queue (key, entry)
+       select x.key, decode(x.entry, 'hex')
+       from json_to_recordset(?::json) as x(workflow_id text, key text, entry text)
+       join w on w.id = x.workflow_id
+       on conflict (key) do nothing
      ), p as (
        insert into proof_packages (id, workflow_id) select w.proof_id, w.id from w where w.closed
        on conflict (id) do nothing
      )
      select id from w`,
-      [JSON.stringify(heads), JSON.stringify(entries), JSON.stringify(stages)],
+      [JSON.stringify(heads), JSON.stringify(entries), JSON.stringify(stages), JSON.stringify(logged)],
     )
     .options({ name: 'workflow_append' })) as { rows: Array<{ id: string }> };
   return new Set(rows.map((r) => r.id));

@@ -1,8 +1,8 @@
 // The audit hash chain (entryHash = sha256(prevHash ‖ canonicalJson(entry))) and stage proof hashes,
 // with the recomputation that finds the first altered entry or stage. Shared by every package kind.
 import { createHash, randomBytes } from 'node:crypto';
-import { canonicalJson } from '../canonical';
-import { sha256Hex } from '../crypto';
+import { canonicalJson } from '../platform/canonical';
+import { sha256Hex } from '../platform/crypto';
 import type { ChainedEntry, StageRecord, StageStatus } from './records';
 
 /** Binds a chain to its subject, so entries cannot be replayed into another workflow's chain. */

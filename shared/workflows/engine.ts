@@ -3,7 +3,7 @@
 // path and, replayed over a published trail, inside the offline verifier. The rules see a compact
 // state (the chain head and, per stage, its record and a digest of its entries), so an event is
 // decided without reading the trail back.
-import { AppError, conflict, unprocessable } from '../errors';
+import { AppError, conflict, unprocessable } from '../platform/errors';
 import {
   chainEntry,
   chainGenesis,

@@ -1,18 +1,21 @@
 // The part of a proof package every kind shares (workflow, governance, treasury, auction): the
 // service's signature over the canonical body, and the transparency-log inclusion proof added after.
 import { z } from 'zod';
-import { canonicalJson } from '../canonical';
-import { fromHex, verifyInclusion } from '../translog/merkle';
-import { keyIdOf, verifyEd25519 } from '../crypto';
-import type { Signer } from '../crypto';
+import { canonicalJson } from '../platform/canonical';
+import { entryFor } from '../platform/translog/entry';
+import type { LogEntryKind } from '../platform/translog/entry';
+import { fromHex, verifyInclusion } from '../platform/translog/merkle';
+import type { Signer } from '../platform/crypto';
+import { asTrust, keyFor, verifySignedBy } from '../platform/trust';
+import type { KeyVerdict, Trust, TrustRoot } from '../platform/trust';
 import {
   hashHex,
   inclusionProofSchema,
   leafHashHex,
   signedTreeHeadSchema,
   verifyTreeHead,
-} from '../translog/treeHead';
-import type { InclusionProof, SignedTreeHead } from '../translog/treeHead';
+} from '../platform/translog/treeHead';
+import type { InclusionProof, SignedTreeHead } from '../platform/translog/treeHead';
 
 export const packageKinds = ['workflow', 'governance', 'treasury', 'auction'] as const;
 export type PackageKind = (typeof packageKinds)[number];
@@ -63,22 +66,42 @@ export function signPackage<P extends Envelope>(body: Unsigned<P>, key: Signer):
   return { ...withIssuer, signature: key.sign(packageSigningMessage(withIssuer)) } as unknown as P;
 }
 
-/** What the log stores for a package: the canonical signed package without its log proof. */
+/** The canonical signed package without its log proof: the published document. */
 export function packageLeafData(pkg: Envelope): Buffer {
   const { log: _l, ...signed } = pkg;
   return Buffer.from(canonicalJson(signed), 'utf8');
 }
 
+/** What leaves made before log entries held for a package: the package itself. */
 export const packageLeafHash = (pkg: Envelope): string => leafHashHex(packageLeafData(pkg));
+
+/** The log entry kind of a package kind. */
+export const packageEntryKind = (kind: PackageKind): LogEntryKind => `${kind}_package`;
+
+/**
+ * What the log holds for a package (c2sp entry, proof-exchange/log-entry/v1): its kind, its proof id
+ * and the sha256 of the published document.
+ */
+export const packageEntry = (pkg: Envelope): Buffer =>
+  entryFor(packageEntryKind(pkg.kind), pkg.proofId, packageLeafData(pkg));
+
+export const packageEntryLeafHash = (pkg: Envelope): string => leafHashHex(packageEntry(pkg));
 
 export function attachLogProof<P extends Envelope>(
   pkg: P,
-  proof: { leafIndex: number; treeSize: number; path: readonly string[]; treeHead: SignedTreeHead },
+  proof: {
+    leafIndex: number;
+    treeSize: number;
+    path: readonly string[];
+    treeHead: SignedTreeHead;
+    /** The leaf's hash, hex: of the package's log entry. */
+    leafHash: string;
+  },
 ): P {
   const inclusion: InclusionProof = {
     leafIndex: proof.leafIndex,
     treeSize: proof.treeSize,
-    leafHash: packageLeafHash(pkg),
+    leafHash: proof.leafHash,
     path: [...proof.path],
   };
   return { ...pkg, log: { inclusion, treeHead: proof.treeHead } };
@@ -107,24 +130,39 @@ export interface EnvelopeCheck {
   reasons: Reason[];
 }
 
-/** Checks the signature and, when present, the log inclusion proof and its signed tree head. Never throws. */
-export function checkEnvelope(
-  pkg: Envelope,
-  keys: { publicKey: string; logPublicKey?: string },
-): EnvelopeCheck {
+/** The key a JSON tree head is checked with: a log key, else (the first log's) the package key. */
+function treeHeadKey(
+  root: Pick<TrustRoot, 'keys'>,
+  head: SignedTreeHead,
+  loggedAt: string | undefined,
+): KeyVerdict {
+  const asLog = keyFor(root, head.keyId, 'log', head.timestamp, loggedAt);
+  if (asLog.ok || asLog.reason !== 'wrong_role') return asLog;
+  return keyFor(root, head.keyId, 'package', head.timestamp, loggedAt);
+}
+
+/**
+ * Checks the signature and, when present, the log inclusion proof and its signed tree head, each under
+ * the key the trust root lists for its time: the package's key with role `package` at its issuedAt, the
+ * tree head's with role `log` (or `package`: the JSON tree heads of the first log were signed by the
+ * service key) at its timestamp. `loggedAt` is when the log is known to have recorded the package; only
+ * it holds a signature against its key's revocation. Never throws.
+ */
+export function checkEnvelope(pkg: Envelope, trust: Trust, opts: { loggedAt?: string } = {}): EnvelopeCheck {
+  const root = asTrust(trust);
   const reasons: Reason[] = [];
   let signatureValid = false;
-  if (pkg.issuer.keyId !== keyIdOf(keys.publicKey)) {
+  const signed = verifySignedBy(
+    root,
+    { keyId: pkg.issuer.keyId, role: 'package', signedAt: pkg.issuedAt, loggedAt: opts.loggedAt },
+    packageSigningMessage(pkg as never),
+    pkg.signature,
+  );
+  if (!signed.ok) {
     reasons.push({
       check: 'signatureValid',
-      code: 'unknown_key',
-      detail: 'The package names a key other than the one given.',
-    });
-  } else if (!verifyEd25519(keys.publicKey, packageSigningMessage(pkg as never), pkg.signature)) {
-    reasons.push({
-      check: 'signatureValid',
-      code: 'bad_signature',
-      detail: 'The signature does not match the package.',
+      code: signed.reason,
+      detail: signed.detail,
     });
   } else {
     signatureValid = true;
@@ -137,10 +175,13 @@ export function checkEnvelope(
     inclusionValid: false,
     reasons: [...reasons, { check: 'inclusionValid', code, detail }],
   });
-  if (!verifyTreeHead(treeHead, keys.logPublicKey ?? keys.publicKey)) {
+  const headKey = treeHeadKey(root, treeHead, opts.loggedAt);
+  if (!headKey.ok) return fail(headKey.reason, `The signed tree head's key: ${headKey.detail}`);
+  if (!verifyTreeHead(treeHead, headKey.key.publicKey)) {
     return fail('bad_tree_head', 'The signed tree head does not verify.');
   }
-  if (inclusion.leafHash !== packageLeafHash(pkg)) {
+  // A leaf is the package's log entry, or (leaves made before entries) the package itself.
+  if (inclusion.leafHash !== packageEntryLeafHash(pkg) && inclusion.leafHash !== packageLeafHash(pkg)) {
     return fail('leaf_mismatch', 'The log entry is for different contents than this package.');
   }
   if (inclusion.treeSize !== treeHead.treeSize) {

@@ -1,9 +1,11 @@
 // Workflow proof packages: built from the stage records when a workflow closes, and checked offline
-// by anyone holding the service's public key — the same verifier the verify route and page use.
+// by anyone holding the service's trust root — the same verifier the verify route and page use.
 import { z } from 'zod';
-import { canonicalJson } from '../canonical';
-import { fromHex, leafHash, rootHash, toHex } from '../translog/merkle';
-import type { Signer } from '../crypto';
+import { canonicalJson } from '../platform/canonical';
+import { fromHex, leafHash, rootHash, toHex } from '../platform/translog/merkle';
+import type { Signer } from '../platform/crypto';
+import type { Trust } from '../platform/trust';
+import type { PackageChecker } from '../platform/translog/bundle';
 import { chainGenesis, checkRecords, isClosed, verifyChain } from './chain';
 import type { Alteration } from './chain';
 import { countedApprovers, genesisOf, replay, workflowStatus } from './engine';
@@ -249,11 +251,14 @@ const factDetail = {
 
 /**
  * Verifies a proof package offline: signature, log inclusion (when present), the hash chain, every
- * stage hash and the stage root, and the rules replayed over the trail. Never throws.
+ * stage hash and the stage root, and the rules replayed over the trail. The signature and tree head are
+ * checked under the keys a trust root lists for their time (or a bare public key); `loggedAt`, when the
+ * log is known to have recorded the package, is what holds it against a key revoked since. Never throws.
  */
 export function verifyPackage(
   input: unknown,
-  keys: { publicKey: string; logPublicKey?: string },
+  trust: Trust,
+  opts: { loggedAt?: string } = {},
 ): PackageVerdict {
   const parsed = workflowPackageSchema.safeParse(input);
   if (!parsed.success) {
@@ -273,7 +278,7 @@ export function verifyPackage(
     );
   }
   const pkg = parsed.data as WorkflowPackage;
-  const envelope = checkEnvelope(pkg, keys);
+  const envelope = checkEnvelope(pkg, trust, opts);
   const reasons: Reason[] = [...envelope.reasons];
   const altered = (code: string, detail: string, stage?: string) =>
     reasons.push({ check: 'notAltered', code, detail, ...(stage ? { stage } : {}) });
@@ -438,3 +443,18 @@ export function verifyRecords(input: {
   explain(verdict, 'The stored record was altered, so nothing in it can be confirmed.');
   return verdict;
 }
+
+const yn = (b: boolean) => (b ? 'yes' : 'no');
+
+/** The workflow verifier as a bundle's package check (shared/platform/translog/bundle.ts). */
+export const checkWorkflowPackage: PackageChecker = async (pkg, keys) => {
+  const v = verifyPackage(pkg, keys);
+  const template = (pkg as { subject?: { template?: unknown } } | null)?.subject?.template;
+  return {
+    valid: v.signatureValid && v.notAltered,
+    summary: `workflow ${typeof template === 'string' ? template : ''}: existed ${yn(v.existed)}, completed ${yn(v.completed)}, required approvals met ${yn(v.approvalsMet)}, sequence respected ${yn(v.sequenceRespected)}, not altered ${yn(v.notAltered)}`,
+    reasons: v.reasons
+      .filter((r) => !r.code.startsWith('not_'))
+      .map((r) => `${r.check}: ${r.code}${r.stage ? ` (stage ${r.stage})` : ''}: ${r.detail}`),
+  };
+};

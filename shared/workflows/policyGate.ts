@@ -2,11 +2,11 @@
 // the policy's parameters (as commitments) at prepare; an offered proof passes only when it is of that
 // policy, commits to those parameters, carries this stage's context, verifies, and was never used.
 import type { Knex } from 'knex';
-import { canonicalJson } from '../canonical';
-import { sha256Hex } from '../crypto';
-import type { Db } from '../db/knex';
-import { AppError, conflict, notFound, unprocessable, validationFailed } from '../errors';
-import type { FieldError } from '../errors';
+import { canonicalJson } from '../platform/canonical';
+import { sha256Hex } from '../platform/crypto';
+import type { Db } from '../platform/db/knex';
+import { AppError, conflict, notFound, unprocessable, validationFailed } from '../platform/errors';
+import type { FieldError } from '../platform/errors';
 import { circuitManifest } from '../zk/artifacts';
 import { fieldElementSchema, stageContext } from '../zk/context';
 import { getPolicy } from '../zk/policies';

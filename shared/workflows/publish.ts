@@ -1,13 +1,19 @@
-// Builds a closed workflow's proof package and appends it to the transparency log, all in one
-// transaction under the log's lock: a crash leaves nothing behind, a retry finds the work done.
-import type { Db } from '../db/knex';
-import { leafHash } from '../translog/merkle';
-import { appendLeaf, findLeaf, inclusionProofAt, lockLog, saveTreeHead } from '../translog/pgLog';
-import { attachLogProof, packageLeafData } from './envelope';
+// Builds a closed workflow's proof package and appends its log entry to the transparency log (with the
+// checkpoint that covers it), all in one transaction under the log's lock: a crash leaves nothing
+// behind, a retry finds the work done.
+import type { Db } from '../platform/db/knex';
+import { SigningKeyRetired } from '../platform/keys';
+import { leafHashHex } from '../platform/translog/treeHead';
+import { findLeaf, inclusionProofAt, lockLog } from '../platform/translog/pgLog';
+import { appendEntries } from '../platform/translog/serviceLog';
+import { attachLogProof, packageEntry } from './envelope';
 import type { WorkflowPackage } from './package';
-import { signServiceTreeHead, sealWorkflowPackage } from './seal';
-import { loadRecords, templateOrThrow } from './store';
-import type { PackageRow, WorkflowRow } from './store';
+import { sealWorkflowPackage } from './seal';
+import { loadRecords, templateOrThrow } from './load';
+import type { PackageRow, WorkflowRow } from './load';
+
+/** The proofs-queue kind that builds and logs a workflow package. */
+export const WORKFLOW_PACKAGE_KIND = 'workflow_package';
 
 /** A package that can never be built (no row, records that do not recompute): retrying will not help. */
 export class PackageRefused extends Error {}
@@ -36,13 +42,20 @@ export async function publishWorkflowPackage(db: Db, proofId: string): Promise<P
     try {
       pkg = sealWorkflowPackage({ template, proofId, stages, issuedAt: new Date() });
     } catch (err) {
+      // A key the history retired is this process's problem, not the records': the job retries.
+      if (err instanceof SigningKeyRetired) throw err;
       throw new PackageRefused((err as Error).message);
     }
-    const { index, treeSize, root } = await appendLeaf(trx, proofId, leafHash(packageLeafData(pkg)));
-    const head = signServiceTreeHead({ treeSize, rootHash: root, timestamp: new Date() });
-    await saveTreeHead(trx, head);
+    const entry = packageEntry(pkg);
+    const { start: index, treeSize, treeHead } = await appendEntries(trx, [{ key: proofId, entry }]);
     const inclusion = await inclusionProofAt(trx, index, treeSize);
-    pkg = attachLogProof(pkg, { leafIndex: index, treeSize, path: inclusion.path, treeHead: head });
+    pkg = attachLogProof(pkg, {
+      leafIndex: index,
+      treeSize,
+      path: inclusion.path,
+      treeHead,
+      leafHash: leafHashHex(entry),
+    });
     await trx('proof_packages')
       .where({ id: proofId })
       .whereIn('status', ['pending', 'failed'])

@@ -1,6 +1,7 @@
 // The shapes of workflow events, audit entries and stage records, with zod schemas for those that cross
 // a boundary (an event posted by a client, rows read back from the database).
 import { z } from 'zod';
+import { entryFor, leafKey } from '../platform/translog/entry';
 import { stageActions } from './templates';
 
 /** A sha256 digest or a hash commitment: 64 hex characters, normalised to lowercase. */
@@ -94,3 +95,42 @@ export const stageRecordSchema = z
   })
   .strict();
 export type StageRecord = z.infer<typeof stageRecordSchema>;
+
+/** A closed stage's record as the log holds it: without its trail, which its proof hash commits to. */
+export interface StageRecordDocument {
+  type: 'proof-exchange/stage-record/v1';
+  proofId: string;
+  stage: string;
+  status: StageStatus;
+  timestamp: string | null;
+  actorCommitment: string | null;
+  proofHash: string | null;
+}
+
+export const stageRecordDocument = (
+  proofId: string,
+  s: Pick<StageRecord, 'stage' | 'status' | 'timestamp' | 'actorCommitment' | 'proofHash'>,
+): StageRecordDocument => ({
+  type: 'proof-exchange/stage-record/v1',
+  proofId,
+  stage: s.stage,
+  status: s.status,
+  timestamp: s.timestamp,
+  actorCommitment: s.actorCommitment,
+  proofHash: s.proofHash,
+});
+
+/**
+ * The log entry of a closed stage (kind stage_record, id `<proof id>/<stage key>`) and the key it is
+ * queued and logged under. Anyone holding the package recomputes it from the package's stage.
+ */
+export function stageRecordEntry(
+  proofId: string,
+  s: Pick<StageRecord, 'stage' | 'status' | 'timestamp' | 'actorCommitment' | 'proofHash'>,
+): { key: string; entry: Buffer } {
+  const id = `${proofId}/${s.stage}`;
+  return {
+    key: leafKey('stage_record', id),
+    entry: entryFor('stage_record', id, stageRecordDocument(proofId, s)),
+  };
+}

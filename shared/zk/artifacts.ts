@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { isAbsolute, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
-import { env } from '../env';
+import { env } from '../platform/env';
 
 const sha256Hex = z.string().regex(/^[0-9a-f]{64}$/);
 

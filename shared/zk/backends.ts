@@ -10,9 +10,9 @@ import { promisify } from 'node:util';
 import { WitnessCalculatorBuilder } from 'circom_runtime';
 import { utils as ffUtils } from 'ffjavascript';
 import * as snarkjs from 'snarkjs';
-import { AppError } from '../errors';
-import { env } from '../env';
-import { logger } from '../log';
+import { AppError } from '../platform/errors';
+import { env } from '../platform/env';
+import { logger } from '../platform/log';
 import { artifactPaths, circuitManifest } from './artifacts';
 import { getPolicy } from './policies';
 import type { CircuitInput, PolicyId } from './policies';
@@ -212,7 +212,7 @@ export function rapidsnarkBackend(options: RapidsnarkOptions): ProverBackend {
   };
 }
 
-/** The shape of the project's native prover (workers/native-prover), kept structural so shared/ needs no import of it. */
+/** The shape of the project's native prover (native-prover), kept structural so shared/ needs no import of it. */
 export interface NativeCircuitProver {
   prove(witness: Uint8Array): Promise<{ proof: unknown; publicSignals: string[] }>;
 }

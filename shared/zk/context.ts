@@ -1,7 +1,7 @@
 // The context a blind policy proof is bound to: a public signal of every policy circuit, so a proof
 // made for one workflow stage is useless at any other stage, in any other workflow, or unbound.
 import { z } from 'zod';
-import { sha256Hex } from '../crypto';
+import { sha256Hex } from '../platform/crypto';
 import { FIELD_PRIME, poseidonHash } from './field';
 
 /** A field element as it travels (a context, a commitment): decimal, below the BN254 scalar prime. */

@@ -3,7 +3,7 @@
 // so the offline ballot verifier goes through it too.
 import * as snarkjs from 'snarkjs';
 
-/** The shape of workers/native-prover's NativeVerifier, kept structural like the prover's. */
+/** The shape of native-prover's NativeVerifier, kept structural like the prover's. */
 export interface Groth16VerifierLike {
   verify(vkey: unknown, publicSignals: unknown, proof: unknown): Promise<boolean>;
 }

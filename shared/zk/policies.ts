@@ -1,7 +1,7 @@
 // The blind-policy registry: for each policy its circuit, the schema of its private inputs, the
 // plain check run before any proving, and the builder of the circuit input with its commitments.
 import { z } from 'zod';
-import { AppError, validationFailed } from '../errors';
+import { AppError, validationFailed } from '../platform/errors';
 import {
   FIELD_PRIME,
   MAX_SET_SIZE,

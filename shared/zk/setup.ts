@@ -4,10 +4,10 @@
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
-import { env } from '../env';
+import { env, isProduction } from '../platform/env';
 import { artifactPaths, artifactsDir, loadManifest } from './artifacts';
 import type { Manifest } from './artifacts';
-import { StartupFailure } from '../devstack/failures';
+import { StartupFailure } from '../platform/failures';
 
 export interface CircuitSetup {
   /** The keys come from a setup whose maker could forge proofs (the committed development ptau). */
@@ -114,7 +114,7 @@ export async function assertCircuitSetup(): Promise<CircuitSetup> {
     );
   }
   const setup = circuitSetup();
-  if (setup.insecure && env.NODE_ENV === 'production' && !setup.allowInsecureCircuits) {
+  if (setup.insecure && isProduction(env) && !setup.allowInsecureCircuits) {
     throw new CircuitSetupRefused(insecureLine(manifest));
   }
   return setup;
@@ -138,7 +138,7 @@ export async function circuitReadiness(): Promise<{
   if (problems.length > 0) return { ok: false, detail: problems.join('; '), ...flags };
   const circuits = Object.keys(loadManifest().circuits).join(', ');
   if (!setup.insecure) return { ok: true, detail: `${circuits} (sha256 match the manifest)`, ...flags };
-  const refused = env.NODE_ENV === 'production' && !setup.allowInsecureCircuits;
+  const refused = isProduction(env) && !setup.allowInsecureCircuits;
   return {
     ok: !refused,
     detail: refused

@@ -1,11 +1,12 @@
 // Groth16 verification of blind-policy proofs against the cached verification keys (native when built).
 import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
-import { AppError } from '../errors';
+import { AppError } from '../platform/errors';
 import { artifactPaths, circuitManifest } from './artifacts';
 import { FIELD_PRIME } from './field';
 import { verifyGroth16 } from './groth16';
 import { getPolicy } from './policies';
+import { circuitSetup } from './setup';
 import type { PolicyDefinition } from './policies';
 
 const fieldString = z.string().regex(/^(0|[1-9]\d{0,77})$/, 'a decimal field element');
@@ -89,4 +90,23 @@ export async function verifyPolicyProof(
   const vkey = await loadVerificationKey(policy.circuit);
   const ok = await verifyGroth16(vkey, signals, { ...parsedProof, protocol: 'groth16', curve: 'bn128' });
   return ok ? { valid: true } : { valid: false, reason: 'proof_invalid' };
+}
+
+/** A verdict as a verifier is told it, with whether the keys are ones a proof could be forged under. */
+export type BlindPolicyVerdict =
+  | { valid: false; reason: VerifyReason | undefined; insecureSetup: boolean }
+  | { valid: true; context: string | undefined; insecureSetup: boolean };
+
+/** Checks a proof for the named policy (throwing as verifyPolicyProof does); a valid one with its context. */
+export async function verifyBlindPolicy(
+  policyId: string,
+  proof: unknown,
+  publicSignals: unknown,
+): Promise<BlindPolicyVerdict> {
+  const result = await verifyPolicyProof(policyId, proof, publicSignals);
+  const { insecure } = circuitSetup();
+  if (!result.valid) return { valid: false, reason: result.reason, insecureSetup: insecure };
+  // Valid means well formed: the signals are decimal strings in the policy's circuit order.
+  const context = (publicSignals as string[])[signalIndex(getPolicy(policyId), 'context')];
+  return { valid: true, context, insecureSetup: insecure };
 }

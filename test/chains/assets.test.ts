@@ -1,13 +1,13 @@
 // The asset registry: the nine assets, ASSETS_JSON overrides, and which are enabled by treasury settings.
 import { describe, expect, it } from 'vitest';
-import { ConfigError, parseEnv } from '../../shared/env';
+import { ConfigError, parseEnv } from '../../shared/platform/env';
 import {
   AssetConfigError,
   assetStatus,
   enabledAssets,
   findAsset,
   listAssets,
-} from '../../shared/payments/assets';
+} from '../../shared/chains/assets';
 
 describe('asset registry', () => {
   it('holds the nine assets with family, network, decimals and mainnet contracts', () => {

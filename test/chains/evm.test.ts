@@ -6,9 +6,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { adapterFor, treasuryBalance } from '../../shared/chains';
 import { createEvmAdapter } from '../../shared/chains/evm';
 import type { ChainAdapter } from '../../shared/chains/types';
-import { parseEnv } from '../../shared/env';
-import { findAsset } from '../../shared/payments/assets';
-import type { Asset } from '../../shared/payments/assets';
+import { parseEnv } from '../../shared/platform/env';
+import { findAsset } from '../../shared/chains/assets';
+import type { Asset } from '../../shared/chains/assets';
 import { deadUrl, fixture } from './replay';
 
 const { bytecode } = fixture<{ bytecode: string }>('evm/TestToken.json');

@@ -2,9 +2,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { adapterFor, moneroWallet } from '../../shared/chains';
 import { createMoneroAdapter, unlocked } from '../../shared/chains/monero';
-import { parseEnv } from '../../shared/env';
-import { findAsset } from '../../shared/payments/assets';
-import type { Asset } from '../../shared/payments/assets';
+import { parseEnv } from '../../shared/platform/env';
+import { findAsset } from '../../shared/chains/assets';
+import type { Asset } from '../../shared/chains/assets';
 import { deadUrl, fixture, rpcError, rpcResult, startReplay } from './replay';
 import type { Replay } from './replay';
 

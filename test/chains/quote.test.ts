@@ -1,8 +1,8 @@
 // Quotes: USD → base units with bigint only (rounded up), rate sources, and payment classification.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseEnv } from '../../shared/env';
-import { findAsset } from '../../shared/payments/assets';
-import type { Asset } from '../../shared/payments/assets';
+import { parseEnv } from '../../shared/platform/env';
+import { findAsset } from '../../shared/chains/assets';
+import type { Asset } from '../../shared/chains/assets';
 import {
   ConfigRateSource,
   HttpRateSource,

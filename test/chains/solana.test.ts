@@ -2,9 +2,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { adapterFor } from '../../shared/chains';
 import { associatedTokenAddress, createSolanaAdapter, isOnCurve } from '../../shared/chains/solana';
-import { parseEnv } from '../../shared/env';
-import { findAsset } from '../../shared/payments/assets';
-import type { Asset } from '../../shared/payments/assets';
+import { parseEnv } from '../../shared/platform/env';
+import { findAsset } from '../../shared/chains/assets';
+import type { Asset } from '../../shared/chains/assets';
 import { classifyPayment } from '../../shared/payments/quote';
 import { deadUrl, fixture, rpcResult, startReplay } from './replay';
 import type { Replay } from './replay';

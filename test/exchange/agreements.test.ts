@@ -1,8 +1,8 @@
 // Agreements with real ed25519 wallets: terms hashed canonically, accepted only by the counterparty's
 // registered key over that hash; expiry, double acceptance and tampering each refused with its code.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { canonicalJson } from '../../shared/canonical';
-import { sha256Hex } from '../../shared/crypto';
+import { canonicalJson } from '../../shared/platform/canonical';
+import { sha256Hex } from '../../shared/platform/crypto';
 import { testApp } from '../helpers';
 import type { TestApp } from '../helpers';
 import { expectProblem, newWallet, registerAgent } from './fixtures';

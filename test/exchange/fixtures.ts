@@ -2,7 +2,7 @@
 import { randomBytes } from 'node:crypto';
 import bs58 from 'bs58';
 import { expect } from 'vitest';
-import { signingKeyFromSeed } from '../../shared/crypto';
+import { signingKeyFromSeed } from '../../shared/platform/crypto';
 import type { TestApp } from '../helpers';
 
 export interface Wallet {
@@ -26,6 +26,7 @@ export interface TestAgent {
   auth: { Authorization: string };
 }
 
+/** Registers an agent with a fresh wallet; `from`: the client address it registers from (one proxy hop). */
 export async function registerAgent(
   app: TestApp,
   fields: Partial<{
@@ -35,10 +36,14 @@ export async function registerAgent(
     tags: string[];
     endpointUrl: string;
   }> = {},
+  from?: string,
 ): Promise<TestAgent> {
   const wallet = newWallet();
-  const res = await app.request
+  // Imported here: a suite that sets its environment before loading the app imports this file first.
+  const request = from ? (await import('../helpers')).behindProxy(app) : app.request;
+  const res = await request
     .post('/api/registry/register')
+    .set(from ? { 'X-Forwarded-For': from } : {})
     .send({ name: 'agent', ...fields, walletPublicKey: wallet.publicKey })
     .expect(201);
   return {

@@ -5,11 +5,11 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Worker } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createDb } from '../../shared/db/knex';
-import type { Db } from '../../shared/db/knex';
-import { hmacSha256Hex, verifyEd25519 } from '../../shared/crypto';
-import { env } from '../../shared/env';
-import { createRedis } from '../../shared/redis';
+import { createDb } from '../../shared/platform/db/knex';
+import type { Db } from '../../shared/platform/db/knex';
+import { hmacSha256Hex, verifyEd25519 } from '../../shared/platform/crypto';
+import { env } from '../../shared/platform/env';
+import { createRedis } from '../../shared/platform/redis';
 import { startWorker } from '../../workers/pool';
 import { deliveriesProcessor } from '../../workers/processors/deliveries';
 import { eventually, sha256Of, testApp, testJobsWorker } from '../helpers';
@@ -71,7 +71,11 @@ async function newJob(auth?: { Authorization: string }) {
     input: { digest: await sha256Of(String(Math.random())) },
   });
   expect(res.status).toBe(202);
-  return res.body.job.id as string;
+  return {
+    jobId: res.body.job.id as string,
+    /** What opens an anonymous job: its access token. */
+    token: { Authorization: `Bearer ${res.body.accessToken as string}` },
+  };
 }
 
 const row = (id: string) => app.deps.db('logistics_requests').where({ id }).first();
@@ -80,7 +84,7 @@ describe('requestLogistics', () => {
   it('waits for the job, then POSTs the signed result, retrying after a 500', async () => {
     const target = await receiver([500, 200]);
     try {
-      const jobId = await newJob(buyer.auth);
+      const { jobId } = await newJob(buyer.auth);
       const res = await app.request
         .post('/api/logistics/request')
         .set(buyer.auth)
@@ -154,15 +158,17 @@ describe('requestLogistics', () => {
     const target = await receiver([200]);
     try {
       const recipient = await registerAgent(app, { name: 'Recipient', endpointUrl: target.url });
-      const jobId = await newJob();
+      const { jobId, token } = await newJob();
       const polling = await app.request
         .post('/api/logistics/request')
+        .set(token)
         .send({ jobId, method: 'polling' })
         .expect(202);
       expect(polling.body.secret).toBeNull();
       expect(polling.body.request.target.url).toMatch(new RegExp(`/api/jobs/${jobId}$`));
       const handoff = await app.request
         .post('/api/logistics/request')
+        .set(token)
         .send({ jobId, method: 'agent_handoff', targetAgentId: recipient.id })
         .expect(202);
       expect(handoff.body.request.target).toEqual({ url: target.url, agentId: recipient.id });
@@ -179,9 +185,10 @@ describe('requestLogistics', () => {
     jobs ??= testJobsWorker();
     const target = await receiver([503]);
     try {
-      const jobId = await newJob();
+      const { jobId, token } = await newJob();
       const res = await app.request
         .post('/api/logistics/request')
+        .set(token)
         .send({ jobId, method: 'webhook', targetUrl: target.url })
         .expect(202);
       const failed = await eventually(async () => {
@@ -196,8 +203,9 @@ describe('requestLogistics', () => {
     }
   });
 
-  it('refuses what it cannot deliver, and other agents’ jobs', async () => {
-    const jobId = await newJob(buyer.auth);
+  it('refuses what it cannot deliver, and jobs the caller cannot open', async () => {
+    const { jobId } = await newJob(buyer.auth);
+    const anonymous = await newJob();
     const other = await registerAgent(app, { name: 'Other' });
     const noEndpoint = await registerAgent(app, { name: 'No endpoint' });
     const send = (body: Record<string, unknown>, auth = buyer.auth) =>
@@ -225,12 +233,24 @@ describe('requestLogistics', () => {
       422,
       'target_agent_not_found',
     );
-    expectProblem(await send({ jobId: `job_${'0'.repeat(26)}`, method: 'polling' }), 404, 'not_found');
-    expectProblem(await send({ jobId, method: 'polling' }, other.auth), 403, 'forbidden');
+    // Someone else's job is not found, as one that does not exist: another agent, no credential,
+    // another job's token; an anonymous job without its token.
+    const missing = await send({ jobId: `job_${'0'.repeat(26)}`, method: 'polling' });
+    expectProblem(missing, 404, 'not_found');
+    for (const [id, auth] of [
+      [jobId, other.auth],
+      [jobId, anonymous.token],
+      [anonymous.jobId, buyer.auth],
+      [anonymous.jobId, { Authorization: `Bearer jt_${'A'.repeat(43)}` }],
+    ] as const) {
+      const refused = await send({ jobId: id, method: 'polling' }, auth);
+      expectProblem(refused, 404, 'not_found');
+      expect(refused.body.detail).toBe(`Job ${id} was not found.`);
+    }
     expectProblem(
       await app.request.post('/api/logistics/request').send({ jobId, method: 'polling' }),
-      403,
-      'forbidden',
+      404,
+      'not_found',
     );
     expectProblem(
       await app.request
@@ -274,5 +294,6 @@ describe('requestLogistics', () => {
       env.LOGISTICS_ALLOW_PRIVATE_TARGETS = before;
     }
     expect(await app.deps.db('logistics_requests').where({ job_id: jobId })).toEqual([]);
+    expect(await app.deps.db('logistics_requests').where({ job_id: anonymous.jobId })).toEqual([]);
   });
 });

@@ -3,9 +3,9 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { env } from '../../shared/env';
-import { newId } from '../../shared/ids';
-import { serviceSigningKey } from '../../shared/keys';
+import { env } from '../../shared/platform/env';
+import { newId } from '../../shared/platform/ids';
+import { serviceSigningKey } from '../../shared/platform/keys';
 import { signReceipt } from '../../shared/payments/receipts';
 import { sha256Of, testApp } from '../helpers';
 import type { TestApp } from '../helpers';
@@ -210,7 +210,8 @@ describe('referrals, attribution and revenue', () => {
   const jobIds: Record<string, string> = {};
 
   beforeAll(async () => {
-    referrer = await registerAgent(app, { name: 'Referrer' });
+    // From a network of its own: an agent registered from the referrer's network earns it no credit.
+    referrer = await registerAgent(app, { name: 'Referrer' }, '198.51.100.30');
   });
 
   it('creates referral codes: chosen or generated, unique, case-insensitive', async () => {
@@ -238,8 +239,8 @@ describe('referrals, attribution and revenue', () => {
     );
   });
 
-  it('attributes jobs created with ?ref or X-Referral-Code; refuses unknown and own codes', async () => {
-    const viaQuery = await newJob({ ref: 'Acme-10' });
+  it('attributes agents’ jobs created with ?ref or X-Referral-Code; refuses unknown and own codes, and anonymous jobs', async () => {
+    const viaQuery = await newJob({ ref: 'Acme-10', auth: other.auth });
     expect(viaQuery.status).toBe(202);
     const viaHeader = await newJob({ header: generated.code, auth: seller.auth });
     expect(viaHeader.status).toBe(202);
@@ -257,6 +258,7 @@ describe('referrals, attribution and revenue', () => {
     expectProblem(await newJob({ ref: 'NOPE-0000' }), 422, 'unknown_referral');
     expectProblem(await newJob({ header: 'x' }), 422, 'unknown_referral');
     expectProblem(await newJob({ ref: 'ACME-10', auth: referrer.auth }), 422, 'self_referral');
+    expectProblem(await newJob({ ref: 'ACME-10' }), 422, 'referral_needs_agent');
     expect(await jobCount()).toBe(before);
   });
 

@@ -266,7 +266,8 @@ describe('replies validate against the document', () => {
       id: registered.agent.id as string,
       auth: { Authorization: `Bearer ${registered.apiKey}` },
     };
-    const buyer = await registerAgent({ ...app, request });
+    // From a network of its own: it creates a job under the seller's referral code below.
+    const buyer = await registerAgent({ ...app, request }, {}, '198.51.100.31');
     conforms(await request.get('/api/registry/search?q=attestations&tag=notary').expect(200), 'searchAgents');
 
     const { listing } = conforms(
@@ -340,7 +341,10 @@ describe('replies validate against the document', () => {
       'createJob',
     );
     const jobId = created.job.id as string;
-    const unpaid = conforms(await request.get(`/api/jobs/${jobId}`).expect(200), 'jobStatus');
+    expect(created.accessToken).toMatch(/^jt_/);
+    // The job opens with its access token, or with the key that created it.
+    const jobToken = { Authorization: `Bearer ${created.accessToken}` };
+    const unpaid = conforms(await request.get(`/api/jobs/${jobId}`).set(jobToken).expect(200), 'jobStatus');
     expect(unpaid.job.status).toBe('awaiting_payment');
 
     // The USDC quote's own amount: the price plus the offset that tells it from every other open quote.
@@ -350,13 +354,14 @@ describe('replies validate against the document', () => {
     const submitted = conforms(
       await request
         .post(`/api/jobs/${jobId}/payment`)
+        .set(buyer.auth)
         .send({ asset: 'USDC-ETH', txRef: tx, payer })
         .expect(202),
       'submitPayment',
     );
     expect(submitted.payment.status).toBe('pending');
-    expect((await waitForJob(request, jobId)).status).toBe('succeeded');
-    const done = conforms(await request.get(`/api/jobs/${jobId}`).expect(200), 'jobStatus');
+    expect((await waitForJob(request, jobId, created.accessToken)).status).toBe('succeeded');
+    const done = conforms(await request.get(`/api/jobs/${jobId}`).set(buyer.auth).expect(200), 'jobStatus');
     expect(done.job.result).toBeTruthy();
     conforms(await request.get(new URL(done.job.links.receipt).pathname).expect(200), 'getReceipt');
 
@@ -376,7 +381,7 @@ describe('replies validate against the document', () => {
     conforms(await request.get('/api/treasury/status').set(OPERATOR).expect(200), 'treasuryStatus');
 
     // The hidden stream is served all the same.
-    const events = await request.get(`/api/jobs/${jobId}/events`).expect(200);
+    const events = await request.get(`/api/jobs/${jobId}/events`).set(jobToken).expect(200);
     expect(events.headers['content-type']).toMatch(/^text\/event-stream/);
 
     expect([...covered].sort()).toEqual([...documented().keys()].sort());

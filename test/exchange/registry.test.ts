@@ -1,7 +1,7 @@
 // registerAgent and searchAgents over HTTP: keys shown once and stored hashed, the platform's auth
 // accepting them, full-text search, filters, and keyset pagination that neither repeats nor skips.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { sha256Hex } from '../../shared/crypto';
+import { sha256Hex } from '../../shared/platform/crypto';
 import { testApp } from '../helpers';
 import type { TestApp } from '../helpers';
 import { allPages, expectProblem, newWallet, registerAgent } from './fixtures';

@@ -12,8 +12,8 @@ const { chain, payer, treasury, usdc } = await startPaidChain();
 
 const { sha256Of, testApp, testJobsWorker, waitForJob } = await import('../helpers');
 const { registerAgent } = await import('./fixtures');
-const { canonicalJson } = await import('../../shared/canonical');
-const { sha256Hex } = await import('../../shared/crypto');
+const { canonicalJson } = await import('../../shared/platform/canonical');
+const { sha256Hex } = await import('../../shared/platform/crypto');
 const { verifyReceipt } = await import('../../shared/payments/receipts');
 
 const OPERATOR = { Authorization: 'Bearer op_test_token_0123456789' };
@@ -43,7 +43,12 @@ describe('the agent story', () => {
       capabilities: ['attest.batch'],
       tags: ['notary'],
     });
-    const buyer = await registerAgent(app, { name: 'Archive Buyer', capabilities: ['archive'] });
+    // Another party: registered from a network of its own (a referral is credited only then).
+    const buyer = await registerAgent(
+      app,
+      { name: 'Archive Buyer', capabilities: ['archive'] },
+      '198.51.100.32',
+    );
 
     // A publishes a listing; B finds it by text and by tag.
     const listing = (
@@ -135,7 +140,7 @@ describe('the agent story', () => {
       .expect(202);
 
     // The payments worker confirms it, the jobs worker runs the job.
-    const job = await waitForJob(request, jobId);
+    const job = await waitForJob(request, jobId, buyer.apiKey);
     expect(job.status).toBe('succeeded');
     const status = (await request.get(`/api/jobs/${jobId}`).set(buyer.auth).expect(200)).body;
     expect(status.payment.payments[0]).toMatchObject({ status: 'confirmed', settlement: 'exact' });

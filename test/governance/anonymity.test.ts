@@ -12,7 +12,7 @@ import { promisify } from 'node:util';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp } from '../../api/app';
-import { createDb } from '../../shared/db/knex';
+import { createDb } from '../../shared/platform/db/knex';
 import type { Ballot, BallotInfo, Identity } from '../../shared/governance/ballot-client';
 import { reviewMessage } from '../../shared/governance/commitments';
 import { ROOT_HISTORY } from '../../shared/governance/identities';
@@ -257,7 +257,7 @@ describe('anonymous ballots', () => {
     const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
     const dir = mkdtempSync(join(tmpdir(), 'px-ballot-'));
     const cli = (...args: string[]) =>
-      execFileAsync(process.execPath, ['--import', 'tsx', 'shared/bin/ballot.ts', ...args], {
+      execFileAsync(process.execPath, ['--import', 'tsx', 'cli/ballot.ts', ...args], {
         env: { ...process.env, LOG_LEVEL: 'silent' },
       });
     try {

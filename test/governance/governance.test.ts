@@ -15,7 +15,7 @@ import {
   verifyReceipt,
 } from '../../shared/governance/package';
 import type { AnonymousGovernancePackage, BallotReceipt } from '../../shared/governance/package';
-import { serviceSigningKey } from '../../shared/keys';
+import { logSigningKey, serviceSigningKey } from '../../shared/platform/keys';
 import { terminateCurves } from '../../shared/zk';
 import { eventually, testApp } from '../helpers';
 import type { TestApp } from '../helpers';
@@ -25,7 +25,12 @@ import type { Wallet } from './helpers';
 const OPTIONS = ['option-alpha-7f3e', 'option-beta-2c9d', 'option-gamma-51ab'];
 const TITLE = 'Title-private-budget-e19a';
 const vkey = JSON.parse(readFileSync('circuits/artifacts/ballot.vkey.json', 'utf8')) as unknown;
-const keys = () => ({ publicKey: serviceSigningKey().publicKey, ballotVerificationKey: vkey });
+// The package key, and the log key that signs the tree heads of packages logged since it existed.
+const keys = () => ({
+  publicKey: serviceSigningKey().publicKey,
+  logPublicKey: logSigningKey().publicKey,
+  ballotVerificationKey: vkey,
+});
 
 let app: TestApp;
 let logs: ReturnType<typeof captureLogs>;

@@ -11,8 +11,8 @@ import type {
   Identity,
   NativeBallotProver,
 } from '../../shared/governance/ballot-client';
-import { loadNativeProver } from '../../workers/native-prover';
-import { logger } from '../../shared/log';
+import { loadNativeProver } from '../../native-prover';
+import { logger } from '../../shared/platform/log';
 import type { TestApp } from '../helpers';
 import { captureLogs as captureProcessLogs } from '../logs';
 

@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startChain } from './ganache';
 import { startRpcFront } from './rpc-front';
-import type { Db } from '../../shared/db/knex';
+import type { Db } from '../../shared/platform/db/knex';
 import type { TestApp } from '../helpers';
 import type { Chain } from './ganache';
 import type { RpcFront } from './rpc-front';
@@ -31,7 +31,7 @@ Object.assign(process.env, {
 });
 
 const { sha256Of, testApp } = await import('../helpers');
-const { createDb } = await import('../../shared/db/knex');
+const { createDb } = await import('../../shared/platform/db/knex');
 const { paymentChecker } = await import('../../shared/payments/check');
 
 let app: TestApp;
@@ -57,14 +57,22 @@ async function priced() {
   const input = { digests: [await sha256Of(`group ${Math.random()}`)] };
   const res = await app.request.post('/api/jobs').send({ service: 'attest.batch', input }).expect(402);
   const quotes = res.body.payment.quotes as Array<{ asset: string; amount: string }>;
+  tokens.set(res.body.job.id, res.body.accessToken);
   return {
     id: res.body.job.id as string,
     amount: (asset: 'ETH' | 'USDC-ETH') => BigInt(quotes.find((q) => q.asset === asset)!.amount),
   };
 }
 
+/** Each job's access token: submitPayment opens a job to it. */
+const tokens = new Map<string, string>();
+
 async function submit(jobId: string, asset: string, txRef: string): Promise<string> {
-  const res = await app.request.post(`/api/jobs/${jobId}/payment`).send({ asset, txRef }).expect(202);
+  const res = await app.request
+    .post(`/api/jobs/${jobId}/payment`)
+    .set('Authorization', `Bearer ${tokens.get(jobId)}`)
+    .send({ asset, txRef })
+    .expect(202);
   return res.body.payment.id as string;
 }
 
@@ -187,7 +195,24 @@ describe('payments checked as one group', () => {
     expect(outcomes.filter((o) => o.outcome === 'settled')).toHaveLength(1);
     expect(outcomes.filter((o) => o.outcome === 'skipped')).toHaveLength(2);
     expect(await row(id)).toMatchObject({ status: 'confirmed', checks: 1 });
-    expect(await app.deps.db('receipts').where({ payment_id: id })).toHaveLength(1);
+    const receipts = await app.deps.db('receipts').where({ payment_id: id });
+    expect(receipts).toHaveLength(1);
+    // The receipt's digest is queued for the log once, in the statement that issued it, named by the
+    // sha256 of its id (the id opens the receipt; the log is public).
+    const { receiptEntry, receiptLogId } = await import('../../shared/payments/receipts');
+    const { parseLogEntry } = await import('../../shared/platform/translog/entry');
+    const { sha256Hex } = await import('../../shared/platform/crypto');
+    const { canonicalJson } = await import('../../shared/platform/canonical');
+    const logged = receiptEntry(receipts[0].document);
+    const queued = await app.deps.db('translog_queue').where({ key: logged.key });
+    expect(queued).toHaveLength(1);
+    expect(queued[0].entry.equals(logged.entry)).toBe(true);
+    expect(parseLogEntry(queued[0].entry)).toMatchObject({
+      kind: 'receipt',
+      id: receiptLogId(receipts[0].id),
+      sha256: sha256Hex(canonicalJson(receipts[0].document)),
+    });
+    expect(queued[0].entry.toString()).not.toContain(receipts[0].id);
     // Checked again later (a redelivery), a settled payment is left as it is.
     expect(await check.check(id)).toEqual({ outcome: 'skipped' });
     expect(await app.deps.db('job_events').where({ job_id: job.id, type: 'queued' })).toHaveLength(1);

@@ -26,6 +26,8 @@ Object.assign(process.env, {
     'WBTC-ETH': { disabled: true },
   }),
   RATES_USD: 'ETH=2000',
+  // Every job here comes from one address; the per-caller cap is tested in test/security/amounts.test.ts.
+  AMOUNT_HOLDS_PER_CALLER: '1000',
 });
 
 const { eventually, sha256Of, testApp } = await import('../helpers');
@@ -66,6 +68,7 @@ describe('SIGKILL while payments are being checked', () => {
       const tx = await chain.sendEth(payer, treasury, wei);
       const paid = await app.request
         .post(`/api/jobs/${res.body.job.id}/payment`)
+        .set('Authorization', `Bearer ${res.body.accessToken}`)
         .send({ asset: 'ETH', txRef: tx })
         .expect(202);
       jobIds.push(res.body.job.id);

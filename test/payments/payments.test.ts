@@ -27,12 +27,14 @@ Object.assign(process.env, {
   RATES_USD: 'ETH=2000,BTC=100000',
   PAYMENT_RECHECK_MS: '100',
   PAYMENT_RECHECK_MAX_MS: '300',
+  // Every job here comes from one address; the per-caller cap is tested in test/security/amounts.test.ts.
+  AMOUNT_HOLDS_PER_CALLER: '1000',
 });
 
-const { eventually, sha256Of, testApp, testJobsWorker, testQueueWorker, waitForJob } =
+const { bearer, eventually, sha256Of, testApp, testJobsWorker, testQueueWorker, waitForJob } =
   await import('../helpers');
 const { paymentsProcessor } = await import('../../workers/processors/payments');
-const { expireUnpaidJobs } = await import('../../shared/payments/payments');
+const { expireUnpaidJobs } = await import('../../shared/payments/expiry');
 const { verifyReceipt } = await import('../../shared/payments/receipts');
 const { verifyBatchInclusion } = await import('../../shared/jobs/services/attest-batch');
 // EIP-681 read back by an independent parser, not by our own code.
@@ -72,11 +74,18 @@ async function priced(digests = 3) {
   const quotes = res.body.payment.quotes as Array<{ asset: string; amount: string; reference: string }>;
   /** What this job's quote in `asset` asks for: the only amount that pays it. */
   const amount = (asset: Asset) => BigInt(quotes.find((q) => q.asset === asset)!.amount);
+  tokens.set(res.body.job.id, res.body.accessToken);
   return { id: res.body.job.id as string, res, input, amount };
 }
 
+/** Each job's access token, by job id: a job opens to its token. */
+const tokens = new Map<string, string>();
+const tokenOf = (jobId: string) => tokens.get(jobId)!;
+const opening = (jobId: string) => (tokens.has(jobId) ? bearer(tokenOf(jobId)) : {});
+const readJob = (jobId: string) => app.request.get(`/api/jobs/${jobId}`).set(opening(jobId));
+
 const submit = (jobId: string, body: Record<string, unknown>) =>
-  app.request.post(`/api/jobs/${jobId}/payment`).send(body);
+  app.request.post(`/api/jobs/${jobId}/payment`).set(opening(jobId)).send(body);
 
 async function paymentSettled(paymentId: string) {
   return eventually(async () => {
@@ -177,9 +186,9 @@ describe('paying a job', () => {
     const res = await submit(id, { asset: 'ETH', txRef: tx, payer }).expect(202);
     expect(res.body.payment).toMatchObject({ status: 'pending', asset: 'ETH', txRef: tx, jobId: id });
 
-    const job = await waitForJob(app.request, id);
+    const job = await waitForJob(app.request, id, tokenOf(id));
     expect(job.status).toBe('succeeded');
-    const status = await app.request.get(`/api/jobs/${id}`).expect(200);
+    const status = await readJob(id).expect(200);
     const [payment] = status.body.payment.payments;
     expect(payment).toMatchObject({
       status: 'confirmed',
@@ -243,7 +252,7 @@ describe('paying a job', () => {
         reason: 'amount_mismatch',
         amount_received: (amount('USDC-ETH') + delta).toString(),
       });
-      expect((await app.request.get(`/api/jobs/${id}`).expect(200)).body.job.status).toBe('awaiting_payment');
+      expect((await readJob(id).expect(200)).body.job.status).toBe('awaiting_payment');
       expect(await db()('receipts').where({ job_id: id })).toHaveLength(0);
       expect(await db()('payment_claims').where({ tx_ref: tx.toLowerCase() })).toHaveLength(0);
     }
@@ -275,7 +284,7 @@ describe('paying a job', () => {
       const { id } = await priced();
       const res = await submit(id, { asset: 'USDC-ETH', txRef: await pay() }).expect(202);
       expect(await paymentSettled(res.body.payment.id)).toMatchObject({ status: 'rejected', reason });
-      expect((await app.request.get(`/api/jobs/${id}`).expect(200)).body.job.status).toBe('awaiting_payment');
+      expect((await readJob(id).expect(200)).body.job.status).toBe('awaiting_payment');
     }
   });
 
@@ -288,7 +297,7 @@ describe('paying a job', () => {
       return row.status === 'pending' && row.reason === 'too_few_confirmations' ? row : undefined;
     });
     expect(pending).toMatchObject({ confirmations: 1, amount_received: amount('USDC-ETH').toString() });
-    expect((await app.request.get(`/api/jobs/${id}`).expect(200)).body.payment.payments[0]).toMatchObject({
+    expect((await readJob(id).expect(200)).body.payment.payments[0]).toMatchObject({
       status: 'pending',
       reason: 'too_few_confirmations',
     });
@@ -297,7 +306,7 @@ describe('paying a job', () => {
       status: 'confirmed',
       settlement: 'exact',
     });
-    expect((await waitForJob(app.request, id)).status).toBe('succeeded');
+    expect((await waitForJob(app.request, id, tokenOf(id))).status).toBe('succeeded');
   });
 });
 
@@ -316,7 +325,7 @@ describe('expiry', () => {
     expectProblem(await submit(id, { asset: 'USDC-ETH', txRef: tx }), 409, 'quote_expired');
     expect(await db()('payments').count({ n: '*' })).toEqual(before);
     expect(await expireUnpaidJobs(db())).toBeGreaterThanOrEqual(1);
-    const job = (await app.request.get(`/api/jobs/${id}`).expect(200)).body.job;
+    const job = (await readJob(id).expect(200)).body.job;
     expect(job).toMatchObject({ status: 'expired', error: { code: 'quote_expired' } });
   });
 
@@ -324,7 +333,7 @@ describe('expiry', () => {
     const { id, amount } = await priced();
     await age(id, 60);
     await expireUnpaidJobs(db());
-    expect((await app.request.get(`/api/jobs/${id}`).expect(200)).body.job.status).toBe('expired');
+    expect((await readJob(id).expect(200)).body.job.status).toBe('expired');
     const tx = await chain.sendEth(payer, treasury, amount('ETH'));
     await chain.mine(2);
     const res = await submit(id, { asset: 'ETH', txRef: tx }).expect(202);
@@ -333,7 +342,7 @@ describe('expiry', () => {
       settlement: 'paid_late',
     });
     // The expired job is revived, runs, and its events say why.
-    expect((await waitForJob(app.request, id)).status).toBe('succeeded');
+    expect((await waitForJob(app.request, id, tokenOf(id))).status).toBe('succeeded');
     const types = (await db()('job_events').where({ job_id: id }).orderBy('id')).map(
       (e: { type: string }) => e.type,
     );
@@ -380,8 +389,8 @@ describe('a transfer pays only the quote it was made for', () => {
       status: 'confirmed',
       settlement: 'exact',
     });
-    expect((await waitForJob(app.request, a.id)).status).toBe('succeeded');
-    expect((await app.request.get(`/api/jobs/${b.id}`).expect(200)).body.job.status).toBe('awaiting_payment');
+    expect((await waitForJob(app.request, a.id, tokenOf(a.id))).status).toBe('succeeded');
+    expect((await readJob(b.id).expect(200)).body.job.status).toBe('awaiting_payment');
     expect(await db()('receipts').where({ job_id: b.id })).toHaveLength(0);
     const claims = await db()('payment_claims').where({ tx_ref: tx.toLowerCase() });
     expect(claims.map((c: { payment_id: string }) => c.payment_id)).toEqual([forA.body.payment.id]);
@@ -399,9 +408,7 @@ describe('a transfer pays only the quote it was made for', () => {
       status: 'rejected',
       reason: 'transfer_before_quote',
     });
-    expect((await app.request.get(`/api/jobs/${job.id}`).expect(200)).body.job.status).toBe(
-      'awaiting_payment',
-    );
+    expect((await readJob(job.id).expect(200)).body.job.status).toBe('awaiting_payment');
     expect(await db()('payment_claims').where({ tx_ref: tx.toLowerCase() })).toHaveLength(0);
   });
 
@@ -497,6 +504,7 @@ describe('bad input gets a 4xx problem and writes nothing', () => {
       .post('/api/jobs')
       .send({ service: 'attest.timestamp', input: { digest: await sha256Of('free') } })
       .expect(202);
+    tokens.set(free.body.job.id, free.body.accessToken);
     const hash = `0x${'cd'.repeat(32)}`;
     const cases: Array<
       [

@@ -30,7 +30,7 @@ Object.assign(process.env, {
   PAYMENT_RECHECK_MAX_MS: String(RECHECK_MAX_MS),
 });
 
-const { eventually, sha256Of, testApp, testJobsWorker, testQueueWorker, waitForJob } =
+const { bearer, eventually, sha256Of, testApp, testJobsWorker, testQueueWorker, waitForJob } =
   await import('../helpers');
 const { paymentsProcessor } = await import('../../workers/processors/payments');
 
@@ -89,6 +89,7 @@ describe('the EVM RPC goes down, then comes back', () => {
     const input = { digests: [await sha256Of(`outage ${Math.random()}`)] };
     const created = await app.request.post('/api/jobs').send({ service: 'attest.batch', input }).expect(402);
     const jobId = created.body.job.id as string;
+    const token = created.body.accessToken as string;
     // The job's own ETH amount: the price plus the offset that tells its quote from every other.
     const quoted = BigInt(
       created.body.payment.quotes.find((q: { asset: string }) => q.asset === 'ETH').amount,
@@ -99,6 +100,7 @@ describe('the EVM RPC goes down, then comes back', () => {
     await proxy.set('refuse');
     const res = await app.request
       .post(`/api/jobs/${jobId}/payment`)
+      .set(bearer(token))
       .send({ asset: 'ETH', txRef: tx, payer })
       .expect(202);
     const paymentId = res.body.payment.id as string;
@@ -115,7 +117,7 @@ describe('the EVM RPC goes down, then comes back', () => {
     expect(await queued!.getState()).toBe('delayed');
     expect(queued!.attemptsMade).toBe(0);
 
-    const status = await app.request.get(`/api/jobs/${jobId}`).expect(200);
+    const status = await app.request.get(`/api/jobs/${jobId}`).set(bearer(token)).expect(200);
     expect(status.body.job.status).toBe('awaiting_payment');
     expect(status.body.payment.payments[0]).toMatchObject({
       id: paymentId,
@@ -136,7 +138,7 @@ describe('the EVM RPC goes down, then comes back', () => {
     const row = await app.deps.db('payments').where({ id: paymentId }).first();
     expect(row).toMatchObject({ settlement: 'exact', amount_received: quoted.toString(), reason: null });
     expect(row.checks).toBeGreaterThanOrEqual(6);
-    expect((await waitForJob(app.request, jobId)).status).toBe('succeeded');
+    expect((await waitForJob(app.request, jobId, token)).status).toBe('succeeded');
 
     // While the node was away the row only ever went between pending and verifying.
     const states = [...seen.values()];

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fixture, rpcResult, startReplay } from '../chains/replay';
 import type { Replay } from '../chains/replay';
 import type { TestApp } from '../helpers';
-import { expectProblem } from '../commercial/helpers';
+import { expectProblem } from '../licensing/helpers';
 
 const genesis = fixture<Record<'mainnet-beta' | 'devnet', { result: string }>>('solana/genesis-hash.json');
 const rpc: Replay = await startReplay((req) => {

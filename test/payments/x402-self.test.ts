@@ -10,7 +10,7 @@ import { wrapFetchWithPayment } from '@x402/fetch';
 import { parseEther } from 'viem';
 import type { Address } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
-import { demoTokenBalance, deployDemoToken, mintDemoToken } from '../../shared/devchain/token';
+import { demoTokenBalance, deployDemoToken, mintDemoToken } from '../../dev/chain/token';
 import { startChain } from './ganache';
 import type { Chain } from './ganache';
 
@@ -50,8 +50,8 @@ Object.assign(process.env, {
 const { sha256Of, waitForJob } = await import('../helpers');
 const { paidStack } = await import('./x402-stack');
 const { verifyReceipt } = await import('../../shared/payments/receipts');
-const { recoverX402Settlements } = await import('../../shared/payments/x402');
-const { selfSettler } = await import('../../shared/payments/x402-settle');
+const { recoverX402Settlements } = await import('../../shared/payments/x402/recover');
+const { selfSettler } = await import('../../shared/payments/x402/settle');
 
 const stack = paidStack(async () => {
   await chain.close();
@@ -83,9 +83,10 @@ describe('self-settlement with the service gas key', () => {
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify(body),
     });
-    const reply = (await res.json()) as { job: { id: string } };
+    const reply = (await res.json()) as { job: { id: string }; accessToken: string };
     expect(res.status, JSON.stringify(reply)).toBe(202);
     expect(seen).toHaveLength(2);
+    // The paid reply is the only one the client sees: it carries a token of the job.
     const settled = decodePaymentResponseHeader(res.headers.get('payment-response')!);
     expect(settled.success).toBe(true);
 
@@ -105,7 +106,7 @@ describe('self-settlement with the service gas key', () => {
       settler: 'self',
       tx_hash: settled.transaction.toLowerCase(),
     });
-    const job = await waitForJob(stack.app.request, reply.job.id);
+    const job = await waitForJob(stack.app.request, reply.job.id, reply.accessToken);
     expect(job.status).toBe('succeeded');
     const { receipt } = (await stack.app.request.get(new URL(job.links.receipt!).pathname).expect(200)).body;
     const { publicKey } = (await stack.app.request.get('/api/health').expect(200)).body.signingKey;
@@ -123,7 +124,9 @@ describe('self-settlement with the service gas key', () => {
       body: JSON.stringify(body),
     });
     expect(replay.status).toBe(409);
-    expect(((await replay.json()) as { code: string }).code).toBe('payment_signature_used');
+    const refused = await replay.text();
+    expect((JSON.parse(refused) as { code: string }).code).toBe('payment_signature_used');
+    expect(refused).not.toMatch(/jt_/);
     expect(await balance(treasury)).toBe(treasuryAfter);
     expect(await db()('payments').where({ job_id: reply.job.id })).toHaveLength(1);
   });
@@ -159,7 +162,12 @@ describe('self-settlement with the service gas key', () => {
     expect(row).toMatchObject({ status: 'failed', error: 'authorization_expired_unused' });
     expect(await db()('payments').where({ job_id: created.body.job.id })).toHaveLength(0);
     expect(
-      (await stack.app.request.get(`/api/jobs/${created.body.job.id}`).expect(200)).body.job.status,
+      (
+        await stack.app.request
+          .get(`/api/jobs/${created.body.job.id}`)
+          .set('Authorization', `Bearer ${created.body.accessToken}`)
+          .expect(200)
+      ).body.job.status,
     ).toBe('awaiting_payment');
   });
 
@@ -209,7 +217,11 @@ describe('self-settlement with the service gas key', () => {
       paid: 1,
       failed: 0,
     });
-    expect((await waitForJob(stack.app.request, created.body.job.id)).status).toBe('succeeded');
+    // Settled by the sweeper, not by a request: no payer token was made, the creator's opens the job.
+    expect((await db()('jobs').where({ id: created.body.job.id }).first()).payer_access_hash).toBeNull();
+    expect((await waitForJob(stack.app.request, created.body.job.id, created.body.accessToken)).status).toBe(
+      'succeeded',
+    );
     const [payment] = await db()('payments').where({ job_id: created.body.job.id });
     expect(payment).toMatchObject({ status: 'confirmed', tx_ref: result.transaction.toLowerCase() });
     expect(await recoverX402Settlements(db(), stack.app.deps.queues, nextTick())).toEqual({

@@ -2,7 +2,7 @@
 // whitespace, undefined members dropped — the same bytes as the plain recursive form.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { canonicalJson } from '../../shared/canonical';
+import { canonicalJson } from '../../shared/platform/canonical';
 
 /** The reference: the plain recursive form (entries sorted with `<`, joined), slower and obviously right. */
 function reference(value: unknown): string {

@@ -1,11 +1,12 @@
 // The conventions every route follows: problem+json errors with stable codes, nothing written on bad
 // input, idempotency keys, body limits, rate limits, operator auth, OpenAPI, metrics, request ids.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { logger } from '../../shared/log';
-import { Queues } from '../../shared/queues';
-import { waitReady } from '../../shared/redis';
+import { logger } from '../../shared/platform/log';
+import { Queues } from '../../shared/platform/queues';
+import { waitReady } from '../../shared/platform/redis';
 import { sha256Of, testApp } from '../helpers';
 import type { TestApp } from '../helpers';
+import { registerAgent } from '../exchange/fixtures';
 import { captureLogs } from '../logs';
 
 let app: TestApp;
@@ -128,21 +129,43 @@ describe('bad input gets a 4xx problem and writes nothing', () => {
 });
 
 describe('Idempotency-Key', () => {
-  it('replays the same response for the same key and body', async () => {
+  it('replays the same response for the same key and body to the caller who made it', async () => {
+    const agent = await registerAgent(app);
     const body = { service: 'attest.timestamp', input: { digest: await sha256Of('idem-1') } };
     const first = await app.request
       .post('/api/jobs')
+      .set(agent.auth)
       .set('Idempotency-Key', 'conventions-key-0001')
       .send(body)
       .expect(202);
     const second = await app.request
       .post('/api/jobs')
+      .set(agent.auth)
       .set('Idempotency-Key', 'conventions-key-0001')
       .send(body)
       .expect(202);
     expect(second.body.job.id).toBe(first.body.job.id);
+    expect(second.body.accessToken).toBe(first.body.accessToken);
     expect(second.headers['idempotency-replayed']).toBe('true');
     expect(await app.deps.db('jobs').where('id', first.body.job.id).count({ n: '*' })).toEqual([{ n: '1' }]);
+  });
+
+  it('withholds a reply carrying a job token from an anonymous repeat: 409 with the Location only', async () => {
+    const body = { service: 'attest.timestamp', input: { digest: await sha256Of('idem-anon') } };
+    const first = await app.request
+      .post('/api/jobs')
+      .set('Idempotency-Key', 'conventions-key-anon')
+      .send(body)
+      .expect(202);
+    const jobs = await jobCount();
+    const second = await app.request
+      .post('/api/jobs')
+      .set('Idempotency-Key', 'conventions-key-anon')
+      .send(body);
+    expectProblem(second, 409, 'idempotency_reply_withheld');
+    expect(second.headers.location).toBe(first.headers.location);
+    expect(JSON.stringify(second.body)).not.toContain(first.body.accessToken);
+    expect(await jobCount()).toBe(jobs);
   });
 
   it('answers 409 idempotency_conflict for the same key with another body, and writes nothing', async () => {
@@ -166,8 +189,9 @@ describe('Idempotency-Key', () => {
     );
     const ids = new Set(results.filter((r) => r.status === 202).map((r) => r.body.job.id));
     expect(ids.size).toBe(1);
+    // The others came while it ran, or after (an anonymous caller is not shown the token again).
     for (const r of results.filter((r) => r.status !== 202))
-      expect(r.body.code).toBe('idempotency_in_progress');
+      expect(['idempotency_in_progress', 'idempotency_reply_withheld']).toContain(r.body.code);
     const digest = body.input.digest;
     expect(await app.deps.db('jobs').whereRaw(`input->>'digest' = ?`, [digest]).count({ n: '*' })).toEqual([
       { n: '1' },
@@ -282,7 +306,7 @@ describe('operator routes and operational endpoints', () => {
     const res = await app.request.get('/api/v1/readiness').expect(200);
     expect(res.body.ready).toBe(true);
     expect(Object.keys(res.body.checks)).toEqual(
-      expect.arrayContaining(['db', 'redis', 'migrations', 'queues', 'receiptKey']),
+      expect.arrayContaining(['db', 'redis', 'migrations', 'queues', 'receiptKey', 'logKey']),
     );
   });
 
@@ -295,9 +319,11 @@ describe('operator routes and operational endpoints', () => {
 
 describe('stored idempotent responses', () => {
   it('keep neither the key nor the response readable in the database', async () => {
+    const agent = await registerAgent(app);
     const body = { service: 'attest.timestamp', input: { digest: await sha256Of('idem-sealed') } };
     const first = await app.request
       .post('/api/jobs')
+      .set(agent.auth)
       .set('Idempotency-Key', 'sealed-key-00000001')
       .send(body)
       .expect(202);
@@ -305,8 +331,10 @@ describe('stored idempotent responses', () => {
     const dump = JSON.stringify(rows);
     expect(dump).not.toContain('sealed-key-00000001');
     expect(dump).not.toContain(first.body.job.id);
+    expect(dump).not.toContain(first.body.accessToken);
     const replay = await app.request
       .post('/api/jobs')
+      .set(agent.auth)
       .set('Idempotency-Key', 'sealed-key-00000001')
       .send(body)
       .expect(202);

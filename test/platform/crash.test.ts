@@ -3,7 +3,7 @@
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { sha256Hex } from '../../shared/crypto';
+import { sha256Hex } from '../../shared/platform/crypto';
 import { createJob } from '../../shared/jobs/jobs';
 import { eventually, testApp } from '../helpers';
 import type { TestApp } from '../helpers';
@@ -36,7 +36,7 @@ describe('SIGKILL mid-job', () => {
     const total = 400;
     const ids: string[] = [];
     for (let i = 0; i < total; i++) {
-      const row = await createJob(app.deps.db, app.deps.queues, {
+      const { row } = await createJob(app.deps.db, app.deps.queues, {
         service: 'attest.timestamp',
         input: { digest: sha256Hex(`crash ${i}`) },
       });

@@ -1,7 +1,7 @@
 // The README documents every configuration variable the service reads.
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { envSchema } from '../../shared/env';
+import { envSchema } from '../../shared/platform/env';
 
 describe('README', () => {
   it('has every configuration variable in its table', () => {

@@ -1,7 +1,9 @@
 // Configuration: a wrong value stops start-up with a message that names the variable.
 import { spawnSync } from 'node:child_process';
+import { readFileSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, hashTag, parseEnv } from '../../shared/env';
+import { ConfigError, hashTag, isProduction, parseEnv } from '../../shared/platform/env';
 
 describe('configuration', () => {
   it('names every wrong variable', () => {
@@ -11,6 +13,30 @@ describe('configuration', () => {
     } catch (err) {
       expect((err as ConfigError).issues.map((i) => i.split(':')[0])).toEqual(['PORT', 'REDIS_URL']);
     }
+  });
+
+  it('counts APP_ENV=production as production, as NODE_ENV=production', () => {
+    for (const production of [{ NODE_ENV: 'production' }, { APP_ENV: 'production' }]) {
+      expect(isProduction(parseEnv({ ...production, BASE_URL: 'https://px.example' }))).toBe(true);
+      expect(() => parseEnv(production)).toThrow(/BASE_URL: required in production/);
+    }
+    expect(isProduction(parseEnv({ APP_ENV: 'staging' }))).toBe(false);
+  });
+
+  it('has one production predicate: no code but env.ts reads NODE_ENV or APP_ENV', () => {
+    const offenders: string[] = [];
+    const walk = (dir: string) => {
+      for (const entry of readdirSync(dir, { withFileTypes: true })) {
+        const path = join(dir, entry.name);
+        if (entry.isDirectory()) {
+          if (entry.name !== 'node_modules' && entry.name !== 'build') walk(path);
+        } else if (/\.(ts|js|mjs)$/.test(entry.name) && path !== join('shared', 'platform', 'env.ts')) {
+          if (/\b(NODE_ENV|APP_ENV)\b/.test(readFileSync(path, 'utf8'))) offenders.push(path);
+        }
+      }
+    };
+    for (const dir of ['api', 'workers', 'shared', 'dev', 'cli', 'scripts', 'circuits']) walk(dir);
+    expect(offenders).toEqual([]);
   });
 
   it('treats empty variables as unset and applies defaults', () => {
@@ -29,6 +55,18 @@ describe('configuration', () => {
     expect(run.stderr).toContain('PORT: ');
     expect(run.stderr).toContain('OPERATOR_TOKEN: at least 16 characters');
     expect(run.stderr).not.toMatch(/\n\s+at /); // no stack trace
+  });
+
+  it('stops a process at start on a chain setting only its line can parse', () => {
+    const run = spawnSync(process.execPath, ['--import', 'tsx', 'api/main.ts'], {
+      env: { ...process.env, VITEST: '', TREASURY_BITCOIN_XPUB: 'xpub-that-is-not-one' },
+      encoding: 'utf8',
+      timeout: 20_000,
+    });
+    expect(run.status).toBe(78);
+    expect(run.stderr.trim().split('\n').slice(1)).toEqual([
+      expect.stringMatching(/^\s*TREASURY_BITCOIN_XPUB: /),
+    ]);
   });
 
   describe('Redis Cluster', () => {

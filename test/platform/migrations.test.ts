@@ -1,8 +1,8 @@
 // Migrations are reversible: up, down to nothing, and up again on a fresh database.
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createDb } from '../../shared/db/knex';
-import { migrateDown, migrateLatest, migrationsCurrent } from '../../shared/db/migrate';
+import { createDb } from '../../shared/platform/db/knex';
+import { migrateDown, migrateLatest, migrationsCurrent } from '../../shared/platform/db/migrate';
 
 const base = new URL(process.env.DATABASE_URL!);
 const name = `${base.pathname.slice(1)}_mig`;

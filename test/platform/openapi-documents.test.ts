@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type supertest from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { banner } from '../../shared/devstack/banner';
+import { banner } from '../../dev/stack/banner';
 import { grantLicense, testApp } from '../helpers';
 import type { TestApp } from '../helpers';
 import { registerAgent } from '../exchange/fixtures';
@@ -51,6 +51,9 @@ let platform: Document;
 
 beforeAll(async () => {
   app = testApp({ urls: URLS });
+  // Every route is sent credentials it does not take (a provider's token where ours is due): not a
+  // guess at one, so the per-network failure budget (test/security/auth-failures.test.ts) is lifted.
+  app.deps.rateLimit = { ...app.deps.rateLimit, authFailuresPerMinute: 1_000_000 };
   exchange = (await app.request.get('/openapi.json').expect(200)).body as Document;
   platform = (await app.request.get('/openapi/platform.json').expect(200)).body as Document;
 });
@@ -184,6 +187,9 @@ describe('declared security is what each route does', () => {
       operatorToken: OPERATOR,
       agentKey: agent.auth,
       licenseKey: license.auth,
+      // A job's access token opens one job; shaped as one, it gets past authentication everywhere
+      // a job's token is listed (the job itself then answers 404 to any other).
+      jobToken: { Authorization: `Bearer jt_${'A'.repeat(43)}` },
       // The provider's token is passed on unread; any Bearer value gets past the service.
       paymentsProviderToken: { Authorization: 'Bearer provider-access-token' },
     };
@@ -216,6 +222,7 @@ describe('declared security is what each route does', () => {
       operator: [{ operatorToken: [] }],
       agent: [{ agentKey: [] }],
       'agent-optional': [{}, { agentKey: [] }, { licenseKey: [] }],
+      job: [{}, { jobToken: [] }, { agentKey: [] }, { licenseKey: [] }, { operatorToken: [] }],
       'operator-or-license': [{ operatorToken: [] }, { licenseKey: [] }],
       'provider-token': [{ paymentsProviderToken: [] }],
     };
@@ -227,8 +234,25 @@ describe('declared security is what each route does', () => {
       [...operations(exchange), ...operations(platform)].map((o) => [o.op.operationId, o.op.security]),
     );
     expect(documented.size).toBe(routes.length);
-    for (const r of routes)
-      expect(documented.get(r.operationId), r.operationId).toEqual(expected[r.auth ?? 'public']);
+    // A capability (Bearer cs_…, gs_…) opens one resource on its route: one more credential listed,
+    // optional where the mode is public (the route answers without it: 404, or its public part).
+    const capability: Record<string, Security> = {
+      checkout: [{ checkoutSecret: [] }],
+      gate: [{ gateSecret: [] }],
+    };
+    for (const r of routes) {
+      const mode = expected[r.auth ?? 'public']!;
+      const listed = r.capability
+        ? [...(mode.length === 0 ? [{}] : mode), ...capability[r.capability]!]
+        : mode;
+      expect(documented.get(r.operationId), r.operationId).toEqual(listed);
+    }
+    expect(routes.filter((r) => r.capability).map((r) => r.operationId)).toEqual([
+      'checkoutStatus',
+      'verifyCheckout',
+      'paymentGateStatus',
+      'paymentGateVerify',
+    ]);
   });
 
   it('answers without a credential exactly where the document lists none, and 401 elsewhere', async () => {

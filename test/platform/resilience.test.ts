@@ -1,9 +1,10 @@
 // Postgres is the truth: a job accepted while Redis is down runs once Redis is back (through the
 // sweeper); with Postgres down the API answers 503 rather than accepting what it cannot keep.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createDb } from '../../shared/db/knex';
-import { Queues } from '../../shared/queues';
-import { createRedis } from '../../shared/redis';
+import { createDb } from '../../shared/platform/db/knex';
+import { Queues } from '../../shared/platform/queues';
+import { createRedis } from '../../shared/platform/redis';
+import { sweepTargets } from '../../workers/main';
 import { Sweeper } from '../../workers/sweeper';
 import { sha256Of, testApp, testJobsWorker, waitForJob } from '../helpers';
 import type { TestApp } from '../helpers';
@@ -28,7 +29,7 @@ describe('Redis unavailable at createJob', () => {
       expect(res.body.job.status).toBe('queued');
       expect(await live.deps.queues.get('jobs').getJob(id)).toBeUndefined();
 
-      const sweeper = new Sweeper(live.deps.db, live.deps.queues, live.deps.redis, {
+      const sweeper = new Sweeper(live.deps.db, live.deps.queues, live.deps.redis, sweepTargets, {
         intervalMs: 1000,
         graceMs: 0,
       });
@@ -41,7 +42,7 @@ describe('Redis unavailable at createJob', () => {
 
       const worker = testJobsWorker();
       try {
-        const done = await waitForJob(live.request, id);
+        const done = await waitForJob(live.request, id, res.body.accessToken);
         expect(done.status).toBe('succeeded');
         const succeeded = await live.deps.db('job_events').where({ job_id: id, type: 'succeeded' });
         expect(succeeded).toHaveLength(1);

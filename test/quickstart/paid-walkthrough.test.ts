@@ -2,8 +2,9 @@
 // own DATA_DIR, so a fresh local development chain; the test database and Redis prefix instead of the
 // embedded Postgres, which test/quickstart/readme.test.ts covers), then the README's commands unedited
 // but for the port: a priced job, `npm run demo:pay`, the job succeeded, the receipt verified offline.
-// Then the payer who should be refused: the same job again, a job that does not exist, a free job, and
-// no development chain — each refused in one line, with no transfer sent.
+// Then the payer who should be refused: the same job again, a job that does not exist, a job with a
+// token that is not its own, a free job, and no development chain — each refused in one line, with no
+// transfer sent.
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
@@ -12,9 +13,9 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createPublicClient, http } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { demoTokenBalance } from '../../shared/devchain/token';
-import { devnetChain, devnetPaths, readDevnetInfo } from '../../shared/devstack/devnet';
-import type { DevnetInfo } from '../../shared/devstack/devnet';
+import { demoTokenBalance } from '../../dev/chain/token';
+import { devnetChain, devnetPaths, readDevnetInfo } from '../../dev/stack/devnet';
+import type { DevnetInfo } from '../../dev/stack/devnet';
 import { verifyReceipt } from '../../shared/payments/receipts';
 import type { Receipt } from '../../shared/payments/receipts';
 
@@ -41,6 +42,7 @@ let stack: { child: ChildProcess; out: string; exit: Promise<unknown> } | undefi
 let startedInMs = 0;
 let info: DevnetInfo;
 let paidJob: string;
+let paidToken: string;
 
 async function until(pattern: RegExp, ms: number): Promise<void> {
   const deadline = Date.now() + ms;
@@ -54,7 +56,7 @@ async function until(pattern: RegExp, ms: number): Promise<void> {
 
 /** What `npm run demo:pay -- <args>` runs (without npm's own start-up), with this stack's settings. */
 function demoPay(args: string[], extra: NodeJS.ProcessEnv = {}) {
-  return spawnSync(process.execPath, ['--import', 'tsx', 'shared/bin/demo-pay.ts', ...args], {
+  return spawnSync(process.execPath, ['--import', 'tsx', 'dev/demo-pay.ts', ...args], {
     cwd: repo,
     env: { ...env, ...extra },
     encoding: 'utf8',
@@ -110,7 +112,7 @@ describe('the README paid walkthrough, on the local development chain npm start 
       `[start]   dev chain       ${info.rpcUrl}   (local development chain: demo money, never production)`,
     );
     expect(said.find((l) => l.startsWith('[start]   pay for a job'))).toBe(
-      `[start]   pay for a job   npm run demo:pay -- <job id>   (demo payer key in ${join(dataDir, 'devnet', 'payer.key')})`,
+      `[start]   pay for a job   npm run demo:pay -- <job id> <job token>   (demo payer key in ${join(dataDir, 'devnet', 'payer.key')})`,
     );
     expect(statSync(info.payerKeyFile).mode & 0o777).toBe(0o600);
     // Pricing offers the demo stablecoin on the chain, named as a demo token; WBTC is not on it.
@@ -126,29 +128,37 @@ describe('the README paid walkthrough, on the local development chain npm start 
     const { scripts } = JSON.parse(readFileSync(join(repo, 'package.json'), 'utf8')) as {
       scripts: Record<string, string>;
     };
-    expect(scripts['demo:pay']).toBe('node --import tsx shared/bin/demo-pay.ts');
-    expect(scripts['receipt:verify']).toBe('node --import tsx shared/bin/verify-receipt.ts');
+    expect(scripts['demo:pay']).toBe('node --import tsx dev/demo-pay.ts');
+    expect(scripts['receipt:verify']).toBe('node --import tsx cli/verify-receipt.ts');
   });
 
   it('runs as written: a priced job, paid with demo:pay, succeeded, its receipt verified offline', async () => {
     expect(walkthrough, 'the README has a paid walkthrough').toBeDefined();
     const script = walkthrough!.body.replaceAll('localhost:3000', `localhost:${port}`);
     const before = await demoTokenBalance(info.rpcUrl, info.token.address, info.treasury);
-    const out = execFileSync('bash', ['-euo', 'pipefail', '-c', `${script}\necho "JOB=$JOB"`], {
+    const out = execFileSync('bash', ['-euo', 'pipefail', '-c', `${script}\necho "JOB=$JOB TOKEN=$TOKEN"`], {
       cwd: repo,
       env,
       encoding: 'utf8',
       timeout: 120_000,
       stdio: ['ignore', 'pipe', 'pipe'],
     });
-    paidJob = /^JOB=(job_[0-9a-z]{26})$/m.exec(out)![1]!;
+    const printed = /^JOB=(job_[0-9a-z]{26}) TOKEN=(jt_[\w-]{43})$/m.exec(out)!;
+    paidJob = printed[1]!;
+    paidToken = printed[2]!;
     expect(out).toContain(`job ${paidJob} succeeded; receipt:`);
     expect(out).toMatch(/"status":"succeeded"/);
     expect(out).toMatch(/^valid: receipt rcpt_[0-9a-z]{26} signed by /m);
 
     // What it claims, checked apart: the receipt is the service's, for this job, of exactly the quoted
     // amount, which the treasury received on the development chain.
-    const job = (await (await fetch(`http://127.0.0.1:${port}/api/jobs/${paidJob}`)).json()) as {
+    // Without its token the job is not found, as one that does not exist.
+    expect((await fetch(`http://127.0.0.1:${port}/api/jobs/${paidJob}`)).status).toBe(404);
+    const job = (await (
+      await fetch(`http://127.0.0.1:${port}/api/jobs/${paidJob}`, {
+        headers: { authorization: `Bearer ${paidToken}` },
+      })
+    ).json()) as {
       job: { status: string; links: { receipt: string } };
       payment: { quotes: Array<{ asset: string; amount: string; network: string }> };
     };
@@ -174,7 +184,7 @@ describe('the README paid walkthrough, on the local development chain npm start 
 
     // A changed receipt does not verify with the same command.
     const forged = JSON.stringify({ receipt: { ...receipt, amount: '1' } });
-    const verifier = ['--import', 'tsx', 'shared/bin/verify-receipt.ts', '-', health.signingKey.publicKey];
+    const verifier = ['--import', 'tsx', 'cli/verify-receipt.ts', '-', health.signingKey.publicKey];
     const check = spawnSync(process.execPath, verifier, {
       cwd: repo,
       env,
@@ -185,44 +195,53 @@ describe('the README paid walkthrough, on the local development chain npm start 
     expect(check.stdout).toMatch(/^INVALID: /);
   }, 150_000);
 
-  it('refuses a job already paid, one that does not exist, and a free one, sending nothing', async () => {
+  it("refuses a job already paid, one that does not exist, a token not the job's, and a free one, sending nothing", async () => {
     const nonce = await payerNonce();
-    const again = demoPay([paidJob]);
+    const again = demoPay([paidJob, paidToken]);
     expect(again.status).toBe(1);
     expect(again.stderr).toMatch(
       new RegExp(`^demo:pay: job ${paidJob} is already paid \\(it is succeeded\\); receipt: http`),
     );
 
-    const missing = demoPay(['job_00000000000000000000000000']);
+    const notFound = (id: string) =>
+      `demo:pay: job ${id} not found at http://127.0.0.1:${port} (or the token is not that job's: pass the accessToken its createJob answered)`;
+    const missing = demoPay(['job_00000000000000000000000000', paidToken]);
     expect(missing.status).toBe(1);
-    expect(missing.stderr.trim()).toBe(
-      `demo:pay: job job_00000000000000000000000000 not found at http://127.0.0.1:${port}`,
-    );
+    expect(missing.stderr.trim()).toBe(notFound('job_00000000000000000000000000'));
 
     const created = await fetch(`http://127.0.0.1:${port}/api/jobs`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ service: 'attest.timestamp', input: { digest: 'ab'.repeat(32) } }),
     });
-    const free = ((await created.json()) as { job: { id: string } }).job.id;
-    const notPriced = demoPay([free]);
+    const freeJob = (await created.json()) as { job: { id: string }; accessToken: string };
+    const free = freeJob.job.id;
+    // Another job's token opens nothing: the unpaid job is not found, and not paid.
+    const wrongToken = demoPay([paidJob, freeJob.accessToken]);
+    expect(wrongToken.status).toBe(1);
+    expect(wrongToken.stderr.trim()).toBe(notFound(paidJob));
+    const noToken = demoPay([paidJob]);
+    expect(noToken.status).toBe(2);
+    expect(noToken.stderr).toContain('usage: npm run demo:pay -- <job id> <job token>');
+    const notPriced = demoPay([free, freeJob.accessToken]);
     expect(notPriced.status).toBe(1);
     expect(notPriced.stderr.trim()).toBe(
       `demo:pay: job ${free} is not priced (attest.timestamp is free): it runs without a payment`,
     );
 
-    const notAnId = demoPay(['../../etc/passwd']);
+    const notAnId = demoPay(['../../etc/passwd', paidToken]);
     expect(notAnId.status).toBe(1);
     expect(notAnId.stderr).toContain('is not a job id');
 
     expect(await payerNonce()).toBe(nonce); // no transaction was sent for any of them
-    for (const run of [again, missing, notPriced, notAnId]) expect(run.stderr).not.toMatch(/\n\s+at /);
+    for (const run of [again, missing, wrongToken, noToken, notPriced, notAnId])
+      expect(run.stderr).not.toMatch(/\n\s+at /);
   }, 120_000);
 
   it('says there is no development chain when there is none, and never printed a key', async () => {
     const elsewhere = mkdtempSync(join(tmpdir(), 'px-paid-none-'));
     try {
-      const none = demoPay([paidJob], { DATA_DIR: elsewhere });
+      const none = demoPay([paidJob, paidToken], { DATA_DIR: elsewhere });
       expect(none.status).toBe(1);
       expect(none.stderr.trim()).toBe(
         `demo:pay: no local development chain here (nothing under ${elsewhere}/devnet): run npm start with no chain configured, then try again`,
@@ -242,7 +261,7 @@ describe('the README paid walkthrough, on the local development chain npm start 
       .filter((l) => l.msg === 'shutting down');
     expect(stops.map((l) => l.reason)).toEqual(['SIGTERM', 'SIGTERM', 'SIGTERM', 'SIGTERM']);
 
-    const stopped = demoPay([paidJob]);
+    const stopped = demoPay([paidJob, paidToken]);
     expect(stopped.status).toBe(1);
     expect(stopped.stderr.trim()).toBe(
       `demo:pay: no local development chain is running (nothing answers at ${info.rpcUrl}): start it with npm start`,

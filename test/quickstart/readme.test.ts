@@ -85,8 +85,8 @@ beforeAll(async () => {
     rmSync(join(clone, 'node_modules'), { recursive: true, force: true });
     execFileSync('cp', ['-a', join(repo, 'node_modules'), join(clone, 'node_modules')]);
   }
-  const build = join(repo, 'workers/native-prover/build');
-  if (existsSync(build)) cpSync(build, join(clone, 'workers/native-prover/build'), { recursive: true });
+  const build = join(repo, 'native-prover/build');
+  if (existsSync(build)) cpSync(build, join(clone, 'native-prover/build'), { recursive: true });
   [port, pgPort, devnetPort] = [await freePort(), await freePort(), await freePort()];
   // A fresh shell: nothing from the test run's own configuration, only free ports (and loopback).
   env = {

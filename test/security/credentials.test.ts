@@ -6,8 +6,8 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ConfigError, env, parseEnv } from '../../shared/env';
-import { startMetricsServer } from '../../shared/metrics';
+import { ConfigError, env, parseEnv } from '../../shared/platform/env';
+import { startMetricsServer } from '../../shared/platform/metrics';
 import { expectProblem, newWallet } from '../exchange/fixtures';
 import { sha256Of, testApp } from '../helpers';
 import type { TestApp } from '../helpers';

@@ -7,8 +7,8 @@ import http from 'node:http';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { EgressRefusedError, egressDns, refusedRange, userFetch } from '../../shared/egress';
-import { env } from '../../shared/env';
+import { EgressRefusedError, egressDns, refusedRange, userFetch } from '../../shared/platform/egress';
+import { env } from '../../shared/platform/env';
 import { deliveriesProcessor } from '../../workers/processors/deliveries';
 import { expectProblem, registerAgent } from '../exchange/fixtures';
 import { eventually, sha256Of, testApp, testJobsWorker, testQueueWorker } from '../helpers';
@@ -130,6 +130,7 @@ describe('egress to internal targets', () => {
         .expect(202);
       const handoff = await app.request
         .post('/api/logistics/request')
+        .set('Authorization', `Bearer ${job.body.accessToken}`)
         .send({ jobId: job.body.job.id, method: 'agent_handoff', targetAgentId: recipient.id })
         .expect(202);
       const done = await eventually(async () => {
@@ -164,6 +165,7 @@ describe('egress to internal targets', () => {
         .expect(202);
       const res = await app.request
         .post('/api/logistics/request')
+        .set('Authorization', `Bearer ${job.body.accessToken}`)
         .send({ jobId: job.body.job.id, method: 'webhook', targetUrl: `http://127.0.0.1:${port}/hook` })
         .expect(202);
       const row = await eventually(async () => {

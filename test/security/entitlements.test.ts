@@ -10,7 +10,7 @@ process.env.TREASURY_SOLANA = 'So11111111111111111111111111111111111111112';
 
 const { behindProxy, grantLicense, sha256Of, testApp } = await import('../helpers');
 const { expectProblem, newWallet } = await import('../exchange/fixtures');
-const { trialProof } = await import('../commercial/helpers');
+const { trialProof } = await import('../licensing/helpers');
 
 let app: TestApp;
 let proxied: ReturnType<typeof behindProxy>;

@@ -4,7 +4,7 @@
 // key and with the operator token. No answer may be a 5xx, and every 4xx is a problem document.
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startStandInProvider } from '../../shared/commercial/standin-provider';
+import { startStandInProvider } from '../../dev/stack/payments-standin';
 import type { TestApp } from '../helpers';
 
 // Every asset family priceable and the payments provider present, so a 503 can only mean a fault.

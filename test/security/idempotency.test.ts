@@ -4,7 +4,7 @@
 // stored opens only with the server secret and the client's key together.
 import { hkdfSync } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { open } from '../../shared/sealing';
+import { open } from '../../shared/platform/sealing';
 import { expectProblem, newWallet } from '../exchange/fixtures';
 import { behindProxy, testApp } from '../helpers';
 import type { TestApp } from '../helpers';
@@ -23,7 +23,7 @@ const ATTACKER = '198.51.100.7';
 const keys = async () => Number((await app.deps.db('idempotency_keys').count({ n: '*' }))[0]!.n);
 
 describe('idempotency keys across callers', () => {
-  it('never replays an anonymous caller’s response (its API key) to another address', async () => {
+  it('never replays a reply carrying an API key to an anonymous caller, from its address or another', async () => {
     const body = { name: 'victim agent', walletPublicKey: newWallet().publicKey };
     const key = 'register-0000000001';
     const first = await proxied
@@ -34,15 +34,16 @@ describe('idempotency keys across callers', () => {
       .expect(201);
     expect(first.body.apiKey).toMatch(/^ak_/);
 
-    // The victim's own retry replays.
+    // Anyone else behind the victim's address (a NAT, a proxy) is the same anonymous caller: the
+    // repeat names the agent it made, and never carries its key.
     const retry = await proxied
       .post('/api/registry/register')
       .set('X-Forwarded-For', VICTIM)
       .set('Idempotency-Key', key)
       .send(body)
-      .expect(201);
-    expect(retry.headers['idempotency-replayed']).toBe('true');
-    expect(retry.body.apiKey).toBe(first.body.apiKey);
+      .expect(409);
+    expect(retry.body.code).toBe('idempotency_reply_withheld');
+    expect(retry.text).not.toContain(first.body.apiKey);
 
     // The attacker, from elsewhere, with the same key and body rebuilt from public search.
     const stolen = await proxied

@@ -3,7 +3,7 @@
 // — before idempotency, before Postgres. Nothing is written, and nothing reaches Postgres to refuse.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { guardInput, MAX_JSON_DEPTH } from '../../api/http/input-guard';
-import { captureLogs } from '../commercial/helpers';
+import { captureLogs } from '../licensing/helpers';
 import { expectProblem, newWallet, registerAgent } from '../exchange/fixtures';
 import type { TestAgent } from '../exchange/fixtures';
 import { testApp } from '../helpers';

@@ -3,10 +3,11 @@
 // one caller can keep only a few proofs queued, and Groth16 verification has its own limit.
 import { randomBytes } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
-import { Queues } from '../../shared/queues';
-import { waitReady } from '../../shared/redis';
-import { expectProblem, registerAgent } from '../exchange/fixtures';
-import { testApp } from '../helpers';
+import { Queues } from '../../shared/platform/queues';
+import { waitReady } from '../../shared/platform/redis';
+import { env } from '../../shared/platform/env';
+import { expectProblem, newWallet, registerAgent } from '../exchange/fixtures';
+import { behindProxy, testApp } from '../helpers';
 import type { TestApp } from '../helpers';
 import type { AppDeps } from '../../api/deps';
 
@@ -33,7 +34,8 @@ const proofCount = async (app: TestApp) => Number((await app.deps.db('proofs').c
 
 describe('per-address and per-credential buckets', () => {
   it('meets 429 within 60 junk-token requests at 40 a minute', async () => {
-    const app = await limitedApp({ ipPerMinute: 40, keyPerMinute: 10_000 });
+    // The failure budget (test/security/auth-failures.test.ts) is lifted: this is the address's bucket.
+    const app = await limitedApp({ ipPerMinute: 40, keyPerMinute: 10_000, authFailuresPerMinute: 10_000 });
     const statuses: number[] = [];
     for (let i = 0; i < 60; i++) {
       const res = await app.request
@@ -76,21 +78,69 @@ describe('proving and verifying budgets', () => {
     // A valid proof is refused as well: the budget is spent before any work.
     expectProblem(await prove(app, { value: '12', threshold: '11' }), 429, 'rate_limited');
     expect(await proofCount(app)).toBe(before);
-    // An agent that authenticated is not held to the anonymous budget.
+    // A free agent counts as the network that registered it: no fresh budget from minting one.
     const agent = await registerAgent(app);
-    expect((await prove(app, unsatisfied, agent.auth)).status).toBe(422);
+    expectProblem(await prove(app, unsatisfied, agent.auth), 429, 'rate_limited');
+    // One registered from another network spends that network's budget.
+    const elsewhere = await behindProxy(app)
+      .post('/api/registry/register')
+      .set('X-Forwarded-For', '2001:db8:77:1::9')
+      .send({ name: 'elsewhere', walletPublicKey: newWallet().publicKey })
+      .expect(201);
+    expect((await prove(app, unsatisfied, { Authorization: `Bearer ${elsewhere.body.apiKey}` })).status).toBe(
+      422,
+    );
+  });
+
+  it('gives eight fresh agents from one network no more proving than one', async () => {
+    const app = await limitedApp({ proveMaxInFlight: 4, proveAnonPerMinute: 1000 });
+    const before = await proofCount(app);
+    const agents = [];
+    for (let i = 0; i < 8; i++) agents.push(await registerAgent(app, { name: `minted ${i}` }));
+    const statuses: number[] = [];
+    for (const agent of agents) {
+      for (let i = 0; i < 4; i++) {
+        statuses.push(
+          (await prove(app, { value: String(100 + statuses.length), threshold: '11' }, agent.auth)).status,
+        );
+      }
+    }
+    expect(statuses.filter((s) => s === 202)).toHaveLength(4);
+    expect(statuses.filter((s) => s === 429)).toHaveLength(28);
+    expect(await proofCount(app)).toBe(before + 4);
+  });
+
+  it('budgets agent registration per network, IPv6 by its /64', async () => {
+    const app = await limitedApp({});
+    const proxied = behindProxy(app);
+    const register = (from: string) =>
+      proxied
+        .post('/api/registry/register')
+        .set('X-Forwarded-For', from)
+        .send({ name: 'minted', walletPublicKey: newWallet().publicKey });
+    const agents = async () => Number((await app.deps.db('agents').count({ n: '*' }))[0]!.n);
+    const before = await agents();
+    const limit = env.AGENT_REGISTRATIONS_PER_HOUR;
+    // Every registration from another address of the same /64.
+    for (let i = 0; i < limit; i++) await register(`2001:db8:5:6::${(i + 1).toString(16)}`).expect(201);
+    expectProblem(await register('2001:db8:5:6:ffff::1'), 429, 'rate_limited');
+    expect(await agents()).toBe(before + limit);
+    // Another /64 has a budget of its own.
+    await register('2001:db8:5:7::1').expect(201);
   });
 
   it('keeps at most PROVE_MAX_IN_FLIGHT proofs queued per caller', async () => {
     const app = await limitedApp({ proveMaxInFlight: 2 });
     const before = await proofCount(app);
     // No prover runs here: accepted proofs stay queued.
-    for (let i = 0; i < 2; i++) await prove(app, { value: String(20 + i), threshold: '11' }).expect(202);
+    const ids: string[] = [];
+    for (let i = 0; i < 2; i++) {
+      ids.push((await prove(app, { value: String(20 + i), threshold: '11' }).expect(202)).body.proof.id);
+    }
     expectProblem(await prove(app, { value: '30', threshold: '11' }), 429, 'too_many_in_flight');
     expect(await proofCount(app)).toBe(before + 2);
     // Once one of them is done, the caller may queue another.
-    const [first] = await app.deps.db('proofs').where({ status: 'queued' }).orderBy('created_at').limit(1);
-    await app.deps.db('proofs').where({ id: first.id }).update({ status: 'failed', input_sealed: null });
+    await app.deps.db('proofs').where({ id: ids[0] }).update({ status: 'failed', input_sealed: null });
     await prove(app, { value: '31', threshold: '11' }).expect(202);
     expect(await proofCount(app)).toBe(before + 3);
   });

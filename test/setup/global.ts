@@ -21,8 +21,8 @@ export default async function setup(project: TestProject) {
   const dataDir = mkdtempSync(join(tmpdir(), 'px-test-'));
   process.env.DATA_DIR ??= join(process.cwd(), '.data');
   process.env.LOG_LEVEL = 'silent';
-  const { resolvePostgres } = await import('../../shared/devstack/postgres');
-  const { resolveRedis } = await import('../../shared/devstack/redis');
+  const { resolvePostgres } = await import('../../dev/stack/postgres');
+  const { resolveRedis } = await import('../../dev/stack/redis');
   const pgInfo = await resolvePostgres();
   const redisInfo = await resolveRedis();
 
@@ -31,8 +31,8 @@ export default async function setup(project: TestProject) {
   await admin.connect();
   await admin.query(`create database "${template}"`);
   const templateUrl = withDatabase(pgInfo.url, template);
-  const { createDb } = await import('../../shared/db/knex');
-  const { release } = await import('../../shared/bin/release');
+  const { createDb } = await import('../../shared/platform/db/knex');
+  const { release } = await import('../../workers/release');
   const db = createDb(templateUrl, { poolMax: 2 });
   try {
     await release(db);

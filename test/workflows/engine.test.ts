@@ -1,6 +1,6 @@
 // The workflow state machine: every template completes, and every sequence/approval rule is enforced.
 import { describe, expect, it } from 'vitest';
-import { AppError } from '../../shared/errors';
+import { AppError } from '../../shared/platform/errors';
 import { countedApprovers, currentStageIndex, workflowStatus } from '../../shared/workflows/engine';
 import { stageRecordSchema, workflowEventSchema } from '../../shared/workflows/records';
 import { findTemplate, templateNames, workflowTemplates } from '../../shared/workflows/templates';

@@ -1,6 +1,6 @@
 // Drives workflows through the engine for the tests: deterministic actors, times, salts and keys.
 import { createPrivateKey, createPublicKey, sign } from 'node:crypto';
-import { keyIdOf, sha256Hex } from '../../shared/crypto';
+import { keyIdOf, sha256Hex } from '../../shared/platform/crypto';
 import { applyEvent, initialStages } from '../../shared/workflows/engine';
 import type { EventOptions, WorkflowContext } from '../../shared/workflows/engine';
 import type { StageRecord, WorkflowEvent } from '../../shared/workflows/records';

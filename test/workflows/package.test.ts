@@ -1,12 +1,17 @@
 // Proof packages and stored records: built from a finished workflow, verified offline, and every kind
 // of tampering caught with the reason; nothing private ever reaches a package.
 import { describe, expect, it } from 'vitest';
-import { MemoryLog } from '../../shared/translog/memoryLog';
-import { toHex } from '../../shared/translog/merkle';
-import { signTreeHead } from '../../shared/translog/treeHead';
+import { MemoryLog } from '../../shared/platform/translog/memoryLog';
+import { toHex } from '../../shared/platform/translog/merkle';
+import { signTreeHead } from '../../shared/platform/translog/treeHead';
 import { checkRecords, chainGenesis } from '../../shared/workflows/chain';
 import { genesisOf } from '../../shared/workflows/engine';
-import { attachLogProof, packageLeafData, signPackage } from '../../shared/workflows/envelope';
+import {
+  attachLogProof,
+  packageLeafData,
+  packageLeafHash,
+  signPackage,
+} from '../../shared/workflows/envelope';
 import { buildWorkflowPackage, verifyPackage, verifyRecords } from '../../shared/workflows/package';
 import type { WorkflowPackage } from '../../shared/workflows/package';
 import type { StageRecord } from '../../shared/workflows/records';
@@ -39,6 +44,7 @@ function loggedPackage(): { pkg: WorkflowPackage; log: MemoryLog } {
     treeSize: log.size,
     path: log.inclusionProof(index).map(toHex),
     treeHead,
+    leafHash: packageLeafHash(pkg),
   });
   return { pkg: logged, log };
 }

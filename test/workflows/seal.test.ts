@@ -1,16 +1,17 @@
-// The service-key wiring: a package sealed with the configured key verifies against its published key.
+// The key wiring: a package sealed with the configured service key verifies against its published key,
+// and the log's tree heads against the log key, which is another key.
 import { describe, expect, it } from 'vitest';
-import { MemoryLog } from '../../shared/translog/memoryLog';
-import { verifyTreeHead } from '../../shared/translog/treeHead';
+import { MemoryLog } from '../../shared/platform/translog/memoryLog';
+import { signTreeHead, verifyTreeHead } from '../../shared/platform/translog/treeHead';
 import { verifyPackage } from '../../shared/workflows/package';
 import { findTemplate } from '../../shared/workflows/templates';
 import type { WorkflowTemplate } from '../../shared/workflows/templates';
 import { completeWorkflow } from './helpers';
 
 describe('sealing with the service key', () => {
-  it('signs packages and tree heads that verify against servicePublicKey()', async () => {
-    const { sealWorkflowPackage, servicePublicKey, signServiceTreeHead } =
-      await import('../../shared/workflows/seal');
+  it('signs packages that verify against servicePublicKey(), tree heads against the log key', async () => {
+    const { sealWorkflowPackage, servicePublicKey } = await import('../../shared/workflows/seal');
+    const { logSigningKey } = await import('../../shared/platform/keys');
     const template = findTemplate('Treasury Approval') as WorkflowTemplate;
     const run = completeWorkflow(template, 'prf_sealed');
     const pkg = sealWorkflowPackage({
@@ -29,7 +30,12 @@ describe('sealing with the service key', () => {
 
     const log = new MemoryLog();
     log.append(Buffer.from('entry'));
-    const head = signServiceTreeHead({ treeSize: log.size, rootHash: log.root(), timestamp: new Date() });
-    expect(verifyTreeHead(head, publicKey)).toBe(true);
+    const head = signTreeHead(
+      { treeSize: log.size, rootHash: log.root(), timestamp: new Date() },
+      logSigningKey(),
+    );
+    expect(logSigningKey().publicKey).not.toBe(publicKey);
+    expect(verifyTreeHead(head, logSigningKey().publicKey)).toBe(true);
+    expect(verifyTreeHead(head, publicKey)).toBe(false);
   });
 });

@@ -3,7 +3,7 @@
 // the open stage's entry hashes were not loaded.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { AppError } from '../../shared/errors';
+import { AppError } from '../../shared/platform/errors';
 import {
   StageTrailNeeded,
   applyEvent,

@@ -2,7 +2,7 @@
 // proofs for every small tree, tampering rejected, and signed tree heads.
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { MemoryLog } from '../../shared/translog/memoryLog';
+import { MemoryLog } from '../../shared/platform/translog/memoryLog';
 import {
   EMPTY_ROOT,
   consistencyProof,
@@ -15,7 +15,7 @@ import {
   toHex,
   verifyConsistency,
   verifyInclusion,
-} from '../../shared/translog/merkle';
+} from '../../shared/platform/translog/merkle';
 import {
   buildConsistencyProof,
   buildInclusionProof,
@@ -23,7 +23,7 @@ import {
   checkInclusionProof,
   signTreeHead,
   verifyTreeHead,
-} from '../../shared/translog/treeHead';
+} from '../../shared/platform/translog/treeHead';
 import { logKey, otherKey } from './helpers';
 
 const hex = (s: string) => Buffer.from(s, 'hex');

@@ -2,20 +2,21 @@
 // the delayed set without spending an attempt; a failed POST is retried with backoff, then marked failed.
 import { DelayedError, UnrecoverableError } from 'bullmq';
 import type { Processor } from 'bullmq';
-import type { Db } from '../../shared/db/knex';
-import { failDelivery, processDelivery } from '../../shared/exchange/logistics';
-import { jobDuration, jobsProcessed } from '../../shared/metrics';
-import { queueCatalog } from '../../shared/queues';
-import { registerSweepTarget } from '../sweeper';
+import type { Db } from '../../shared/platform/db/knex';
+import { failDelivery, processDelivery } from '../../shared/deliveries/deliveries';
+import { jobDuration, jobsProcessed } from '../../shared/platform/metrics';
+import { queueCatalog } from '../../shared/platform/queues';
+import type { SweepTarget } from '../sweeper';
 import { isFinalAttempt } from './jobs';
 
-registerSweepTarget({
+/** The rows of this queue the sweeper keeps in the queue. */
+export const deliveriesSweepTarget: SweepTarget<'deliveries'> = {
   queue: 'deliveries',
   table: 'logistics_requests',
   statuses: ['queued', 'delivering'],
   payload: (row) => ({ requestId: row.id }),
   markFailed: (db, id, reason) => failDelivery(db, id, reason),
-});
+};
 
 export function deliveriesProcessor(db: Db): Processor {
   return async (job, token) => {

@@ -1,11 +1,21 @@
 // The `jobs` queue: parse the payload, run the job through the jobs service, map failures to retries.
 import { UnrecoverableError } from 'bullmq';
 import type { Job, Processor } from 'bullmq';
-import type { Db } from '../../shared/db/knex';
-import { isUnavailableError } from '../../shared/errors';
+import type { Db } from '../../shared/platform/db/knex';
+import { isUnavailableError } from '../../shared/platform/errors';
 import { failJob, runJob, scheduleRetry } from '../../shared/jobs/jobs';
-import { jobDuration, jobsProcessed } from '../../shared/metrics';
-import { queueCatalog } from '../../shared/queues';
+import type { SweepTarget } from '../sweeper';
+import { jobDuration, jobsProcessed } from '../../shared/platform/metrics';
+import { queueCatalog } from '../../shared/platform/queues';
+
+/** The rows of this queue the sweeper keeps in the queue. */
+export const jobsSweepTarget: SweepTarget<'jobs'> = {
+  queue: 'jobs',
+  table: 'jobs',
+  statuses: ['queued', 'running'],
+  payload: (row) => ({ jobId: row.id }),
+  markFailed: (db, id, reason) => failJob(db, id, 'job_failed', reason),
+};
 
 export function isFinalAttempt(job: Job, err: unknown): boolean {
   return err instanceof UnrecoverableError || job.attemptsMade + 1 >= (job.opts.attempts ?? 1);

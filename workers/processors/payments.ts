@@ -3,22 +3,23 @@
 // not settled yet goes back to the delayed set with backoff, without spending an attempt.
 import { DelayedError, UnrecoverableError } from 'bullmq';
 import type { Processor } from 'bullmq';
-import type { Db } from '../../shared/db/knex';
-import { jobDuration, jobsProcessed } from '../../shared/metrics';
+import type { Db } from '../../shared/platform/db/knex';
+import { jobDuration, jobsProcessed } from '../../shared/platform/metrics';
 import { paymentChecker } from '../../shared/payments/check';
-import { failPayment } from '../../shared/payments/payments';
-import type { ProcessOptions } from '../../shared/payments/payments';
-import { Queues, queueCatalog } from '../../shared/queues';
-import { createRedis } from '../../shared/redis';
-import { registerSweepTarget } from '../sweeper';
+import { failPayment } from '../../shared/payments/submit';
+import type { ProcessOptions } from '../../shared/payments/check';
+import { Queues, queueCatalog } from '../../shared/platform/queues';
+import { createRedis } from '../../shared/platform/redis';
+import type { SweepTarget } from '../sweeper';
 
-registerSweepTarget({
+/** The rows of this queue the sweeper keeps in the queue. */
+export const paymentsSweepTarget: SweepTarget<'payments'> = {
   queue: 'payments',
   table: 'payments',
   statuses: ['pending', 'verifying'],
   payload: (row) => ({ paymentId: row.id }),
   markFailed: (db, id, reason) => failPayment(db, id, reason),
-});
+};
 
 /** `queues` enqueues the paid job; default: a connection of its own. */
 export function paymentsProcessor(

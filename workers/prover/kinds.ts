@@ -1,7 +1,9 @@
-// Proof kinds the prover process handles: each kind names its handler; the `proofs` payload says which.
+// Proof kinds: each names its handler and its outbox; the `proofs` payload says which kind a job is.
+// The prover's main lists the kinds it handles (workers/prover/main.ts).
 import type { Job } from 'bullmq';
-import type { Db } from '../../shared/db/knex';
-import type { Queues } from '../../shared/queues';
+import type { Db } from '../../shared/platform/db/knex';
+import type { Queues } from '../../shared/platform/queues';
+import type { SweepTarget } from '../sweeper';
 
 export interface ProofContext {
   db: Db;
@@ -13,16 +15,9 @@ export interface ProofContext {
 /** Builds or proves the row `proofId`; idempotent (skips work already recorded). */
 export type ProofHandler = (proofId: string, ctx: ProofContext) => Promise<unknown>;
 
-const handlers = new Map<string, ProofHandler>();
-
-export function registerProofKind(kind: string, handler: ProofHandler): void {
-  handlers.set(kind, handler);
-}
-
-export function proofHandler(kind: string): ProofHandler | undefined {
-  return handlers.get(kind);
-}
-
-export function proofKinds(): string[] {
-  return [...handlers.keys()];
+/** A proof kind: its name in the `proofs` payload, its handler, and the rows the sweeper keeps queued. */
+export interface ProofKind {
+  kind: string;
+  handle: ProofHandler;
+  sweep: SweepTarget<'proofs'>;
 }

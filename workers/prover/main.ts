@@ -3,18 +3,20 @@
 import { UnrecoverableError } from 'bullmq';
 import type { Processor } from 'bullmq';
 import { cpus } from 'node:os';
-import { createDb } from '../../shared/db/knex';
-import type { Db } from '../../shared/db/knex';
-import { isUnavailableError } from '../../shared/errors';
+import { createDb } from '../../shared/platform/db/knex';
+import type { Db } from '../../shared/platform/db/knex';
+import { isUnavailableError } from '../../shared/platform/errors';
 import { closeJobEvents } from '../../shared/jobs/notify';
-import { runProcess } from '../../shared/lifecycle';
-import { logger } from '../../shared/log';
-import { jobDuration, jobsProcessed } from '../../shared/metrics';
-import { Queues, queueCatalog } from '../../shared/queues';
-import { createRedis } from '../../shared/redis';
-import { Shutdown } from '../../shared/shutdown';
+import { watchSigningKeys } from '../../shared/platform/keyHistory';
+import { runProcess } from '../../shared/platform/lifecycle';
+import { logger } from '../../shared/platform/log';
+import { jobDuration, jobsProcessed } from '../../shared/platform/metrics';
+import { Queues, queueCatalog } from '../../shared/platform/queues';
+import { createRedis } from '../../shared/platform/redis';
+import { Shutdown } from '../../shared/platform/shutdown';
 import { startWorker } from '../pool';
-import { env } from '../../shared/env';
+import { env, refuseConfig } from '../../shared/platform/env';
+import { chainSettingIssues } from '../../shared/chains/settings';
 import {
   loadVerificationKey,
   nativeBackend,
@@ -27,17 +29,22 @@ import {
 } from '../../shared/zk/index';
 import type { NativeProverLike, ProverBackend } from '../../shared/zk/index';
 import { assertCircuitSetup } from '../../shared/zk/setup';
-import { expireHeldProofs } from '../../shared/zk/store';
-import { useProverBackend } from './blind-policy';
-import { proofHandler, proofKinds } from './kinds';
-import './register';
+import { expireHeldProofs } from '../../shared/zk/holds';
+import type { ProofKind } from './kinds';
+import { workflowPackageKind } from './workflows';
+import { blindPolicyKind, useProverBackend } from './zk';
+
+/** The proof kinds this process handles: each product line's kind, listed here. */
+const kinds: ReadonlyMap<string, ProofKind> = new Map(
+  [blindPolicyKind, workflowPackageKind].map((k) => [k.kind, k]),
+);
 
 export function proofsProcessor(db: Db, queues: Queues): Processor {
   return async (job) => {
     const parsed = queueCatalog.proofs.payload.safeParse(job.data);
     if (!parsed.success) throw new UnrecoverableError('malformed proofs payload');
     const { proofId, kind } = parsed.data;
-    const handler = proofHandler(kind);
+    const handler = kinds.get(kind)?.handle;
     if (!handler) throw new UnrecoverableError(`no handler for proof kind ${kind}`);
     const end = jobDuration.startTimer({ queue: 'proofs' });
     try {
@@ -67,7 +74,7 @@ export function proofsProcessor(db: Db, queues: Queues): Processor {
  * fail to load on a machine without the build; either way the process proves with another backend.
  */
 async function loadNative(): Promise<NativeProverLike | null> {
-  const specifier = new URL('../native-prover/index.ts', import.meta.url).href;
+  const specifier = new URL('../../native-prover/index.ts', import.meta.url).href;
   try {
     const mod = (await import(specifier)) as { loadNativeProver?: () => NativeProverLike | null };
     return mod.loadNativeProver?.() ?? null;
@@ -95,10 +102,15 @@ export async function startProverProcess(concurrency = env.PROVER_CONCURRENCY ??
   // Checked before any key is loaded or connection opened: a refused setup ends the process at once.
   const setup = await assertCircuitSetup();
   const shutdown = new Shutdown();
+  const db = createDb();
+  // Its keys go into the key history before anything is loaded; a retired or revoked one stops it here.
+  const keys = await watchSigningKeys(db).catch(async (err: unknown) => {
+    await db.destroy();
+    throw err;
+  });
   const backend = await prepareProving();
   // snarkjs keeps curve worker threads alive; registered first so it runs after the worker stopped.
   shutdown.register('curves', () => terminateCurves());
-  const db = createDb();
   const workerRedis = createRedis('worker');
   const queueRedis = createRedis('api');
   const queues = new Queues(queueRedis);
@@ -109,6 +121,7 @@ export async function startProverProcess(concurrency = env.PROVER_CONCURRENCY ??
     await closeJobEvents();
     await db.destroy();
   });
+  shutdown.register('signing keys', () => keys.stop());
   const worker = startWorker('proofs', proofsProcessor(db, queues), workerRedis, { concurrency });
   shutdown.register('worker', () => worker.close());
   // Held proofs nobody paid for lose their sealed input; cheap, idempotent, any prover may run it.
@@ -129,12 +142,13 @@ export async function startProverProcess(concurrency = env.PROVER_CONCURRENCY ??
   }
   await worker.waitUntilReady();
   logger.info(
-    { kinds: proofKinds(), concurrency, backend: backend.name, insecureSetup: setup.insecure },
+    { kinds: [...kinds.keys()], concurrency, backend: backend.name, insecureSetup: setup.insecure },
     'prover started',
   );
   return { worker, shutdown };
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
+  refuseConfig(chainSettingIssues(env));
   await runProcess('prover', () => startProverProcess());
 }

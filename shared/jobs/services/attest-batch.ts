@@ -1,11 +1,18 @@
 // attest.batch: up to 1000 SHA-256 digests under one signed RFC 6962 Merkle root, with an inclusion
 // proof per digest, so each holder can show their digest was attested without the others'.
 import { z } from 'zod';
-import { canonicalJson } from '../../canonical';
-import { verifyEd25519 } from '../../crypto';
-import { serviceSigningKey } from '../../keys';
-import { inclusionProof, leafHash, nodeHash, rootHash, verifyInclusion } from '../../translog/merkle';
-import type { HashSource } from '../../translog/merkle';
+import { canonicalJson } from '../../platform/canonical';
+import { asTrust, verifySignedBy } from '../../platform/trust';
+import type { Trust } from '../../platform/trust';
+import { serviceSigningKey } from '../../platform/keys';
+import {
+  inclusionProof,
+  leafHash,
+  nodeHash,
+  rootHash,
+  verifyInclusion,
+} from '../../platform/translog/merkle';
+import type { HashSource } from '../../platform/translog/merkle';
 
 export const BATCH_ATTESTATION_TYPE = 'proof-exchange.attest.batch/v1';
 export const MAX_BATCH_DIGESTS = 1000;
@@ -103,14 +110,24 @@ export async function attestBatch(
   return { ...head, signature, inclusions };
 }
 
-/** Offline check of one digest's inclusion under a signed batch head. */
+/**
+ * Offline check of one digest's inclusion under a signed batch head, whose key the trust root lists
+ * (role `attestation`, valid at the head's time), or under the bare public key.
+ */
 export function verifyBatchInclusion(
   head: BatchTreeHead & { signature: string },
   inclusion: { digest: string; leafIndex: number; proof: string[] },
-  publicKey: string,
+  trust: Trust,
+  loggedAt?: string,
 ): boolean {
   if (head.type !== BATCH_ATTESTATION_TYPE || head.algorithm !== 'sha256') return false;
-  if (!verifyEd25519(publicKey, batchHeadMessage(head), head.signature)) return false;
+  const signed = verifySignedBy(
+    asTrust(trust),
+    { keyId: head.keyId, role: 'attestation', signedAt: head.time, loggedAt },
+    batchHeadMessage(head),
+    head.signature,
+  );
+  if (!signed.ok) return false;
   if (!/^[0-9a-f]{64}$/.test(inclusion.digest) || !inclusion.proof.every((p) => /^[0-9a-f]{64}$/.test(p)))
     return false;
   return verifyInclusion(

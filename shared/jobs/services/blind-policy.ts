@@ -2,13 +2,14 @@
 // POST /api/proof-workflows/blind-policy/prove (hold: true), so no private input ever sits in a job's input.
 import { UnrecoverableError } from 'bullmq';
 import { z } from 'zod';
-import { createDb } from '../../db/knex';
-import type { Db } from '../../db/knex';
-import { idPattern } from '../../ids';
-import { Queues } from '../../queues';
-import { createRedis } from '../../redis';
-import type { RedisClient } from '../../redis';
-import { awaitProof, proofView, releaseHeldProof } from '../../zk/store';
+import { createDb } from '../../platform/db/knex';
+import type { Db } from '../../platform/db/knex';
+import { idPattern } from '../../platform/ids';
+import { Queues } from '../../platform/queues';
+import { createRedis } from '../../platform/redis';
+import type { RedisClient } from '../../platform/redis';
+import { awaitProof, releaseHeldProof } from '../../zk/holds';
+import { proofView } from '../../zk/views';
 
 export const blindPolicyInput = z.strictObject({
   proofId: z

@@ -1,0 +1,11 @@
+// The governance line's routes (table C), in the documents' order: rooms and membership, identities,
+// proposals and ballots, verification.
+import type { RouteTable } from '../../http/route';
+import { identityRoutes } from './identities';
+import { proposalRoutes } from './proposals';
+import { roomRoutes } from './rooms';
+import { verifyRoutes } from './verify';
+
+export function governanceRoutes(table: RouteTable): RouteTable {
+  return verifyRoutes(proposalRoutes(identityRoutes(roomRoutes(table))));
+}

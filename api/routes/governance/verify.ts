@@ -1,0 +1,76 @@
+// Table C, verifying a governance package (signature, chain, ballots, tally, review), and a ballot
+// receipt against it.
+import { z } from 'zod';
+import { BALLOT_CIRCUIT } from '../../../shared/governance/ballot-protocol';
+import { checkReceiptAgainstPackage, verifyGovernancePackage } from '../../../shared/governance/package';
+import { serviceTrust } from '../../../shared/platform/keyHistory';
+import type { ServiceTrust } from '../../../shared/platform/keyHistory';
+import { verifyUnderServiceTrust } from '../../../shared/workflows/verify';
+import { loadVerificationKey } from '../../../shared/zk/verify';
+import type { RouteTable } from '../../http/route';
+import { signingKey } from '../../views/governance';
+
+const tags = ['Governance'];
+
+const verdictSchema = z
+  .object({
+    valid: z.boolean(),
+    signatureValid: z.boolean(),
+    inclusionValid: z.boolean().optional(),
+    chainValid: z.boolean(),
+    ballotsValid: z.boolean(),
+    tallyValid: z.boolean(),
+    reviewMet: z.boolean(),
+    recomputedTally: z.record(z.string(), z.unknown()).optional(),
+    reasons: z.array(z.object({ check: z.string(), code: z.string(), detail: z.string() })),
+    receipt: z
+      .object({
+        receiptValid: z.boolean(),
+        packageValid: z.boolean(),
+        included: z.boolean(),
+        ballotMatches: z.boolean().optional(),
+        inclusion: z
+          .object({ index: z.number().int(), path: z.array(z.string()), valid: z.boolean() })
+          .optional(),
+      })
+      .optional(),
+    signingKey: z.object({ keyId: z.string(), publicKey: z.string() }),
+  })
+  .meta({ id: 'GovernanceVerification' });
+
+export function verifyRoutes(table: RouteTable): RouteTable {
+  return table.add({
+    method: 'post',
+    path: '/api/governance/verify',
+    operationId: 'verifyGovernancePackage',
+    summary: 'Verify a governance package, and optionally a ballot receipt against it',
+    tags,
+    body: z.strictObject({
+      package: z.record(z.string(), z.unknown()),
+      receipt: z.record(z.string(), z.unknown()).optional(),
+      opening: z.strictObject({ choice: z.string().max(200) }).optional(),
+    }),
+    responses: { 200: { description: 'The verdict', schema: verdictSchema } },
+    handler: async ({ body, deps }) => {
+      // The service's key history, and (for a key revoked since) when its own log recorded the package.
+      const ballotVerificationKey = await loadVerificationKey(BALLOT_CIRCUIT);
+      const keysAt = (trust: ServiceTrust, opts: { loggedAt?: string }) => ({
+        ...trust,
+        ...opts,
+        ballotVerificationKey,
+      });
+      let keys = keysAt(await serviceTrust(deps.db), {});
+      const verdict = await verifyUnderServiceTrust(deps.db, body.package, async (trust, opts) => {
+        keys = keysAt(trust, opts);
+        return verifyGovernancePackage(body.package, keys);
+      });
+      const receipt = body.receipt
+        ? await checkReceiptAgainstPackage(body.receipt, body.package, keys, body.opening)
+        : undefined;
+      return {
+        status: 200,
+        body: { ...verdict, ...(receipt ? { receipt } : {}), signingKey: signingKey() },
+      };
+    },
+  });
+}

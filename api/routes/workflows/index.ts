@@ -1,0 +1,13 @@
+// The proof workflows line's routes (table C): workflows from templates, then the transparency log
+// their packages (and everything else published) land in: its description and JSON proofs, its C2SP
+// checkpoint and tiles, offline bundles, and the trust root that says which keys signed them.
+import type { RouteTable } from '../../http/route';
+import { bundleRoutes } from './bundle';
+import { logRoutes } from './log';
+import { tileRoutes } from './tiles';
+import { trustRoutes } from './trust';
+import { proofWorkflowRoutes } from './workflows';
+
+export function workflowRoutes(table: RouteTable): RouteTable {
+  return tileRoutes(trustRoutes(bundleRoutes(logRoutes(proofWorkflowRoutes(table)))));
+}

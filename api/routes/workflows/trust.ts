@@ -1,0 +1,45 @@
+// Table C, the trust root: the document a verifier pins to check what this service signed — the log,
+// every key the service has signed with (roles, period, revocation), the witnesses and their policy —
+// built from the key history. Cacheable briefly, with an ETag.
+import { canonicalJson } from '../../../shared/platform/canonical';
+import { sha256Hex } from '../../../shared/platform/crypto';
+import { trustRootDocument } from '../../../shared/platform/keyHistory';
+import { trustRootSchema } from '../../../shared/platform/trust';
+import { origin } from '../../http/links';
+import type { RouteTable } from '../../http/route';
+
+const tags = ['Proof workflows'];
+
+export function trustRoutes(table: RouteTable): RouteTable {
+  return table.add({
+    method: 'get',
+    path: '/api/proof-workflows/trust-root',
+    operationId: 'proofTrustRoot',
+    summary: 'The trust root: the log, every signing key with its roles and period, the witnesses and policy',
+    description:
+      'Format `proof-exchange/trust-root/v1`. A signature verifies under a listed key with the role the item needs (package, receipt, license, attestation, log) when the item was signed within the key’s period [validFrom, validUntil); a key with `revokedFrom` holds only for what was logged before that time. Keep a copy to verify offline (`npm run receipt:verify -- <receipt> --trust <file>`). Answers 304 to an `If-None-Match` with the current ETag.',
+    tags,
+    responses: {
+      200: {
+        description: 'The trust root',
+        schema: trustRootSchema,
+        headers: {
+          ETag: { description: 'Changes whenever the document does', schema: { type: 'string' } },
+          'Cache-Control': { description: 'Reusable for a minute', schema: { type: 'string' } },
+        },
+      },
+      304: { description: 'Not modified since the ETag given in If-None-Match' },
+    },
+    handler: async ({ req, deps }) => {
+      const doc = await trustRootDocument(deps.db, `${origin(req, deps, 'site')}/log/`);
+      return {
+        status: 200,
+        headers: {
+          'Cache-Control': 'public, max-age=60',
+          ETag: `"${sha256Hex(canonicalJson(doc)).slice(0, 32)}"`,
+        },
+        body: doc,
+      };
+    },
+  });
+}

@@ -1,0 +1,45 @@
+// What the product lines plug into the web process besides their routes (api/tables.ts), listed once:
+// the keys they issue, the readiness checks of what they need, and the verifiers of the packages they
+// publish (the verify page checks pasted bundles with them). createApp wires the first two.
+import { checkAuctionPackage } from '../shared/auctions/package';
+import { resolveApiKey } from '../shared/exchange/agents';
+import { BALLOT_CIRCUIT } from '../shared/governance/ballot-protocol';
+import { governancePackageChecker } from '../shared/governance/package';
+import { resolveLicenseToken } from '../shared/licensing/licenses';
+import type { PackageCheckers } from '../shared/platform/translog/bundle';
+import { chainReadiness } from '../shared/providers/probes';
+import { checkTreasuryPackage } from '../shared/treasury/package';
+import { checkWorkflowPackage } from '../shared/workflows/package';
+import { loadVerificationKey } from '../shared/zk/verify';
+import { circuitReadiness } from '../shared/zk/setup';
+import type { KeyResolvers } from './http/auth';
+import { platformReadinessChecks } from './http/readiness';
+import type { ReadinessChecks } from './http/readiness';
+
+/** The Bearer keys the API resolves to a principal, by prefix (the operator token is checked apart). */
+export const keyResolvers: KeyResolvers = {
+  // An agent's API key, issued once by registerAgent.
+  ak_: async (token, deps) => {
+    const found = await resolveApiKey(deps.db, token);
+    return found ? { kind: 'agent', ...found } : null;
+  },
+  // A license key, from a confirmed checkout or a TRIAL.
+  lk_: (token, deps) => resolveLicenseToken(deps.db, token),
+};
+
+/** What /api/v1/readiness checks, in the order it lists them: the platform's, then the lines'. */
+export const readinessChecks: ReadinessChecks = [
+  ...platformReadinessChecks,
+  // The web process verifies policy proofs: their artifacts must match their manifest.
+  ['circuitArtifacts', () => circuitReadiness()],
+  // Payments are verified on chain: every configured chain endpoint must answer.
+  ['chainAdapters', () => chainReadiness()],
+];
+
+/** Each published package kind's offline verifier, for bundles (cli/verify.ts lists the same). */
+export const packageCheckers: PackageCheckers = {
+  workflow_package: checkWorkflowPackage,
+  governance_package: governancePackageChecker(() => loadVerificationKey(BALLOT_CIRCUIT)),
+  auction_package: checkAuctionPackage,
+  treasury_package: checkTreasuryPackage,
+};

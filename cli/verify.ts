@@ -1,0 +1,66 @@
+// `npm run verify -- <bundle.json> --trust <trust-root.json>`: checks a published package's offline
+// bundle (proof-exchange/bundle/v1) against a pinned trust root, with no network and no database: the
+// trust root's log key signed the checkpoint, its policy's witness quorum cosigned it, the entry is in
+// the checkpoint's tree and names this package, and the package's signature (a key of the trust root,
+// valid when it signed) and contents hold (shared/platform/translog/bundle.ts and each line's verifier).
+// Prints `valid: …` lines and exits 0, or `INVALID: …` and exits 1; 2 for a usage or file error.
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { checkAuctionPackage } from '../shared/auctions/package';
+import { governancePackageChecker } from '../shared/governance/package';
+import { verifyBundle } from '../shared/platform/translog/bundle';
+import type { PackageCheckers } from '../shared/platform/translog/bundle';
+import { parseTrustRoot } from '../shared/platform/trust';
+import { checkTreasuryPackage } from '../shared/treasury/package';
+import { checkWorkflowPackage } from '../shared/workflows/package';
+
+const usage = `usage: npm run verify -- <bundle.json> --trust <trust-root.json>
+  bundle.json      a package's bundle (GET /api/proof-workflows/bundle/{proofId}, or a governance,
+                   auction or treasury package's /bundle route); - reads stdin
+  trust-root.json  the trust root you pinned (GET /api/proof-workflows/trust-root)`;
+
+/** The ballot circuit's verification key, committed with the circuits: governance ballots are checked with it. */
+const ballotVerificationKey = fileURLToPath(
+  new URL('../circuits/artifacts/ballot.vkey.json', import.meta.url),
+);
+
+const checkers: PackageCheckers = {
+  workflow_package: checkWorkflowPackage,
+  governance_package: governancePackageChecker(
+    async () => JSON.parse(readFileSync(ballotVerificationKey, 'utf8')) as unknown,
+  ),
+  auction_package: checkAuctionPackage,
+  treasury_package: checkTreasuryPackage,
+};
+
+function readJson(file: string, what: string): unknown {
+  try {
+    return JSON.parse(readFileSync(file === '-' ? 0 : file, 'utf8')) as unknown;
+  } catch (err) {
+    throw new Error(`verify: cannot read the ${what} ${file} as JSON (${(err as Error).message})`);
+  }
+}
+
+async function main(argv: string[]): Promise<number> {
+  const trustAt = argv.indexOf('--trust');
+  const trustFile = trustAt >= 0 ? argv[trustAt + 1] : undefined;
+  const rest = trustAt >= 0 ? argv.filter((_, i) => i !== trustAt && i !== trustAt + 1) : argv;
+  if (!trustFile || rest.length !== 1) {
+    process.stderr.write(`${usage}\n`);
+    return 2;
+  }
+  let bundle: unknown;
+  let root;
+  try {
+    bundle = readJson(rest[0]!, 'bundle');
+    root = parseTrustRoot(readJson(trustFile, 'trust root'));
+  } catch (err) {
+    process.stderr.write(`${(err as Error).message}\n`);
+    return 2;
+  }
+  const verdict = await verifyBundle(bundle, root, checkers);
+  for (const f of verdict.findings) process.stdout.write(`${f.ok ? 'valid' : 'INVALID'}: ${f.text}\n`);
+  return verdict.ok ? 0 : 1;
+}
+
+process.exitCode = await main(process.argv.slice(2));

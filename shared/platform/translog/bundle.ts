@@ -1,0 +1,193 @@
+// Offline bundles (proof-exchange/bundle/v1): one file holding a published package and a C2SP tlog
+// proof whose `extra` is the package's log entry, checked with nothing but a pinned trust root — the
+// log's key signed the checkpoint, the policy's witnesses cosigned it, the entry is in the tree, the
+// entry names this package, and the package's own signature and contents hold. Pure and offline: the
+// checks of each package kind are passed in.
+import { z } from 'zod';
+import { canonicalJson } from '../canonical';
+import { sha256Hex } from '../crypto';
+import { keyFor } from '../trust';
+import type { TrustRoot } from '../trust';
+import type { SignedCheckpoint } from './checkpoint';
+import { leafHash, verifyInclusion } from './merkle';
+import { checkCheckpoint, parsePolicy } from './policy';
+import type { Policy } from './policy';
+import { parseTlogProof } from './proof';
+import { parseLogEntry } from './entry';
+
+export const BUNDLE_FORMAT = 'proof-exchange/bundle/v1';
+
+/** The log entry kinds a bundle can carry: packages. */
+export const bundleKinds = [
+  'workflow_package',
+  'governance_package',
+  'auction_package',
+  'treasury_package',
+] as const;
+export type BundleKind = (typeof bundleKinds)[number];
+
+export const bundleSchema = z
+  .object({
+    format: z.literal(BUNDLE_FORMAT),
+    kind: z.enum(bundleKinds),
+    /** The signed package without its `log` member: the proof below replaces it. */
+    package: z.record(z.string(), z.unknown()),
+    /** c2sp.org/tlog-proof@v1; its `extra` is base64 of the log entry. */
+    proof: z
+      .string()
+      .min(1)
+      .max(16 * 1024 * 1024),
+  })
+  .strict()
+  .meta({ id: 'Bundle', description: 'A published package with its C2SP tlog proof, checkable offline.' });
+export type Bundle = z.infer<typeof bundleSchema>;
+
+/** What a package kind's own verifier says of a package, checked with one public key. */
+export interface PackageFinding {
+  valid: boolean;
+  /** One line on what the package shows (facts, outcome, tally). */
+  summary: string;
+  /** Why it is not valid, one reason a line. */
+  reasons: string[];
+}
+
+/** A package kind's offline verifier: the package's signature under `publicKey`, and its contents. */
+export type PackageChecker = (pkg: unknown, keys: { publicKey: string }) => Promise<PackageFinding>;
+export type PackageCheckers = Record<BundleKind, PackageChecker>;
+
+export interface Finding {
+  ok: boolean;
+  text: string;
+}
+
+export interface BundleVerdict {
+  ok: boolean;
+  findings: Finding[];
+}
+
+/** The published document: the signed package without its log proof, as canonical JSON. */
+export function publishedBytes(pkg: Record<string, unknown>): Buffer {
+  const { log: _log, ...signed } = pkg;
+  return Buffer.from(canonicalJson(signed), 'utf8');
+}
+
+const earliest = (times: Iterable<number>): number | null => {
+  let min: number | null = null;
+  for (const t of times) if (min === null || t < min) min = t;
+  return min;
+};
+
+/**
+ * Checks a bundle against a trust root, every step that can be taken, each as a finding. Never throws:
+ * whatever the input, it is a list of what held and what did not.
+ */
+export async function verifyBundle(
+  input: unknown,
+  root: TrustRoot,
+  checkers: PackageCheckers,
+): Promise<BundleVerdict> {
+  const findings: Finding[] = [];
+  const valid = (text: string) => findings.push({ ok: true, text });
+  const invalid = (text: string): BundleVerdict => {
+    findings.push({ ok: false, text });
+    return { ok: false, findings };
+  };
+
+  const parsedBundle = bundleSchema.safeParse(input);
+  if (!parsedBundle.success) {
+    const issue = parsedBundle.error.issues[0];
+    return invalid(
+      `not a ${BUNDLE_FORMAT} bundle (${issue ? `${issue.path.join('.') || 'document'}: ${issue.message}` : 'malformed'})`,
+    );
+  }
+  const bundle = parsedBundle.data;
+  let proof: ReturnType<typeof parseTlogProof>;
+  try {
+    proof = parseTlogProof(bundle.proof);
+  } catch (err) {
+    return invalid(`the proof is not a c2sp.org/tlog-proof@v1 proof: ${(err as Error).message}`);
+  }
+  const cp: SignedCheckpoint = proof.parsed;
+
+  // 1. The log: the trusted origin, signed by one of the log keys the trust root's policy lists (the
+  // current one and any earlier one not revoked: a checkpoint outlives a rotation of the log key).
+  if (cp.origin !== root.log.origin)
+    return invalid(
+      `the checkpoint is of another log: origin ${cp.origin}, the trust root's is ${root.log.origin}`,
+    );
+  let policy: Policy;
+  try {
+    policy = parsePolicy(root.policy);
+  } catch (err) {
+    return invalid(`the trust root's policy does not parse: ${(err as Error).message}`);
+  }
+  const verdict = checkCheckpoint(policy, cp);
+  if (!verdict.log) return invalid(`the checkpoint is not signed by a log key of the trust root`);
+  valid(
+    `checkpoint of ${cp.origin} at size ${cp.size}, signed by the log key ${verdict.log.name}+${verdict.log.keyId.toString(16).padStart(8, '0')}`,
+  );
+
+  // 2. The witnesses: the policy's quorum cosigned this checkpoint.
+  if (!verdict.ok) return invalid(`witness policy: ${verdict.reason ?? 'not satisfied'}`);
+  const names = [...verdict.cosigned].map(([n, t]) => `${n} at ${new Date(t * 1000).toISOString()}`);
+  valid(
+    `witness quorum ${policy.quorum} met${names.length ? `: cosigned by ${names.join(', ')}` : ' (the policy requires no cosignature)'}`,
+  );
+  const first = earliest(verdict.cosigned.values());
+  const loggedAt: Date | null = first === null ? null : new Date(first * 1000);
+
+  // 3. The entry is in the tree the checkpoint commits to.
+  if (!proof.extra) return invalid('the proof carries no entry (no extra line)');
+  const entry = proof.extra;
+  if (proof.index >= cp.size)
+    return invalid(`entry ${proof.index} is beyond the checkpoint's size ${cp.size}`);
+  if (!verifyInclusion(leafHash(entry), proof.index, cp.size, proof.path, cp.root))
+    return invalid(`the inclusion proof of entry ${proof.index} does not lead to the checkpoint's root`);
+  valid(`entry ${proof.index} is included in the checkpoint (root ${cp.root.toString('base64')})`);
+
+  // 4. The entry is this package's.
+  const pkg = bundle.package;
+  const published = publishedBytes(pkg);
+  const proofId = typeof pkg.proofId === 'string' ? pkg.proofId : '';
+  if (`${String(pkg.kind)}_package` !== bundle.kind)
+    return invalid(`the bundle says ${bundle.kind}, the package is of kind ${String(pkg.kind)}`);
+  const statement = parseLogEntry(entry);
+  if (statement) {
+    if (statement.kind !== bundle.kind)
+      return invalid(`the entry is a ${statement.kind}, not a ${bundle.kind}`);
+    if (statement.id !== proofId)
+      return invalid(`the entry names ${statement.id}, the package is ${proofId || 'unnamed'}`);
+    const digest = sha256Hex(published);
+    if (statement.sha256 !== digest)
+      return invalid(
+        `the entry names sha256 ${statement.sha256}; the package hashes to ${digest} (it was changed)`,
+      );
+    valid(`the entry names ${statement.kind} ${statement.id} with the package's sha256 ${digest}`);
+  } else if (published.equals(entry)) {
+    valid(`the entry is the package itself (a leaf logged before log entries named packages by hash)`);
+  } else {
+    return invalid('the entry is neither a statement naming this package nor the package (it was changed)');
+  }
+
+  // 5. The package's own signature (a key of the trust root, valid then) and contents.
+  const issuer = pkg.issuer as { keyId?: unknown } | undefined;
+  const keyId = typeof issuer?.keyId === 'string' ? issuer.keyId : '';
+  const issuedAt = typeof pkg.issuedAt === 'string' ? pkg.issuedAt : '';
+  const key = keyFor(root, keyId, 'package', issuedAt, loggedAt ?? undefined);
+  if (!key.ok) return invalid(`package signature: ${key.detail}`);
+  const { log: _log, ...signed } = pkg;
+  let finding: PackageFinding;
+  try {
+    finding = await checkers[bundle.kind](signed, { publicKey: key.key.publicKey });
+  } catch (err) {
+    return invalid(`the package could not be checked: ${(err as Error).message}`);
+  }
+  if (!finding.valid) {
+    findings.push({ ok: false, text: `package: ${finding.summary}` });
+    for (const r of finding.reasons) findings.push({ ok: false, text: r });
+    return { ok: false, findings };
+  }
+  valid(`package ${proofId} signed by key ${keyId} (valid from ${key.key.validFrom}) at ${issuedAt}`);
+  valid(`package: ${finding.summary}`);
+  return { ok: true, findings };
+}

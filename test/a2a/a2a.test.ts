@@ -1,0 +1,951 @@
+// A2A, as an unmodified `@a2a-js/sdk` client with default options sees it: the card, a message that
+// becomes a job (its access token in the task's metadata), its stream, get and cancel with that token,
+// resubscription, signed push notifications; and the callers who must be refused: a priced task
+// without payment, someone else's task, a private push target, bad input of every kind (each in the
+// transport's own error form, none internal). test/security/job-access.test.ts plays every caller
+// without the task's credential against every operation on a task.
+import { randomUUID } from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Role, StreamResponse, TaskState } from '@a2a-js/sdk';
+import type { Message, SendMessageConfiguration, Task } from '@a2a-js/sdk';
+import { ClientFactory, ClientFactoryOptions } from '@a2a-js/sdk/client';
+import type { Client } from '@a2a-js/sdk/client';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import type { TestApp, TestWorker } from '../helpers';
+
+// One enabled asset (a stablecoin: no rate needed), so priced services can be quoted.
+process.env.TREASURY_SOLANA = 'So11111111111111111111111111111111111111112';
+// The push receivers below are this test's own loopback servers: it opts in to private targets.
+process.env.LOGISTICS_ALLOW_PRIVATE_TARGETS = 'true';
+
+const { eventually, grantLicense, sha256Of, testApp, testJobsWorker, testQueueWorker } =
+  await import('../helpers');
+const { registerAgent } = await import('../exchange/fixtures');
+const { createApp } = await import('../../api/app');
+const { env } = await import('../../shared/platform/env');
+const { hmacSha256Hex, verifyEd25519 } = await import('../../shared/platform/crypto');
+const { listServices } = await import('../../shared/jobs/catalog');
+const { serviceOrThrow, validateServiceInput } = await import('../../shared/jobs/jobs');
+const { deliveriesProcessor } = await import('../../workers/processors/deliveries');
+const { startWebhookRelay } = await import('../../shared/deliveries/webhooks');
+const { a2aPushFormat } = await import('../../shared/a2a/pushes');
+const { captureLogs } = await import('../logs');
+const { logger } = await import('../../shared/platform/log');
+
+let app: TestApp;
+let server: http.Server;
+let base: string;
+let client: Client;
+let jobsWorker: TestWorker;
+let deliveries: TestWorker;
+let relay: { stop(): Promise<void> };
+
+beforeAll(async () => {
+  app = testApp();
+  server = http.createServer(createApp(app.deps));
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  app.deps.urls.base = base;
+  jobsWorker = testJobsWorker();
+  deliveries = testQueueWorker('deliveries', deliveriesProcessor);
+  relay = startWebhookRelay(deliveries.db, app.deps.queues, { a2a: a2aPushFormat }, 25);
+  client = await new ClientFactory().createFromUrl(base);
+});
+afterAll(async () => {
+  await relay?.stop();
+  await deliveries?.close();
+  await jobsWorker?.close();
+  await new Promise<void>((r) => (server ? server.close(() => r()) : r()));
+  await app?.close();
+});
+
+const digest = () => sha256Of(randomUUID());
+
+function dataMessage(data: unknown, extra: Partial<Message> = {}): Message {
+  return {
+    messageId: randomUUID(),
+    contextId: '',
+    taskId: '',
+    role: Role.ROLE_USER,
+    parts: [
+      {
+        content: { $case: 'data', value: data },
+        mediaType: 'application/json',
+        filename: '',
+        metadata: undefined,
+      },
+    ],
+    metadata: undefined,
+    extensions: [],
+    referenceTaskIds: [],
+    ...extra,
+  };
+}
+
+const config = (c: Partial<SendMessageConfiguration>): SendMessageConfiguration => ({
+  acceptedOutputModes: [],
+  taskPushNotificationConfig: undefined,
+  returnImmediately: false,
+  ...c,
+});
+
+async function send(
+  c: Client,
+  message: Message,
+  configuration?: SendMessageConfiguration,
+  headers?: Record<string, string>,
+): Promise<Task> {
+  const result = await c.sendMessage(
+    { tenant: '', message, configuration, metadata: undefined },
+    headers ? { serviceParameters: headers } : undefined,
+  );
+  expect('messageId' in result, 'a task, not a message').toBe(false);
+  return result as Task;
+}
+
+const jobRow = (id: string) => app.deps.db('jobs').where({ id }).first();
+const count = async (table: string) => Number((await app.deps.db(table).count({ n: '*' }))[0]!.n);
+const rpc = (body: unknown, headers: Record<string, string> = {}) =>
+  fetch(`${base}/a2a/jsonrpc`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json', 'A2A-Version': '1.0', ...headers },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
+const sendRpc = (message: unknown, method = 'SendMessage') =>
+  rpc({ jsonrpc: '2.0', id: 7, method, params: { message } });
+const rawMessage = (parts: unknown[]) => ({ messageId: randomUUID(), role: 'ROLE_USER', parts });
+/** The access token a task carries in the reply to the message that created it, and only there. */
+const tokenOf = (task: Task) => String((task.metadata as Record<string, unknown>).accessToken);
+/** Call options that open a task: its access token as the Bearer credential. */
+const opening = (task: Task) => ({ serviceParameters: { Authorization: `Bearer ${tokenOf(task)}` } });
+
+describe('the agent card', () => {
+  it('is A2A 1.0 on the two transports served, from BASE_URL, with no key required', async () => {
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the card as JSON, before any decoder
+    const raw = (await (await fetch(`${base}/.well-known/agent-card.json`)).json()) as any;
+    expect(raw.supportedInterfaces).toEqual([
+      { url: `${base}/a2a/jsonrpc`, protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
+      { url: `${base}/a2a/rest`, protocolBinding: 'HTTP+JSON', protocolVersion: '1.0' },
+    ]);
+    expect(raw.capabilities).toMatchObject({
+      streaming: true,
+      pushNotifications: true,
+      extendedAgentCard: false,
+    });
+    expect(raw.capabilities.extensions[0].uri).toMatch(/a2a-x402/);
+    expect(raw.securityRequirements ?? []).toEqual([]);
+    expect(Object.keys(raw.securitySchemes)).toEqual(['taskToken', 'agentKey', 'licenseKey']);
+    expect(raw.securitySchemes.taskToken.httpAuthSecurityScheme.description).toMatch(/metadata\.accessToken/);
+    for (const s of raw.skills) expect(s.securityRequirements ?? []).toEqual([]);
+    // What the SDK's default client made of it.
+    expect(client.protocolVersion).toBe('1.0');
+    const card = await client.getAgentCard();
+    expect(card.skills.map((s) => s.id).sort()).toEqual(
+      listServices()
+        .map((s) => s.id)
+        .sort(),
+    );
+  });
+
+  it("has skill examples that the exchange's own validation accepts", async () => {
+    const card = await client.getAgentCard();
+    for (const skill of card.skills) {
+      expect(skill.examples.length, skill.id).toBeGreaterThan(0);
+      for (const example of skill.examples) {
+        const { service, input } = JSON.parse(example) as { service: string; input: unknown };
+        expect(service).toBe(skill.id);
+        expect(() => validateServiceInput(serviceOrThrow(service), input)).not.toThrow();
+      }
+    }
+  });
+
+  it('answers a request without the A2A-Version it serves with the protocol error', async () => {
+    const res = await fetch(`${base}/a2a/jsonrpc`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'GetTask', params: { id: 'job_x' } }),
+    });
+    expect(res.status).toBe(200);
+    expect(((await res.json()) as { error: { code: number } }).error.code).toBe(-32009);
+  });
+});
+
+describe('a free service', () => {
+  it('runs from a message: the task is the job, and a blocking send answers it completed', async () => {
+    const d = await digest();
+    const task = await send(client, dataMessage({ service: 'attest.timestamp', input: { digest: d } }));
+    expect(task.id).toMatch(/^job_[0-9a-z]{26}$/);
+    expect(task.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+    const result = task.artifacts[0]!.parts[0]!.content;
+    expect(result?.$case).toBe('data');
+    expect(JSON.stringify(result?.value)).toContain(d);
+    expect(task.history).toEqual([]); // the input is never shown back
+    expect(tokenOf(task)).toMatch(/^jt_[\w-]{43}$/);
+    // The task's token opens its job over HTTP too.
+    const job = (
+      await app.request.get(`/api/jobs/${task.id}`).set(opening(task).serviceParameters).expect(200)
+    ).body.job;
+    expect(job).toMatchObject({ id: task.id, service: 'attest.timestamp', status: 'succeeded' });
+    expect(job.result).toEqual(result?.value);
+    const got = await client.getTask({ tenant: '', id: task.id }, opening(task));
+    expect(got).toMatchObject({
+      id: task.id,
+      contextId: task.contextId,
+      status: { state: TaskState.TASK_STATE_COMPLETED },
+    });
+    // Shown once: reading the task again never carries the token.
+    expect(JSON.stringify(got)).not.toContain(tokenOf(task));
+  });
+
+  it('streams the task from submitted to completed, with the result as an artifact', async () => {
+    const message = dataMessage(
+      { service: 'attest.timestamp', input: { digest: await digest() } },
+      { contextId: 'ctx-stream' },
+    );
+    const events = [];
+    for await (const e of client.sendMessageStream({
+      tenant: '',
+      message,
+      configuration: undefined,
+      metadata: undefined,
+    }))
+      events.push(e);
+    const first = events[0]!.payload;
+    expect(first?.$case).toBe('task');
+    const task = first!.value as Task;
+    expect(task.contextId).toBe('ctx-stream');
+    expect(task.status?.state).toBe(TaskState.TASK_STATE_SUBMITTED);
+    // The first event carries the new task's token; no later one does.
+    expect(tokenOf(task)).toMatch(/^jt_/);
+    for (const e of events.slice(1)) expect(JSON.stringify(StreamResponse.toJSON(e))).not.toMatch(/jt_/);
+    const last = events.at(-1)!.payload;
+    expect(last?.$case).toBe('statusUpdate');
+    expect(last?.$case === 'statusUpdate' && last.value.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+    const artifact = events.find((e) => e.payload?.$case === 'artifactUpdate')?.payload;
+    expect(artifact?.$case === 'artifactUpdate' && artifact.value.artifact?.artifactId).toBe('result');
+    for (const e of events.slice(1))
+      expect(e.payload?.$case !== 'task' && e.payload?.value.taskId).toBe(task.id);
+    expect((await jobRow(task.id)).status).toBe('succeeded');
+  });
+
+  it('is served the same over HTTP+JSON', async () => {
+    const rest = await new ClientFactory(
+      ClientFactoryOptions.createFrom(ClientFactoryOptions.default, { preferredTransports: ['HTTP+JSON'] }),
+    ).createFromUrl(base);
+    const task = await send(
+      rest,
+      dataMessage({ service: 'attest.timestamp', input: { digest: await digest() } }),
+    );
+    expect(task.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+    expect(tokenOf(task)).toMatch(/^jt_/);
+    expect((await rest.getTask({ tenant: '', id: task.id }, opening(task))).id).toBe(task.id);
+    await expect(
+      rest.cancelTask({ tenant: '', id: task.id, metadata: undefined }, opening(task)),
+    ).rejects.toThrow(/cannot be cancelled/);
+  });
+
+  it('answers a resent message id with the task it made to whoever holds its token, and refuses the id for another message', async () => {
+    const message = dataMessage({ service: 'attest.timestamp', input: { digest: await digest() } });
+    const first = await send(client, message);
+    const again = await send(client, message, undefined, opening(first).serviceParameters);
+    expect(again.id).toBe(first.id);
+    expect(JSON.stringify(again)).not.toContain(tokenOf(first)); // the token is not shown twice
+    // From the same address without the token (a NAT shares it): told which task, never shown it.
+    const jobs = await count('jobs');
+    await expect(send(client, message)).rejects.toThrow(new RegExp(`already made task ${first.id}`));
+    expect(await count('jobs')).toBe(jobs);
+    const other = {
+      ...message,
+      parts: dataMessage({ service: 'attest.timestamp', input: { digest: await digest() } }).parts,
+    };
+    await expect(send(client, other)).rejects.toThrow(/already sent with another message/);
+  });
+
+  it("answers an agent's resent message id with its task, the agent's key opening it", async () => {
+    const agent = await registerAgent(app);
+    const message = dataMessage({ service: 'attest.timestamp', input: { digest: await digest() } });
+    const first = await send(client, message, undefined, agent.auth);
+    expect(tokenOf(first)).toMatch(/^jt_/);
+    const again = await send(client, message, undefined, agent.auth);
+    expect(again.id).toBe(first.id);
+    expect((await client.getTask({ tenant: '', id: first.id }, { serviceParameters: agent.auth })).id).toBe(
+      first.id,
+    );
+  });
+});
+
+describe('a priced service', () => {
+  it('answers input-required with the x402 requirements, and does not run unpaid', async () => {
+    const task = await send(
+      client,
+      dataMessage({ service: 'attest.batch', input: { digests: [await digest()] } }),
+    );
+    expect(task.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED);
+    const meta = task.status!.message!.metadata!;
+    expect(meta['x402.payment.status']).toBe('payment-required');
+    const http402 = (
+      await app.request.get(`/api/jobs/${task.id}`).set(opening(task).serviceParameters).expect(200)
+    ).body;
+    expect(http402.payment.required).toBe(true);
+    expect(meta['x402.payment.required']).toMatchObject({
+      x402Version: http402.payment.x402.x402Version,
+      accepts: http402.payment.x402.accepts.map((a: { payTo: string; amount: string; network: string }) =>
+        expect.objectContaining({ payTo: a.payTo, amount: a.amount, network: a.network }),
+      ),
+    });
+    expect(task.status!.message!.extensions).toContain(
+      'https://github.com/google-agentic-commerce/a2a-x402/blob/main/spec/v0.2',
+    );
+    // The jobs worker runs; the job is never claimed.
+    await new Promise((r) => setTimeout(r, 300));
+    expect((await jobRow(task.id)).status).toBe('awaiting_payment');
+    expect(await app.deps.db('job_events').where({ job_id: task.id, type: 'running' })).toHaveLength(0);
+  });
+
+  it("is paid by a license's prepaid credit, never made free by a license without it, as createJob", async () => {
+    const batch = async () => dataMessage({ service: 'attest.batch', input: { digests: [await digest()] } });
+    const starter = await grantLicense(app.deps.db, 'Starter'); // no prepaid credit
+    const quoted = await send(client, await batch(), undefined, starter.auth);
+    expect(quoted.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED);
+    const business = await grantLicense(app.deps.db, 'Business');
+    const paid = await send(client, await batch(), undefined, business.auth);
+    expect(paid.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+    expect(await app.deps.db('license_credit_debits').where({ job_id: paid.id })).toHaveLength(1);
+    expect(await app.deps.db('license_credit_debits').where({ job_id: quoted.id })).toHaveLength(0);
+  });
+
+  it('is cancelled before it is paid; an ended task is not cancelable', async () => {
+    const task = await send(
+      client,
+      dataMessage({ service: 'attest.batch', input: { digests: [await digest()] } }),
+    );
+    const cancelled = await client.cancelTask(
+      { tenant: '', id: task.id, metadata: undefined },
+      opening(task),
+    );
+    expect(cancelled.status?.state).toBe(TaskState.TASK_STATE_CANCELED);
+    expect((await jobRow(task.id)).status).toBe('cancelled');
+    expect(
+      (await client.cancelTask({ tenant: '', id: task.id, metadata: undefined }, opening(task))).status
+        ?.state,
+    ).toBe(TaskState.TASK_STATE_CANCELED);
+    const done = await send(
+      client,
+      dataMessage({ service: 'attest.timestamp', input: { digest: await digest() } }),
+    );
+    await expect(
+      client.cancelTask({ tenant: '', id: done.id, metadata: undefined }, opening(done)),
+    ).rejects.toMatchObject({
+      name: 'TaskNotCancelableError',
+    });
+  });
+
+  it('is not cancelled once work or a payment is under way', async () => {
+    const task = await send(
+      client,
+      dataMessage({ service: 'attest.batch', input: { digests: [await digest()] } }),
+    );
+    const cancel = () => client.cancelTask({ tenant: '', id: task.id, metadata: undefined }, opening(task));
+    const quote = await app.deps.db('quotes').where({ job_id: task.id }).first();
+    const [payment] = await app.deps
+      .db('payments')
+      .insert({
+        id: `pay_${'0'.repeat(25)}1`,
+        job_id: task.id,
+        quote_id: quote.id,
+        asset: quote.asset,
+        chain: quote.network,
+        tx_ref: randomUUID(),
+        status: 'verifying',
+        created_at: new Date(),
+        updated_at: new Date(),
+      })
+      .returning('id');
+    await expect(cancel()).rejects.toThrow(/payment for it is being verified/);
+    // Set by hand (no worker holds an unpaid job): paid and queued, then running.
+    await app.deps.db('payments').where({ id: payment.id }).update({ status: 'confirmed' });
+    await app.deps.db('jobs').where({ id: task.id }).update({ status: 'queued' });
+    const paid = await client.getTask({ tenant: '', id: task.id }, opening(task));
+    expect(paid.status?.state).toBe(TaskState.TASK_STATE_SUBMITTED);
+    expect(paid.status!.message!.metadata).toMatchObject({
+      'x402.payment.status': 'payment-completed',
+      'x402.payment.receipts': [{ success: true, network: quote.network }],
+    });
+    await expect(cancel()).rejects.toThrow(/it is paid/);
+    await app.deps.db('jobs').where({ id: task.id }).update({ status: 'running' });
+    await expect(cancel()).rejects.toMatchObject({ name: 'TaskNotCancelableError' });
+    expect((await jobRow(task.id)).status).toBe('running');
+    await app.deps.db('jobs').where({ id: task.id }).update({ status: 'failed' });
+  });
+
+  it('waits for input while an expired quote is still watched, and has failed after', async () => {
+    const { taskStateOf } = await import('../../shared/a2a/tasks');
+    const late = env.QUOTE_LATE_WINDOW_SECONDS * 1000;
+    const expiredAt = (msAgo: number) => ({
+      status: 'expired' as const,
+      expires_at: new Date(Date.now() - msAgo),
+    });
+    expect(taskStateOf(expiredAt(1000))).toBe(TaskState.TASK_STATE_INPUT_REQUIRED);
+    expect(taskStateOf(expiredAt(late + 1000))).toBe(TaskState.TASK_STATE_FAILED);
+  });
+
+  it('can be followed with a resubscription fed from its job events, to its end', async () => {
+    const task = await send(
+      client,
+      dataMessage({ service: 'attest.batch', input: { digests: [await digest()] } }),
+    );
+    const seen: StreamResponse[] = [];
+    const following = (async () => {
+      for await (const e of client.resubscribeTask({ tenant: '', id: task.id }, opening(task))) seen.push(e);
+    })();
+    await eventually(async () => seen.length > 0);
+    expect(seen[0]!.payload?.$case).toBe('task');
+    await client.cancelTask({ tenant: '', id: task.id, metadata: undefined }, opening(task));
+    await following;
+    const last = seen.at(-1)!.payload;
+    expect(last?.$case === 'statusUpdate' && last.value.status?.state).toBe(TaskState.TASK_STATE_CANCELED);
+    // A subscriber that goes away leaves nothing waiting behind it.
+    const task2 = await send(
+      client,
+      dataMessage({ service: 'attest.batch', input: { digests: [await digest()] } }),
+    );
+    const abort = new AbortController();
+    const gone = (async () => {
+      for await (const e of client.resubscribeTask(
+        { tenant: '', id: task2.id },
+        { ...opening(task2), signal: abort.signal },
+      ))
+        void e;
+    })().catch(() => undefined);
+    const waiters = (app.deps.notifier as unknown as { waiters: Map<string, unknown> }).waiters;
+    await eventually(async () => waiters.has(task2.id));
+    abort.abort();
+    await gone;
+    await eventually(async () => !waiters.has(task2.id), 5000);
+    // A live follower waits again within HINT_REREAD_MS (2 s) at the latest; this one never does.
+    for (const until = Date.now() + 2500; Date.now() < until;) {
+      expect(waiters.has(task2.id)).toBe(false);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    // An ended task has nothing to subscribe to.
+    await expect(
+      (async () => {
+        for await (const e of client.resubscribeTask({ tenant: '', id: task.id }, opening(task))) void e;
+      })(),
+    ).rejects.toThrow(/has ended/);
+  });
+});
+
+describe('push notifications', () => {
+  interface Push {
+    headers: http.IncomingHttpHeaders;
+    raw: string;
+  }
+  async function receiver() {
+    const received: Push[] = [];
+    const srv = http.createServer((req, res) => {
+      let raw = '';
+      req.on('data', (c: Buffer) => (raw += c.toString()));
+      req.on('end', () => {
+        received.push({ headers: req.headers, raw });
+        res.statusCode = 204;
+        res.end();
+      });
+    });
+    await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
+    return {
+      url: `http://127.0.0.1:${(srv.address() as AddressInfo).port}/a2a-push`,
+      received,
+      close: () => new Promise<void>((r) => srv.close(() => r())),
+    };
+  }
+
+  it('are signed job webhooks: each state, then the whole task, verifiable by the receiver', async () => {
+    const hook = await receiver();
+    try {
+      const token = `tok-${randomUUID()}`;
+      const task = await send(
+        client,
+        dataMessage({ service: 'attest.timestamp', input: { digest: await digest() } }),
+        config({
+          taskPushNotificationConfig: {
+            tenant: '',
+            id: '',
+            taskId: '',
+            url: hook.url,
+            token,
+            authentication: { scheme: 'Bearer', credentials: 'receiver-secret' },
+          },
+        }),
+      );
+      const final = await eventually(async () =>
+        hook.received.find((p) => StreamResponse.fromJSON(JSON.parse(p.raw)).payload?.$case === 'task'),
+      );
+      const { publicKey } = (await app.request.get('/api/discovery').expect(200)).body.receiptPublicKey;
+      for (const p of hook.received) {
+        // As a receiver would: the service key from discovery over timestamp.body, its own token, HMAC.
+        const ts = p.headers['x-delivery-timestamp'] as string;
+        expect(
+          verifyEd25519(publicKey, `${ts}.${p.raw}`, p.headers['x-delivery-signature-ed25519'] as string),
+        ).toBe(true);
+        expect(
+          verifyEd25519(publicKey, `${ts}.${p.raw} `, p.headers['x-delivery-signature-ed25519'] as string),
+        ).toBe(false);
+        expect(p.headers['x-a2a-notification-token']).toBe(token);
+        expect(p.headers.authorization).toBe('Bearer receiver-secret');
+        expect(p.headers['x-delivery-signature']).toBe(`sha256=${hmacSha256Hex(token, `${ts}.${p.raw}`)}`);
+        expect(p.headers['content-type']).toMatch(/^application\/a2a\+json/);
+        expect(p.raw).not.toMatch(/"input"|"history":\[\{/); // the input never travels
+      }
+      const pushed = StreamResponse.fromJSON(JSON.parse(final.raw)).payload;
+      expect(pushed?.$case === 'task' && pushed.value).toMatchObject({
+        id: task.id,
+        status: { state: TaskState.TASK_STATE_COMPLETED },
+      });
+      const states = hook.received
+        .map((p) => StreamResponse.fromJSON(JSON.parse(p.raw)).payload)
+        .filter((x) => x?.$case === 'statusUpdate')
+        .map((x) => x?.$case === 'statusUpdate' && x.value.status?.state);
+      expect(states).toContain(TaskState.TASK_STATE_SUBMITTED);
+      // The config reads back without its secrets.
+      const { configs } = await client.listTaskPushNotificationConfig(
+        {
+          tenant: '',
+          taskId: task.id,
+          pageSize: 0,
+          pageToken: '',
+        },
+        opening(task),
+      );
+      expect(configs).toHaveLength(1);
+      // Push notifications never carry the task's token.
+      for (const p of hook.received) expect(p.raw).not.toContain(tokenOf(task));
+      expect(configs[0]).toMatchObject({
+        url: hook.url,
+        token: '',
+        authentication: { scheme: 'Bearer', credentials: '' },
+      });
+    } finally {
+      await hook.close();
+    }
+  });
+
+  it('can be added to a task later, read, and deleted', async () => {
+    const task = await send(
+      client,
+      dataMessage({ service: 'attest.batch', input: { digests: [await digest()] } }),
+    );
+    const hook = await receiver();
+    try {
+      const created = await client.createTaskPushNotificationConfig(
+        {
+          tenant: '',
+          id: '',
+          taskId: task.id,
+          url: hook.url,
+          token: 'later',
+          authentication: undefined,
+        },
+        opening(task),
+      );
+      expect(created.id).not.toBe('');
+      expect(
+        (
+          await client.getTaskPushNotificationConfig(
+            { tenant: '', taskId: task.id, id: created.id },
+            opening(task),
+          )
+        ).url,
+      ).toBe(hook.url);
+      await expect(
+        client.createTaskPushNotificationConfig(
+          {
+            tenant: '',
+            id: '',
+            taskId: task.id,
+            url: hook.url,
+            token: '',
+            authentication: undefined,
+          },
+          opening(task),
+        ),
+      ).rejects.toThrow(/one per task/);
+      await client.cancelTask({ tenant: '', id: task.id, metadata: undefined }, opening(task));
+      const cancelled = await eventually(async () =>
+        hook.received.find((p) => {
+          const x = StreamResponse.fromJSON(JSON.parse(p.raw)).payload;
+          return x?.$case === 'task' && x.value.status?.state === TaskState.TASK_STATE_CANCELED;
+        }),
+      );
+      expect(cancelled.headers['x-a2a-notification-token']).toBe('later');
+      await client.deleteTaskPushNotificationConfig(
+        { tenant: '', taskId: task.id, id: created.id },
+        opening(task),
+      );
+      expect(
+        (
+          await client.listTaskPushNotificationConfig(
+            {
+              tenant: '',
+              taskId: task.id,
+              pageSize: 0,
+              pageToken: '',
+            },
+            opening(task),
+          )
+        ).configs,
+      ).toEqual([]);
+    } finally {
+      await hook.close();
+    }
+  });
+
+  it('follow task states: a payment shows there, not as an event of its own', async () => {
+    const { emitWebhookEvent } = await import('../../shared/deliveries/webhooks');
+    const task = await send(
+      client,
+      dataMessage({ service: 'attest.batch', input: { digests: [await digest()] } }),
+      config({
+        taskPushNotificationConfig: {
+          tenant: '',
+          id: '',
+          taskId: '',
+          url: 'http://127.0.0.1:9/x',
+          token: '',
+          authentication: undefined,
+        },
+      }),
+    );
+    const ids = await app.deps.db.transaction((trx) =>
+      emitWebhookEvent(trx, task.id, () => ({
+        event: 'payment.pending',
+        occurredAt: new Date().toISOString(),
+      })),
+    );
+    expect(ids).toEqual([]);
+  });
+
+  it('refuse a private target unless the deployment opted in, before anything is written', async () => {
+    env.LOGISTICS_ALLOW_PRIVATE_TARGETS = false;
+    try {
+      const jobs = await count('jobs');
+      await expect(
+        send(
+          client,
+          dataMessage({ service: 'attest.timestamp', input: { digest: await digest() } }),
+          config({
+            taskPushNotificationConfig: {
+              tenant: '',
+              id: '',
+              taskId: '',
+              url: 'http://127.0.0.1:9/hook',
+              token: '',
+              authentication: undefined,
+            },
+          }),
+        ),
+      ).rejects.toMatchObject({ name: 'RequestMalformedError', message: expect.stringMatching(/refused/) });
+      const raw = await rpc({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'SendMessage',
+        params: {
+          message: rawMessage([{ data: { service: 'attest.timestamp', input: { digest: await digest() } } }]),
+          configuration: { taskPushNotificationConfig: { url: 'http://[::1]:9/hook' } },
+        },
+      });
+      const body = (await raw.json()) as {
+        error: { code: number; data: Array<{ metadata: { code: string } }> };
+      };
+      expect(body.error).toMatchObject({
+        code: -32602,
+        data: [{ metadata: { code: 'target_not_allowed' } }],
+      });
+      expect(await count('jobs')).toBe(jobs);
+      const task = await send(
+        client,
+        dataMessage({ service: 'attest.batch', input: { digests: [await digest()] } }),
+      );
+      await expect(
+        client.createTaskPushNotificationConfig(
+          {
+            tenant: '',
+            id: '',
+            taskId: task.id,
+            url: 'http://10.0.0.1/hook',
+            token: '',
+            authentication: undefined,
+          },
+          opening(task),
+        ),
+      ).rejects.toThrow(/refused/);
+      expect(await app.deps.db('job_webhooks').where({ job_id: task.id })).toHaveLength(0);
+    } finally {
+      env.LOGISTICS_ALLOW_PRIVATE_TARGETS = true;
+    }
+  });
+});
+
+describe("someone else's task", () => {
+  it('is not found by another agent or by anyone without its credential: not read, cancelled or pushed', async () => {
+    const owner = await registerAgent(app);
+    const other = await registerAgent(app);
+    const task = await send(
+      client,
+      dataMessage({ service: 'attest.batch', input: { digests: [await digest()] } }),
+      undefined,
+      owner.auth,
+    );
+    expect((await jobRow(task.id)).agent_id).toBe(owner.id);
+    await expect(
+      client.getTask({ tenant: '', id: task.id }, { serviceParameters: other.auth }),
+    ).rejects.toMatchObject({ name: 'TaskNotFoundError' });
+    await expect(client.getTask({ tenant: '', id: task.id })).rejects.toMatchObject({
+      name: 'TaskNotFoundError',
+    });
+    await expect(
+      client.cancelTask({ tenant: '', id: task.id, metadata: undefined }, { serviceParameters: other.auth }),
+    ).rejects.toMatchObject({ name: 'TaskNotFoundError' });
+    await expect(client.cancelTask({ tenant: '', id: task.id, metadata: undefined })).rejects.toMatchObject({
+      name: 'TaskNotFoundError',
+    });
+    await expect(
+      client.createTaskPushNotificationConfig(
+        {
+          tenant: '',
+          id: '',
+          taskId: task.id,
+          url: 'http://127.0.0.1:9/x',
+          token: '',
+          authentication: undefined,
+        },
+        { serviceParameters: other.auth },
+      ),
+    ).rejects.toMatchObject({ name: 'TaskNotFoundError' });
+    const restCancel = await fetch(`${base}/a2a/rest/tasks/${task.id}:cancel`, {
+      method: 'POST',
+      headers: { 'A2A-Version': '1.0', ...other.auth },
+    });
+    expect(restCancel.status).toBe(404);
+    expect((await jobRow(task.id)).status).toBe('awaiting_payment');
+    expect(await app.deps.db('job_webhooks').where({ job_id: task.id })).toHaveLength(0);
+    // Its creator opens it with its key, or with the token the creating message answered.
+    expect((await client.getTask({ tenant: '', id: task.id }, opening(task))).id).toBe(task.id);
+    const cancelled = await client.cancelTask(
+      { tenant: '', id: task.id, metadata: undefined },
+      { serviceParameters: owner.auth },
+    );
+    expect(cancelled.status?.state).toBe(TaskState.TASK_STATE_CANCELED);
+  });
+
+  it('answers a key that is not valid with 401, before anything runs', async () => {
+    const res = await sendRpc(
+      rawMessage([{ data: { service: 'attest.timestamp', input: { digest: await digest() } } }]),
+    );
+    expect(res.status).toBe(200);
+    const jobs = await count('jobs');
+    const bad = await rpc(
+      {
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'SendMessage',
+        params: {
+          message: rawMessage([{ data: { service: 'attest.timestamp', input: { digest: await digest() } } }]),
+        },
+      },
+      { Authorization: 'Bearer ak_not_a_key' },
+    );
+    expect(bad.status).toBe(401);
+    expect(bad.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+    const basic = await rpc(
+      { jsonrpc: '2.0', id: 1, method: 'GetTask', params: { id: 'job_x' } },
+      { Authorization: 'Basic eDp5' },
+    );
+    expect(basic.status).toBe(401);
+    expect(await count('jobs')).toBe(jobs);
+  });
+});
+
+describe('bad input', () => {
+  const unknownTask = 'job_01jd3x0v9m7k2q8w4e6r5t1y3z';
+
+  async function expectRpcError(res: Response, code: number, pattern?: RegExp, metaCode?: string) {
+    const text = await res.text();
+    expect(res.status, text).toBe(200);
+    expect(text).not.toMatch(/\n\s+at |node_modules|Cannot read/);
+    const body = JSON.parse(text);
+    expect(body.error.code, text).toBe(code);
+    if (pattern) expect(body.error.message).toMatch(pattern);
+    if (metaCode) expect(body.error.data[0].metadata.code).toBe(metaCode);
+    return body;
+  }
+
+  it('is the JSON-RPC invalid-params error, never an internal one, and writes nothing', async () => {
+    const jobs = await count('jobs');
+    const d = await digest();
+    await expectRpcError(
+      await sendRpc(rawMessage([{ text: 'hello' }])),
+      -32602,
+      /exactly one data part/,
+      'validation_failed',
+    );
+    await expectRpcError(await sendRpc(rawMessage([])), -32602, /exactly one data part/);
+    await expectRpcError(
+      await sendRpc(
+        rawMessage([
+          { data: { service: 'attest.timestamp', input: {} } },
+          { data: { service: 'attest.timestamp', input: {} } },
+        ]),
+      ),
+      -32602,
+      /exactly one data part/,
+    );
+    await expectRpcError(
+      await sendRpc(rawMessage([{ data: { service: 'no.such', input: {} } }])),
+      -32602,
+      /no service/,
+      'unknown_service',
+    );
+    await expectRpcError(
+      await sendRpc(rawMessage([{ data: { service: 'attest.timestamp', input: { digest: 'nope' } } }])),
+      -32602,
+      /schema/,
+      'validation_failed',
+    );
+    await expectRpcError(await sendRpc(rawMessage([{ data: { service: 'attest.timestamp' } }])), -32602);
+    await expectRpcError(await sendRpc(rawMessage([{ data: 'text' }])), -32602);
+    await expectRpcError(await sendRpc(rawMessage([{ url: 'https://example.com/f.pdf' }])), -32602, /file/);
+    await expectRpcError(
+      await sendRpc(rawMessage([{ data: { service: 'attest.timestamp', input: { digest: `${d}\u0000` } } }])),
+      -32602,
+      /request is not valid/,
+    );
+    await expectRpcError(await sendRpc(rawMessage([null])), -32602, /malformed/);
+    await expectRpcError(await sendRpc({ messageId: 'x', parts: 'no' }), -32602, /malformed/);
+    await expectRpcError(await sendRpc('not an object'), -32602);
+    await expectRpcError(
+      await rpc('{"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {'),
+      -32700,
+    );
+    await expectRpcError(await rpc({ jsonrpc: '2.0', id: 2, method: 'NoSuchMethod', params: {} }), -32601);
+    await expectRpcError(
+      await rpc({ jsonrpc: '2.0', id: 3, method: 'GetTask', params: { id: unknownTask } }),
+      -32001,
+    );
+    await expectRpcError(
+      await rpc({ jsonrpc: '2.0', id: 4, method: 'GetTask', params: { id: 'x'.repeat(10_000) } }),
+      -32001,
+    );
+    await expectRpcError(
+      await rpc({ jsonrpc: '2.0', id: 5, method: 'CancelTask', params: { id: unknownTask } }),
+      -32001,
+    );
+    await expectRpcError(await rpc({ jsonrpc: '2.0', id: 6, method: 'ListTasks', params: {} }), -32004);
+    await expectRpcError(
+      await sendRpc({
+        ...rawMessage([{ data: { service: 'attest.timestamp', input: { digest: d } } }]),
+        taskId: unknownTask,
+      }),
+      -32001,
+    );
+    await expectRpcError(await rpc({ jsonrpc: '2.0', id: 8, method: 'GetExtendedAgentCard' }), -32004);
+    expect(await count('jobs')).toBe(jobs);
+  });
+
+  it('refuses a second message on a task: one message makes one task', async () => {
+    const task = await send(
+      client,
+      dataMessage({ service: 'attest.batch', input: { digests: [await digest()] } }),
+    );
+    const jobs = await count('jobs');
+    const again = dataMessage(
+      { service: 'attest.batch', input: { digests: [await digest()] } },
+      { taskId: task.id },
+    );
+    await expect(send(client, again, undefined, opening(task).serviceParameters)).rejects.toMatchObject({
+      name: 'UnsupportedOperationError',
+    });
+    // Without the task's credential, the task named is not found (its state is not said either).
+    await expect(send(client, { ...again, messageId: randomUUID() })).rejects.toMatchObject({
+      name: 'TaskNotFoundError',
+    });
+    expect(await count('jobs')).toBe(jobs);
+  });
+
+  it('streams nothing for a bad message: the stream request gets the error', async () => {
+    const res = await sendRpc(
+      rawMessage([{ data: { service: 'no.such', input: {} } }]),
+      'SendStreamingMessage',
+    );
+    expect(res.headers.get('content-type')).toMatch(/json/);
+    await expectRpcError(res, -32602, /no service/);
+  });
+
+  it('over the body limit is 413, as everywhere on the API', async () => {
+    const res = await sendRpc(
+      rawMessage([
+        { data: { service: 'attest.batch', input: { digests: Array(3000).fill(await digest()) } } },
+      ]),
+    );
+    expect(res.status).toBe(413);
+    expect(res.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+    expect(((await res.json()) as { code: string }).code).toBe('payload_too_large');
+  });
+
+  it('over HTTP+JSON is a 400 INVALID_ARGUMENT body, and an unknown task 404', async () => {
+    const post = (path: string, body: string) =>
+      fetch(`${base}/a2a/rest${path}`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json', 'A2A-Version': '1.0' },
+        body,
+      });
+    for (const body of [
+      JSON.stringify({ message: rawMessage([{ text: 'hi' }]) }),
+      JSON.stringify({
+        message: rawMessage([{ data: { service: 'attest.timestamp', input: { digest: '\u0000' } } }]),
+      }),
+      JSON.stringify({ message: rawMessage([null]) }),
+      '{"message": ',
+    ]) {
+      const res = await post('/message:send', body);
+      const text = await res.text();
+      expect(res.status, text).toBe(400);
+      expect(JSON.parse(text).error.status).toBe('INVALID_ARGUMENT');
+      expect(text).not.toMatch(/\n\s+at |node_modules/);
+    }
+    const missing = await fetch(`${base}/a2a/rest/tasks/${unknownTask}`, {
+      headers: { 'A2A-Version': '1.0' },
+    });
+    expect(missing.status).toBe(404);
+  });
+
+  it('keeps private inputs out of the logs, the SDK console included', async () => {
+    const d = await digest();
+    const logs = captureLogs(logger);
+    const consoleLines: string[] = [];
+    const spies = (['error', 'warn', 'log', 'info'] as const).map((m) =>
+      vi
+        .spyOn(console, m)
+        .mockImplementation(
+          (...args: unknown[]) =>
+            void consoleLines.push(
+              args.map((a) => (a instanceof Error ? `${a.message}\n${a.stack}` : String(a))).join(' '),
+            ),
+        ),
+    );
+    try {
+      await send(client, dataMessage({ service: 'attest.batch', input: { digests: [d] } }));
+      await sendRpc(rawMessage([{ data: { service: 'attest.timestamp', input: { digest: `${d}x` } } }]));
+      await sendRpc(
+        rawMessage([{ data: { service: 'attest.timestamp', input: { digest: d, extra: d } } }]),
+        'SendStreamingMessage',
+      );
+      await sendRpc(rawMessage([{ data: { service: 'attest.timestamp', input: { digest: `${d}\u0000` } } }]));
+    } finally {
+      logs.stop();
+      for (const s of spies) s.mockRestore();
+    }
+    expect([...logs.lines, ...consoleLines].join('\n')).not.toContain(d);
+  });
+});

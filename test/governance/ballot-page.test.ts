@@ -1,0 +1,144 @@
+// The voting page in a real browser: paste an identity, choose, and the page proves membership with
+// snarkjs and encrypts the vote with WebCrypto, on this side; the service takes the ballot, and what it
+// stored opens (with the proposal key) to the choice and carries the identity's nullifier — made by the
+// browser from a secret the service never saw.
+import { existsSync } from 'node:fs';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { chromium } from 'playwright-core';
+import type { Browser } from 'playwright-core';
+import supertest from 'supertest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createApp } from '../../api/app';
+import { closeDeps, depsFromEnv } from '../../api/main';
+import { createIdentity } from '../../shared/governance/ballot-client';
+import type { Identity } from '../../shared/governance/ballot-client';
+import { decryptVote, nullifierOf, proposalScope } from '../../shared/governance/ballot-protocol';
+import { reviewMessage } from '../../shared/governance/commitments';
+import { proposalBallotKey } from '../../shared/governance/ballot-key';
+import { terminateCurves } from '../../shared/zk';
+import { OPERATOR, captureLogs, wallet } from './helpers';
+
+const CHROMIUM = '/usr/bin/chromium';
+const ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--no-first-run',
+  '--disable-background-networking',
+];
+const CHOICE = 'fund-the-library-3e1f';
+
+const deps = depsFromEnv();
+const reviewer = wallet();
+let server: Server;
+let base: string;
+let browser: Browser;
+let logs: ReturnType<typeof captureLogs>;
+let proposalId: string;
+let me: Identity;
+
+beforeAll(async () => {
+  if (!existsSync(CHROMIUM))
+    throw new Error(`Chromium is not installed at ${CHROMIUM}: install it (apt-get install -y chromium).`);
+  logs = captureLogs();
+  server = createApp(deps).listen(0, '127.0.0.1');
+  await new Promise((r) => server.once('listening', r));
+  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const request = supertest(base);
+  const roomId = (
+    await request
+      .post('/api/governance/rooms')
+      .set('Authorization', OPERATOR)
+      .send({ name: 'Library board', members: [reviewer.address] })
+      .expect(201)
+  ).body.roomId as string;
+  await request
+    .post(`/api/governance/rooms/${roomId}/committees`)
+    .set('Authorization', OPERATOR)
+    .send({ slug: 'review', name: 'Review', members: [reviewer.address], threshold: 1 })
+    .expect(201);
+  me = await createIdentity();
+  const others = [await createIdentity(), await createIdentity()];
+  await request
+    .post(`/api/governance/rooms/${roomId}/identities`)
+    .set('Authorization', OPERATOR)
+    .send({ identityCommitments: [others[0]!.commitment, me.commitment, others[1]!.commitment] })
+    .expect(200);
+  proposalId = (
+    await request
+      .post('/api/governance/proposals')
+      .set('Authorization', OPERATOR)
+      .send({
+        roomId,
+        title: 'Budget',
+        options: [CHOICE, 'keep-2b9c'],
+        reviewCommittee: 'review',
+        votingSeconds: 600,
+      })
+      .expect(201)
+  ).body.proposalId as string;
+  await request
+    .post(`/api/governance/proposals/${proposalId}/review`)
+    .send({
+      walletPublicKey: reviewer.address,
+      decision: 'approve',
+      signature: reviewer.sign(reviewMessage(proposalId, 'approve')),
+    })
+    .expect(200);
+  browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS, headless: true });
+});
+afterAll(async () => {
+  logs?.stop();
+  await browser?.close();
+  await new Promise((r) => (server ? server.close(r) : r(undefined)));
+  await closeDeps(deps);
+  await terminateCurves();
+});
+
+describe('the voting page in a browser', () => {
+  it('proves and encrypts in the page, and the service keeps only what the voter sent', async () => {
+    const page = await browser.newPage();
+    const errors: string[] = [];
+    page.on('pageerror', (e) => errors.push(e.message));
+    page.on('console', (m) => {
+      if (m.type() === 'error') errors.push(m.text());
+    });
+    await page.goto(`${base}/governance/proposals/${proposalId}/`);
+    expect(await page.locator('[data-status="voting"]').count()).toBe(1);
+    await page.fill('#identity', JSON.stringify(me));
+    await page.fill('#choice', CHOICE);
+    await page.click('#vote-form button');
+    await page
+      .locator('#vote-status')
+      .filter({ hasText: /Cast\.|Not cast/ })
+      .waitFor({ timeout: 150_000 });
+    expect(await page.locator('#vote-status').innerText(), errors.join('\n')).toMatch(/^Cast\./);
+    const receipt = JSON.parse(await page.locator('#receipt').innerText()) as { type: string };
+    expect(receipt.type).toBe('proof-exchange/ballot-receipt/v2');
+
+    const rows = (await deps.db('ballots').where('proposal_id', proposalId)) as Array<{
+      nullifier: string;
+      ciphertext: Buffer;
+    }>;
+    expect(rows).toHaveLength(1);
+    expect(rows[0]!.nullifier).toBe(String(await nullifierOf(me.secret, proposalScope(proposalId))));
+    const p = await deps.db('proposals').where('id', proposalId).first();
+    expect(decryptVote(proposalBallotKey(proposalId, p.key_wrapped), proposalId, rows[0]!.ciphertext)).toBe(
+      CHOICE,
+    );
+    // The secret went nowhere: not to a table, not to a log line.
+    expect(JSON.stringify(rows)).not.toContain(me.secret);
+    expect(logs.lines.join('\n')).not.toContain(me.secret);
+
+    // Voting again from the page is refused: one ballot per identity.
+    await page.fill('#choice', 'keep-2b9c');
+    await page.click('#vote-form button');
+    await page
+      .locator('#vote-status')
+      .filter({ hasText: /Not cast/ })
+      .waitFor({ timeout: 150_000 });
+    expect(await page.locator('#vote-status').innerText()).toContain('already_voted');
+    expect(await deps.db('ballots').where('proposal_id', proposalId)).toHaveLength(1);
+  }, 320_000);
+});

@@ -1,0 +1,55 @@
+// The `blind_policy` proof kind: proves a stored Groth16 policy proof row with the process's backend;
+// the sweeper re-enqueues rows left queued or running without a live job.
+import { UnrecoverableError } from 'bullmq';
+import { isUnavailableError } from '../../shared/platform/errors';
+import type { ProverBackend } from '../../shared/zk/index';
+import { selectProverBackend } from '../../shared/zk/index';
+import { BLIND_POLICY_KIND } from '../../shared/zk/rows';
+import { ProofRefused, failProof, proveStoredProof, requeueProof } from '../../shared/zk/proving';
+import { isFinalAttempt } from '../processors/jobs';
+import type { ProofKind } from './kinds';
+
+let backend: ProverBackend | undefined;
+
+/** The prover process picks its backend at start (native when built); otherwise the configured default. */
+export function useProverBackend(selected: ProverBackend): void {
+  backend = selected;
+}
+
+export function proverBackend(): ProverBackend {
+  backend ??= selectProverBackend();
+  return backend;
+}
+
+export const blindPolicyKind: ProofKind = {
+  kind: BLIND_POLICY_KIND,
+  handle: async (proofId, ctx) => {
+    try {
+      const { outcome } = await proveStoredProof(ctx.db, proofId, proverBackend(), (percent, stage) =>
+        ctx.progress(percent, stage),
+      );
+      return outcome;
+    } catch (err) {
+      // Postgres down: leave the row as it is; the retry (or the sweeper) settles it.
+      if (isUnavailableError(err)) throw err;
+      const message = err instanceof Error ? err.message : String(err);
+      if (err instanceof ProofRefused) {
+        await failProof(ctx.db, proofId, err.code, message);
+        throw new UnrecoverableError(message);
+      }
+      if (isFinalAttempt(ctx.job, err)) {
+        await failProof(ctx.db, proofId, 'proof_failed', message);
+        throw new UnrecoverableError(message);
+      }
+      await requeueProof(ctx.db, proofId, message);
+      throw err;
+    }
+  },
+  sweep: {
+    queue: 'proofs',
+    table: 'proofs',
+    statuses: ['queued', 'running'],
+    payload: (row) => ({ proofId: row.id, kind: BLIND_POLICY_KIND }),
+    markFailed: (db, id, reason) => failProof(db, id, 'proof_failed', reason),
+  },
+};
