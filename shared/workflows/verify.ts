@@ -9,7 +9,7 @@ import type { ServiceTrust } from '../platform/keyHistory';
 import type { SignedTreeHead } from '../platform/translog/treeHead';
 import { chainHead } from './chain';
 import { genesisOf, workflowStatus } from './engine';
-import { packageLeafHash } from './envelope';
+import { packageEntryLeafHash, packageLeafHash } from './envelope';
 import type { Envelope, Reason } from './envelope';
 import { templateOrThrow } from './load';
 import type { Conn, PackageRow } from './load';
@@ -58,13 +58,14 @@ export async function verifyUnderServiceTrust<V extends { reasons: readonly Reas
   const proofId = (pkg as { proofId?: unknown } | null)?.proofId;
   if (!first.reasons.some((r) => r.code === 'revoked') || typeof proofId !== 'string') return first;
   const logged = await loggedAt(db, proofId);
-  let leaf: string | undefined;
+  // The leaf is the package's log entry, or the package itself for one logged before entries.
+  let leaves: string[];
   try {
-    leaf = packageLeafHash(pkg as Envelope);
+    leaves = [packageEntryLeafHash(pkg as Envelope), packageLeafHash(pkg as Envelope)];
   } catch {
     return first;
   }
-  return logged && logged.leafHash === leaf ? verify(trust, { loggedAt: logged.loggedAt }) : first;
+  return logged && leaves.includes(logged.leafHash) ? verify(trust, { loggedAt: logged.loggedAt }) : first;
 }
 
 /** Verifies a pasted package offline-style: exactly the offline verifier with this service's trust root. */

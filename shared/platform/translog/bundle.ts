@@ -174,7 +174,14 @@ export async function verifyBundle(
   const keyId = typeof issuer?.keyId === 'string' ? issuer.keyId : '';
   const issuedAt = typeof pkg.issuedAt === 'string' ? pkg.issuedAt : '';
   const key = keyFor(root, keyId, 'package', issuedAt, loggedAt ?? undefined);
-  if (!key.ok) return invalid(`package signature: ${key.detail}`);
+  if (!key.ok)
+    return invalid(
+      `package signature: ${key.detail.replace(/\.$/, '')}${
+        key.reason === 'revoked' && loggedAt
+          ? `; the earliest cosignature shows it logged at ${loggedAt.toISOString()}`
+          : ''
+      }`,
+    );
   const { log: _log, ...signed } = pkg;
   let finding: PackageFinding;
   try {
