@@ -43,6 +43,8 @@ export const manifestSchema = z.object({
   ptau: z.object({
     file: z.string(),
     sha256: sha256Hex,
+    /** blake2b-512 of the whole file: what the published ceremony hashes and PTAU_PINNED_HASHES name. */
+    blake2b512: z.string().regex(/^[0-9a-f]{128}$/),
     power: z.number().int().positive(),
     /** True for the project's own development file: anyone who made it could forge proofs. */
     insecure: z.boolean(),
