@@ -116,8 +116,8 @@ export const transcriptLogId = (t: Pick<Transcript, 'circuit' | 'finalZkeySha256
 
 /**
  * What is wrong with a transcript as the record of the artifacts the manifest names: it must end in the
- * manifest's zkey and vkey, start from the manifest's r1cs and powers of tau, and that powers of tau
- * must be accepted (published or pinned). Empty when nothing is.
+ * manifest's zkey and vkey and start from the manifest's r1cs and powers of tau (whether that powers of
+ * tau is accepted is ptauProvenance's question, asked of the manifest). Empty when nothing is.
  */
 export function transcriptProblems(
   t: Transcript,
@@ -134,10 +134,6 @@ export function transcriptProblems(
     problems.push(`${circuit}: the transcript's r1cs sha256 differs from the manifest's`);
   if (t.ptau.blake2b512 !== expected.ptauBlake2b512)
     problems.push(`${circuit}: the transcript's powers of tau differs from the manifest's`);
-  else if (!ptauProvenance(t.ptau.blake2b512).accepted)
-    problems.push(
-      `${circuit}: the transcript's powers of tau ${t.ptau.file} is neither a published ceremony file nor pinned`,
-    );
   if (t.contributions.length === 0) problems.push(`${circuit}: the transcript lists no contribution`);
   return problems;
 }
