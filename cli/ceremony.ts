@@ -41,7 +41,7 @@ const usage = `usage: npm run ceremony -- start <circuit> --out <zkey> [--r1cs <
               bytes of this machine, with --entropy mixed in; the printed hash is yours to publish
   verify      check a zkey against the r1cs and powers of tau (as snarkjs zkey verify) and list its
               contributions in order; exits 1 when it does not verify
-  finalize    apply the public random beacon (hex, hashed 2^iterations times), verify, and install the
+  finalize    apply the public random beacon (hex, hashed 2^iterations times, iterations 10 to 63), verify, and install the
               zkey, its verification key and the transcript (<circuit>.ceremony.json) in the artifacts
               folder, updating the manifest
   transcript  write the transcript of the installed zkey (verified first)
@@ -152,7 +152,9 @@ async function install(circuit: string, zkey: string, dir: string, r1cs: string,
       ptauPower: ptauPower(ptau),
     });
     if (manifest && transcript.ptau.blake2b512 !== manifest.ptau.blake2b512)
-      throw new CeremonyError(`${ptau} is not the powers of tau the manifest records (${manifest.ptau.file})`);
+      throw new CeremonyError(
+        `${ptau} is not the powers of tau the manifest records (${manifest.ptau.file})`,
+      );
     if (resolve(zkey) !== resolve(target.zkey)) writeAtomic(target.zkey, readFileSync(zkey));
     writeAtomic(target.vkey, readFileSync(vkeyPath));
     writeAtomic(transcriptPath(circuit, dir), `${JSON.stringify(transcript, null, 2)}\n`);
@@ -181,15 +183,25 @@ export async function finalize(
 ): Promise<Transcript> {
   if (!/^[0-9a-fA-F]+$/.test(beacon.value) || beacon.value.length % 2 !== 0)
     throw new CeremonyError('--beacon is a hex value (an even number of hex digits)');
-  if (!Number.isInteger(beacon.iterationsExp) || beacon.iterationsExp < 0 || beacon.iterationsExp > 63)
-    throw new CeremonyError('--iterations is an exponent from 0 to 63 (the beacon is hashed 2^n times)');
+  if (!Number.isInteger(beacon.iterationsExp) || beacon.iterationsExp < 10 || beacon.iterationsExp > 63)
+    throw new CeremonyError('--iterations is an exponent from 10 to 63 (the beacon is hashed 2^n times)');
+  if (beacon.value.length > 510) throw new CeremonyError('--beacon is at most 255 bytes');
   const dir = o.dir ?? artifactsDir();
   const { r1cs, ptau } = ceremonyInputs(circuit, { ...o, dir });
   const scratch = mkdtempSync(join(tmpdir(), 'px-ceremony-'));
   try {
     const beaconed = join(scratch, `${circuit}.zkey`);
     const name = beacon.name ?? 'final beacon';
-    await snarkjs.zKey.beacon(zkey, beaconed, name, beacon.value.toLowerCase(), beacon.iterationsExp, quiet);
+    const hash = await snarkjs.zKey.beacon(
+      zkey,
+      beaconed,
+      name,
+      beacon.value.toLowerCase(),
+      beacon.iterationsExp,
+      quiet,
+    );
+    if (hash === false || !existsSync(beaconed))
+      throw new CeremonyError(`snarkjs refused the beacon on ${zkey}`);
     return await install(circuit, beaconed, dir, r1cs, ptau);
   } finally {
     rmSync(scratch, { recursive: true, force: true });
@@ -265,7 +277,9 @@ async function main(argv: string[]): Promise<number> {
       const circuit = circuitArg();
       const r = await verify(circuit, need('zkey'), io);
       if (!r.ok) {
-        log(`${need('zkey')} does NOT verify against ${r.r1cs} and ${r.ptau}: ${r.errors.join('; ') || 'refused'}`);
+        log(
+          `${need('zkey')} does NOT verify against ${r.r1cs} and ${r.ptau}: ${r.errors.join('; ') || 'refused'}`,
+        );
         return 1;
       }
       log(`${need('zkey')} verifies against ${r.r1cs} and ${r.ptau}; contributions in order:`);

@@ -37,9 +37,7 @@ export function publishedPtaus(): PublishedPtau[] {
 }
 
 export type PtauProvenance =
-  | { accepted: true; by: 'published'; file: string }
-  | { accepted: true; by: 'pinned' }
-  | { accepted: false };
+  { accepted: true; by: 'published'; file: string } | { accepted: true; by: 'pinned' } | { accepted: false };
 
 /** Whether a powers of tau is trusted: its hash is a published ceremony file's or in PTAU_PINNED_HASHES. */
 export function ptauProvenance(blake2b512: string): PtauProvenance {
@@ -121,7 +119,13 @@ export const transcriptLogId = (t: Pick<Transcript, 'circuit' | 'finalZkeySha256
  */
 export function transcriptProblems(
   t: Transcript,
-  expected: { circuit: string; r1csSha256: string; zkeySha256: string; vkeySha256: string; ptauBlake2b512: string },
+  expected: {
+    circuit: string;
+    r1csSha256: string;
+    zkeySha256: string;
+    vkeySha256: string;
+    ptauBlake2b512: string;
+  },
 ): string[] {
   const problems: string[] = [];
   const { circuit } = expected;
@@ -143,9 +147,7 @@ export function transcriptProblems(
  * lists them last first as `contribution #<n> <name>:` followed by the hash in four lines of hex, a
  * beacon's with its generator and iterations after it.
  */
-export function parseVerifyLog(
-  lines: readonly string[],
-): Pick<Transcript, 'contributions' | 'beacon'> {
+export function parseVerifyLog(lines: readonly string[]): Pick<Transcript, 'contributions' | 'beacon'> {
   const contributions: Transcript['contributions'] = [];
   let beacon: Transcript['beacon'] = null;
   let last: Transcript['contributions'][number] | undefined;
@@ -154,7 +156,12 @@ export function parseVerifyLog(
     const generator = /^Beacon generator: ([0-9a-f]+)$/.exec(line);
     const iterations = /^Beacon iterations Exp: (\d+)$/.exec(line);
     if (head) {
-      last = { index: Number(head[1]), name: head[2]!, hash: head[3]!.replace(/[^0-9a-f]/g, ''), beacon: false };
+      last = {
+        index: Number(head[1]),
+        name: head[2]!,
+        hash: head[3]!.replace(/[^0-9a-f]/g, ''),
+        beacon: false,
+      };
       contributions.push(last);
     } else if (generator && last) {
       last.beacon = true;
@@ -220,7 +227,11 @@ export async function makeTranscript(files: {
     type: TRANSCRIPT_TYPE,
     circuit: files.circuit,
     r1csSha256: sha256Hex(readFileSync(files.r1cs)),
-    ptau: { file: basename(files.ptau), blake2b512: await blake2b512File(files.ptau), power: files.ptauPower },
+    ptau: {
+      file: basename(files.ptau),
+      blake2b512: await blake2b512File(files.ptau),
+      power: files.ptauPower,
+    },
     contributions: verification.contributions,
     beacon: verification.beacon,
     verification: { tool: 'snarkjs zKey.verifyFromR1cs', snarkjs: snarkjsPackageVersion(), ok: true },
@@ -232,6 +243,9 @@ export async function makeTranscript(files: {
 const snarkjsPackageVersion = (): string =>
   (
     JSON.parse(
-      readFileSync(fileURLToPath(new URL('../../node_modules/snarkjs/package.json', import.meta.url)), 'utf8'),
+      readFileSync(
+        fileURLToPath(new URL('../../node_modules/snarkjs/package.json', import.meta.url)),
+        'utf8',
+      ),
     ) as { version: string }
   ).version;

@@ -80,7 +80,7 @@ declare module 'snarkjs' {
       entropy: string,
       logger?: Logger,
     ): Promise<unknown>;
-    /** A random-beacon contribution: beaconHash is hex, the hash is iterated 2^numIterationsExp times. */
+    /** A random-beacon contribution: beaconHash is hex, hashed 2^numIterationsExp (10 to 63) times; false when refused. */
     beacon(
       oldZkey: FileRef,
       newZkey: FileRef,
