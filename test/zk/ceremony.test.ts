@@ -172,7 +172,8 @@ describe('a three-contributor ceremony', () => {
     const tampered = Buffer.from(bytes);
     const firstLength = 64 * 3 + 128 + 64; // points and transcript; the params after them vary
     expect(tampered.readUInt32LE(mpc + 64)).toBe(3);
-    tampered[mpc + 68 + firstLength - 10] ^= 0x01; // inside the first contribution's transcript hash
+    const at = mpc + 68 + firstLength - 10; // inside the first contribution's transcript hash
+    tampered[at] = tampered[at]! ^ 0x01;
     const path = join(work, 'tampered.zkey');
     writeFileSync(path, tampered);
     const result = await verify(CIRCUIT, path, { r1cs, ptau });
