@@ -178,14 +178,21 @@ async function selectPtau(power: number): Promise<Manifest['ptau'] & { path: str
     const filePower = ptauPower(path);
     if (filePower < power)
       throw new Error(`CIRCUIT_PTAU has power ${filePower}; the circuits need ${power}.`);
-    // A ceremony file counts as one only by its hash (published or pinned), never by its name.
+    // A ceremony file counts as one only by its hash (published or pinned), never by its name: the
+    // processes decide from the recorded hash; `insecure` marks the project's development file only.
     const blake2b512 = await blake2b512File(path);
-    const insecure = !ptauProvenance(blake2b512).accepted;
-    if (insecure)
+    if (!ptauProvenance(blake2b512).accepted)
       log(
         `  ${basename(path)}: blake2b-512 ${blake2b512} is neither a published ceremony file nor in PTAU_PINNED_HASHES; production will refuse it`,
       );
-    return { path, file: basename(path), sha256: fileSha256(path), blake2b512, power: filePower, insecure };
+    return {
+      path,
+      file: basename(path),
+      sha256: fileSha256(path),
+      blake2b512,
+      power: filePower,
+      insecure: false,
+    };
   }
   const existing = readdirSync(outDir)
     .map((f) => /^dev-INSECURE-pot(\d+)\.ptau$/.exec(f))

@@ -48,7 +48,12 @@ export interface LoggedTranscript {
 /** A circuit's transcript and its log leaf; undefined when the circuit has no transcript. */
 export async function loggedTranscript(db: Knex, circuit: string): Promise<LoggedTranscript | undefined> {
   if (!Object.hasOwn(loadManifest().circuits, circuit)) return undefined;
-  const transcript = readTranscript(circuit);
+  let transcript: Transcript | undefined;
+  try {
+    transcript = readTranscript(circuit);
+  } catch {
+    return undefined; // a malformed file is no transcript (production refuses to start with one)
+  }
   if (!transcript) return undefined;
   const { key, entry } = leafOf(transcript);
   const leaf = await leafByKey(db, key);
