@@ -16,6 +16,7 @@ import { createRedis, waitReady } from '../shared/platform/redis';
 import { Shutdown } from '../shared/platform/shutdown';
 import { tableBases } from '../shared/platform/urls';
 import { assertCircuitSetup } from '../shared/zk/setup';
+import { logCeremonyTranscripts } from '../shared/zk/ceremonyLog';
 import { createApp } from './app';
 import type { AppDeps } from './deps';
 
@@ -69,6 +70,12 @@ export async function startWeb(): Promise<{ server: Server; shutdown: Shutdown }
   await syncServiceCatalog(deps.db).catch((err: Error) =>
     logger.warn({ err: err.message }, 'service catalog not synced'),
   );
+  // The circuits' ceremony transcripts go into the transparency log once (a logged key is not appended again).
+  await logCeremonyTranscripts(deps.db)
+    .then((logged) => {
+      if (logged.length > 0) logger.info({ transcripts: logged }, 'ceremony transcripts logged');
+    })
+    .catch((err: Error) => logger.warn({ err: err.message }, 'ceremony transcripts not logged'));
   const app = createApp(deps, { trustProxy: env.TRUST_PROXY });
   const server = app.listen(env.PORT, env.HOST);
   await new Promise<void>((resolve, reject) => {

@@ -27,6 +27,13 @@ import { ballotCircuitInput, createIdentity } from '../shared/governance/ballot-
 import { BALLOT_CIRCUIT, BALLOT_PUBLIC_SIGNALS } from '../shared/governance/ballot-protocol';
 import { terminateCurves } from '../shared/zk';
 import {
+  blake2b512File,
+  makeTranscript,
+  ptauProvenance,
+  readTranscript,
+  transcriptPath,
+} from '../shared/zk/ceremony';
+import {
   circuitSources,
   circuitsDir,
   compilerFlags,
@@ -171,7 +178,21 @@ async function selectPtau(power: number): Promise<Manifest['ptau'] & { path: str
     const filePower = ptauPower(path);
     if (filePower < power)
       throw new Error(`CIRCUIT_PTAU has power ${filePower}; the circuits need ${power}.`);
-    return { path, file: basename(path), sha256: fileSha256(path), power: filePower, insecure: false };
+    // A ceremony file counts as one only by its hash (published or pinned), never by its name: the
+    // processes decide from the recorded hash; `insecure` marks the project's development file only.
+    const blake2b512 = await blake2b512File(path);
+    if (!ptauProvenance(blake2b512).accepted)
+      log(
+        `  ${basename(path)}: blake2b-512 ${blake2b512} is neither a published ceremony file nor in PTAU_PINNED_HASHES; production will refuse it`,
+      );
+    return {
+      path,
+      file: basename(path),
+      sha256: fileSha256(path),
+      blake2b512,
+      power: filePower,
+      insecure: false,
+    };
   }
   const existing = readdirSync(outDir)
     .map((f) => /^dev-INSECURE-pot(\d+)\.ptau$/.exec(f))
@@ -191,7 +212,14 @@ async function selectPtau(power: number): Promise<Manifest['ptau'] & { path: str
       if (/^dev-INSECURE-pot\d+\.ptau$/.test(old) && old !== file) rmSync(join(outDir, old));
     }
   }
-  return { path, file, sha256: fileSha256(path), power: ptauPower(path), insecure: true };
+  return {
+    path,
+    file,
+    sha256: fileSha256(path),
+    blake2b512: await blake2b512File(path),
+    power: ptauPower(path),
+    insecure: true,
+  };
 }
 
 const entropy = () => randomBytes(64).toString('hex');
@@ -268,6 +296,39 @@ async function setup(compiled: Compiled, ptauPath: string): Promise<void> {
   copyFileSync(compiled.wasm, paths.wasm);
 }
 
+/**
+ * The phase-2 transcript of the circuit's zkey, written after a verification against the r1cs and the
+ * powers of tau (kept when it already describes these keys). The build's keys have one contribution,
+ * the build's own; a multi-party ceremony replaces them (npm run ceremony, docs/zk.md).
+ */
+async function ensureTranscript(c: Compiled, ptau: { path: string; power: number; blake2b512: string }) {
+  const paths = artifactPaths(c.circuit);
+  const zkeySha256 = fileSha256(paths.zkey);
+  let existing;
+  try {
+    existing = readTranscript(c.circuit);
+  } catch {
+    existing = undefined;
+  }
+  if (
+    existing?.finalZkeySha256 === zkeySha256 &&
+    existing.vkeySha256 === fileSha256(paths.vkey) &&
+    existing.r1csSha256 === fileSha256(c.r1cs) &&
+    existing.ptau.blake2b512 === ptau.blake2b512
+  )
+    return;
+  const transcript = await makeTranscript({
+    circuit: c.circuit,
+    r1cs: c.r1cs,
+    ptau: ptau.path,
+    zkey: paths.zkey,
+    vkey: paths.vkey,
+    ptauPower: ptau.power,
+  });
+  writeFileSync(transcriptPath(c.circuit), `${JSON.stringify(transcript, null, 2)}\n`);
+  log(`${c.circuit}: ceremony transcript written (verified against the r1cs and powers of tau)`);
+}
+
 async function main(): Promise<void> {
   mkdirSync(buildDir, { recursive: true });
   mkdirSync(outDir, { recursive: true });
@@ -302,6 +363,7 @@ async function main(): Promise<void> {
     if (upToDate(previous, c.circuit, ptau.sha256)) {
       log(`${c.circuit}: up to date`);
       circuits[c.circuit] = previous!.circuits[c.circuit]!;
+      await ensureTranscript(c, ptau);
       continue;
     }
     const started = Date.now();
@@ -324,6 +386,7 @@ async function main(): Promise<void> {
       zkey: fileEntry(paths.zkey),
       vkey: fileEntry(paths.vkey),
     };
+    await ensureTranscript(c, ptau);
     log(`${c.circuit}: keys made (${Date.now() - started} ms)`);
   }
 

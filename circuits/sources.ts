@@ -6,6 +6,9 @@ import { fileURLToPath } from 'node:url';
 import { isDeepStrictEqual } from 'node:util';
 import * as snarkjs from 'snarkjs';
 import { sha256Hex } from '../shared/platform/crypto';
+import { env } from '../shared/platform/env';
+import { blake2b512File, readTranscript, verifyZkey } from '../shared/zk/ceremony';
+import { ceremonyProblems } from '../shared/zk/setup';
 import { artifactPaths, artifactsDir, manifestPath, manifestSchema } from '../shared/zk/artifacts';
 import type { Manifest } from '../shared/zk/artifacts';
 import { policies } from '../shared/zk/policies';
@@ -79,6 +82,15 @@ export const fileSha256 = (path: string) => sha256Hex(readFileSync(path));
 export interface CheckOptions {
   /** Also re-derive each verification key from its zkey (about a second per circuit). */
   deep?: boolean;
+  /**
+   * Also verify each zkey against its r1cs and the powers of tau as `snarkjs zkey verify` does (seconds
+   * per circuit): needs circuits/build/<circuit>.r1cs (npm run circuits:build) and the ptau file.
+   */
+  ceremony?: boolean;
+  /** Where a skipped ceremony verification is said. */
+  note?: (line: string) => void;
+  /** Where the r1cs files are; default circuits/build. */
+  r1csDir?: string;
 }
 
 /**
@@ -96,10 +108,14 @@ export async function checkArtifacts(options: CheckOptions = {}): Promise<string
   if (manifest.compiler !== compilerVersion()) {
     problems.push(`manifest was built with ${manifest.compiler}, installed is ${compilerVersion()}`);
   }
-  const ptauPath = join(artifactsDir(), manifest.ptau.file);
-  if (manifest.ptau.insecure && existsSync(ptauPath) && fileSha256(ptauPath) !== manifest.ptau.sha256) {
+  const ptauPath = env.CIRCUIT_PTAU ? resolve(env.CIRCUIT_PTAU) : join(artifactsDir(), manifest.ptau.file);
+  const ptauPresent = existsSync(ptauPath);
+  if (ptauPresent && fileSha256(ptauPath) !== manifest.ptau.sha256) {
     problems.push(`${manifest.ptau.file}: sha256 differs from the manifest`);
+  } else if (ptauPresent && (await blake2b512File(ptauPath)) !== manifest.ptau.blake2b512) {
+    problems.push(`${manifest.ptau.file}: blake2b-512 differs from the manifest`);
   }
+  problems.push(...ceremonyProblems(manifest));
   const expected: Array<{ circuit: string; publicSignals: readonly string[]; policy?: PolicyDefinition }> = [
     ...Object.values(policies).map((policy) => ({
       circuit: policy.circuit,
@@ -133,6 +149,23 @@ export async function checkArtifacts(options: CheckOptions = {}): Promise<string
     if (!existsSync(paths.vkey)) continue;
     const vkey = JSON.parse(readFileSync(paths.vkey, 'utf8')) as Record<string, unknown>;
     if (vkey.nPublic !== entry.nPublic) problems.push(`${name}: vkey nPublic differs from the manifest`);
+    if (options.ceremony && existsSync(paths.zkey)) {
+      const r1cs = join(options.r1csDir ?? join(circuitsDir, 'build'), `${name}.r1cs`);
+      if (!existsSync(r1cs) || fileSha256(r1cs) !== entry.r1csSha256 || !ptauPresent) {
+        options.note?.(
+          `${name}: ceremony not re-verified (${!ptauPresent ? `no ${ptauPath}` : 'no matching circuits/build r1cs: npm run circuits:build'})`,
+        );
+      } else {
+        const verified = await verifyZkey(r1cs, ptauPath, paths.zkey);
+        if (!verified.ok) problems.push(`${name}: zkey does not verify against its r1cs and powers of tau`);
+        else {
+          const transcript = readTranscript(name);
+          const listed = transcript?.contributions.map((c) => c.hash).join();
+          if (listed !== verified.contributions.map((c) => c.hash).join())
+            problems.push(`${name}: the transcript's contributions differ from the zkey's`);
+        }
+      }
+    }
     if (options.deep && existsSync(paths.zkey)) {
       const derived = await snarkjs.zKey.exportVerificationKey(paths.zkey);
       if (!isDeepStrictEqual(JSON.parse(JSON.stringify(derived)), vkey)) {

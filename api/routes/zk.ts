@@ -2,13 +2,15 @@
 // policies, the prover and one proof.
 import { z } from 'zod';
 import { env } from '../../shared/platform/env';
-import { AppError } from '../../shared/platform/errors';
+import { AppError, notFound } from '../../shared/platform/errors';
 import { idPattern } from '../../shared/platform/ids';
 import { stageBinding } from '../../shared/workflows/policyGate';
 import { fieldElementSchema } from '../../shared/zk/context';
 import { verifyBlindPolicy } from '../../shared/zk/verify';
 import { proveBlindPolicy } from '../../shared/zk/prove';
 import { blindPolicyStatus } from '../../shared/zk/status';
+import { transcriptSchema } from '../../shared/zk/ceremony';
+import { loggedTranscript } from '../../shared/zk/ceremonyLog';
 import { HOLD_TTL_MS, proofStatuses } from '../../shared/zk/rows';
 import { getProof, proofView, proofsInFlight } from '../../shared/zk/views';
 import type { Request } from 'express';
@@ -281,6 +283,43 @@ export function blindPolicyRoutes(table: RouteTable): RouteTable {
           headers: { 'Cache-Control': 'no-store' },
           body: await blindPolicyStatus(deps.db, deps.queues),
         };
+      },
+    })
+    .add({
+      method: 'get',
+      path: '/api/zk/circuits/{circuit}/ceremony',
+      operationId: 'circuitCeremonyTranscript',
+      summary: 'A circuit’s phase-2 ceremony transcript and the transparency log leaf that logs it',
+      description:
+        'The transcript next to the circuit’s artifacts: the r1cs and powers of tau (by blake2b-512) it started from, every contribution’s name and hash in order, the beacon, and the sha256 of the final zkey and its verification key. `log` is its `ceremony_transcript` leaf (the entry’s sha256 is that of the transcript’s canonical JSON) with a C2SP tlog proof; null until a web process has logged it. Check the chain with stock snarkjs: `snarkjs zkey verify <circuit>.r1cs <ptau> <circuit>.zkey` lists the same contribution hashes (docs/zk.md).',
+      tags,
+      params: z.strictObject({
+        circuit: z
+          .string()
+          .regex(/^[a-z0-9_]{1,64}$/, 'a circuit name (threshold, range, membership, ballot)'),
+      }),
+      responses: {
+        200: {
+          description: 'The transcript and its log leaf',
+          schema: z.object({
+            transcript: transcriptSchema,
+            log: z
+              .object({
+                kind: z.literal('ceremony_transcript'),
+                id: z.string(),
+                sha256: z.string(),
+                index: z.number().int(),
+                proof: z.string().nullable().describe('The C2SP tlog proof of the leaf'),
+              })
+              .nullable(),
+          }),
+        },
+      },
+      problems: { 404: ['not_found'] },
+      handler: async ({ params, deps }) => {
+        const found = await loggedTranscript(deps.db, params.circuit);
+        if (!found) throw notFound(`A ceremony transcript for circuit ${params.circuit}`);
+        return { status: 200, headers: { 'Cache-Control': 'no-cache' }, body: found };
       },
     });
 }

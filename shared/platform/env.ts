@@ -134,6 +134,20 @@ export const envSchema = z.object({
   CIRCUIT_PTAU: z.string().optional(),
   /** Folder with the circuit artifacts (wasm, zkey, vkey, manifest); default: circuits/artifacts. */
   CIRCUIT_ARTIFACTS_DIR: z.string().optional(),
+  /**
+   * blake2b-512 hashes (128 hex, comma-separated) of powers-of-tau files the operator trusts beside the
+   * published ones in circuits/ceremony/ptau-hashes.json; unset: only those.
+   */
+  PTAU_PINNED_HASHES: z
+    .string()
+    .default('')
+    .transform((s) =>
+      s
+        .split(',')
+        .map((h) => h.trim().toLowerCase())
+        .filter((h) => h !== ''),
+    )
+    .pipe(z.array(z.string().regex(/^[0-9a-f]{128}$/, 'a blake2b-512 hash as 128 hex characters'))),
   /** In production, run with the insecure development circuit setup anyway (proofs are forgeable). */
   ALLOW_INSECURE_CIRCUITS: bool.default(false),
   /** Groth16 prover: auto picks native when present, then rapidsnark when RAPIDSNARK_BIN is set, else snarkjs. */

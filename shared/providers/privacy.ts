@@ -233,12 +233,23 @@ export const privacyClaims: readonly PrivacyClaim[] = [
   {
     id: 'no-insecure-setup-in-production',
     claim:
-      'In production, web and prover refuse to start with the committed development circuit setup unless ALLOW_INSECURE_CIRCUITS=true, which then shows in readiness and status.',
+      'In production, web and prover refuse to start with the committed development circuit setup (or any powers of tau whose blake2b-512 hash is neither a published ceremony file’s nor pinned in PTAU_PINNED_HASHES) unless ALLOW_INSECURE_CIRCUITS=true, which then shows in readiness and status.',
     enforcement:
-      'assertCircuitSetup runs before either process opens a connection; the refusal ends the process with status 1 and one line.',
+      'assertCircuitSetup runs before either process opens a connection; the setup is insecure unless the manifest’s ptau hash is in circuits/ceremony/ptau-hashes.json or PTAU_PINNED_HASHES (never by file name); the refusal ends the process with status 1 and one line.',
     test: {
       file: 'test/zk/setup.test.ts',
       name: '%s exits non-zero with one line naming the insecure setup and how to build real artifacts',
+    },
+  },
+  {
+    id: 'ptau-by-hash-not-name',
+    claim:
+      'A powers-of-tau file named like a published ceremony file but with another hash is refused in production, with one line saying how to use a published file or pin the hash.',
+    enforcement:
+      'circuitSetup derives insecure from the blake2b-512 hash the build recorded in the manifest, checked against the published list and PTAU_PINNED_HASHES; circuits:check checks the recorded hash against the file.',
+    test: {
+      file: 'test/zk/setup-provenance.test.ts',
+      name: 'refuses a ptau whose name claims a ceremony but whose hash is unknown, in one line saying what to do',
     },
   },
   {

@@ -43,8 +43,13 @@ export const manifestSchema = z.object({
   ptau: z.object({
     file: z.string(),
     sha256: sha256Hex,
+    /** blake2b-512 of the whole file: what the published ceremony hashes and PTAU_PINNED_HASHES name. */
+    blake2b512: z.string().regex(/^[0-9a-f]{128}$/),
     power: z.number().int().positive(),
-    /** True for the project's own development file: anyone who made it could forge proofs. */
+    /**
+     * True for the project's own development file: anyone who made it could forge proofs. Whether a
+     * setup counts as secure is decided by blake2b512 (shared/zk/ceremony.ts), never by this flag alone.
+     */
     insecure: z.boolean(),
   }),
   circuits: z.record(z.string(), circuitManifestSchema),

@@ -80,7 +80,18 @@ declare module 'snarkjs' {
       entropy: string,
       logger?: Logger,
     ): Promise<unknown>;
+    /** A random-beacon contribution: beaconHash is hex, hashed 2^numIterationsExp (10 to 63) times; false when refused. */
+    beacon(
+      oldZkey: FileRef,
+      newZkey: FileRef,
+      name: string,
+      beaconHash: string,
+      numIterationsExp: number,
+      logger?: Logger,
+    ): Promise<unknown>;
     exportVerificationKey(zkey: FileRef, logger?: Logger): Promise<Record<string, unknown>>;
+    /** `snarkjs zkey verify`: the zkey comes from this r1cs and ptau through a consistent contribution chain. */
+    verifyFromR1cs(r1cs: FileRef, ptau: FileRef, zkey: FileRef, logger?: Logger): Promise<boolean>;
   };
   export const curves: {
     getCurveFromName(name: string): Promise<Curve>;

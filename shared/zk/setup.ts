@@ -1,31 +1,44 @@
 // Setup honesty: the circuit artifacts a process proves or verifies with must be the ones the
-// manifest names (sha256, not size), and production refuses the project's development ceremony
-// unless the operator says, with ALLOW_INSECURE_CIRCUITS=true, that forgeable proofs are acceptable.
+// manifest names (sha256, not size); the powers of tau counts as a ceremony only when its blake2b-512
+// hash is a published ceremony file's (circuits/ceremony/ptau-hashes.json) or pinned by the operator
+// (PTAU_PINNED_HASHES); and production refuses any other powers of tau, and keys without a phase-2
+// transcript that matches them, unless the operator says, with ALLOW_INSECURE_CIRCUITS=true, that
+// forgeable proofs are acceptable.
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { env, isProduction } from '../platform/env';
 import { artifactPaths, artifactsDir, loadManifest } from './artifacts';
 import type { Manifest } from './artifacts';
+import { ptauProvenance, readTranscript, transcriptProblems } from './ceremony';
 import { StartupFailure } from '../platform/failures';
 
 export interface CircuitSetup {
-  /** The keys come from a setup whose maker could forge proofs (the committed development ptau). */
+  /** The powers of tau is neither a published ceremony file nor pinned: its maker could forge proofs. */
   insecure: boolean;
   /** ALLOW_INSECURE_CIRCUITS: the operator accepts an insecure setup in production. */
   allowInsecureCircuits: boolean;
-  ptau: { file: string; power: number };
+  ptau: {
+    file: string;
+    power: number;
+    blake2b512: string;
+    /** Why it is trusted: a published ceremony file's hash, a PTAU_PINNED_HASHES entry, or neither. */
+    provenance: 'published' | 'pinned' | 'unaccepted';
+  };
 }
-
-/** The committed development file says so in its name as well as in the manifest's flag. */
-const isInsecure = (m: Manifest) => m.ptau.insecure || /INSECURE/i.test(m.ptau.file);
 
 export function circuitSetup(): CircuitSetup {
   const manifest = loadManifest();
+  const provenance = ptauProvenance(manifest.ptau.blake2b512);
   return {
-    insecure: isInsecure(manifest),
+    insecure: !provenance.accepted,
     allowInsecureCircuits: env.ALLOW_INSECURE_CIRCUITS,
-    ptau: { file: manifest.ptau.file, power: manifest.ptau.power },
+    ptau: {
+      file: manifest.ptau.file,
+      power: manifest.ptau.power,
+      blake2b512: manifest.ptau.blake2b512,
+      provenance: provenance.accepted ? provenance.by : 'unaccepted',
+    },
   };
 }
 
@@ -90,14 +103,60 @@ export async function artifactProblems(options: { cached?: boolean } = {}): Prom
 }
 
 const insecureLine = (m: Manifest) =>
-  `Refusing to start in production: the circuit keys in ${artifactsDir()} come from the insecure development setup ` +
-  `(${m.ptau.file}, one local contribution: whoever made it can forge proofs). Build real artifacts with ` +
-  `CIRCUIT_PTAU=<a .ptau file from a public powers-of-tau ceremony> npm run circuits:build, ` +
+  m.ptau.insecure
+    ? `Refusing to start in production: the circuit keys in ${artifactsDir()} come from the insecure development setup ` +
+      `(${m.ptau.file}, one local contribution: whoever made it can forge proofs). Build real artifacts with ` +
+      `CIRCUIT_PTAU=<a .ptau file from a public powers-of-tau ceremony> npm run circuits:build, ` +
+      `or set ALLOW_INSECURE_CIRCUITS=true to run with forgeable proofs.`
+    : `Refusing to start in production: the powers of tau ${m.ptau.file} of the circuit keys in ${artifactsDir()} ` +
+      `(blake2b-512 ${m.ptau.blake2b512}) is not a published ceremony file (circuits/ceremony/ptau-hashes.json); ` +
+      `rebuild with CIRCUIT_PTAU=<a powersOfTau28_hez_final_XX.ptau listed there> npm run circuits:build, ` +
+      `or, if you trust the ceremony that made this file, pin it with PTAU_PINNED_HASHES=${m.ptau.blake2b512}, ` +
+      `or set ALLOW_INSECURE_CIRCUITS=true to run with forgeable proofs.`;
+
+/**
+ * Each circuit's phase-2 transcript (`<circuit>.ceremony.json`) against the manifest: it must end in
+ * the manifest's zkey and vkey and start from its r1cs and powers of tau. The cryptographic check of the
+ * chain (snarkjs zKey.verifyFromR1cs) ran when the transcript was written, and runs again in
+ * `npm run circuits:check`: it takes seconds per circuit and needs the r1cs, which is not deployed.
+ */
+export function ceremonyProblems(manifest: Manifest = loadManifest()): string[] {
+  const problems: string[] = [];
+  for (const [circuit, entry] of Object.entries(manifest.circuits)) {
+    let transcript;
+    try {
+      transcript = readTranscript(circuit);
+    } catch (err) {
+      problems.push((err as Error).message);
+      continue;
+    }
+    if (!transcript) {
+      problems.push(`${circuit}: no ceremony transcript (${circuit}.ceremony.json)`);
+      continue;
+    }
+    problems.push(
+      ...transcriptProblems(transcript, {
+        circuit,
+        r1csSha256: entry.r1csSha256,
+        zkeySha256: entry.zkey.sha256,
+        vkeySha256: entry.vkey.sha256,
+        ptauBlake2b512: manifest.ptau.blake2b512,
+      }),
+    );
+  }
+  return problems.sort();
+}
+
+const ceremonyLine = (problems: string[]) =>
+  `Refusing to start in production: the circuit keys in ${artifactsDir()} have no phase-2 transcript that matches them ` +
+  `(${problems.join('; ')}); run the ceremony and finalize it (npm run ceremony -- finalize, docs/zk.md), ` +
+  `or record the verified transcript of the built keys with npm run ceremony -- transcript <circuit>, ` +
   `or set ALLOW_INSECURE_CIRCUITS=true to run with forgeable proofs.`;
 
 /**
  * For every process that proves or verifies, before it serves: the artifacts match the manifest's
- * hashes, and production does not run the development setup unless ALLOW_INSECURE_CIRCUITS=true.
+ * hashes, and production runs only keys from an accepted powers of tau with a matching transcript,
+ * unless ALLOW_INSECURE_CIRCUITS=true.
  */
 export async function assertCircuitSetup(): Promise<CircuitSetup> {
   let manifest: Manifest;
@@ -114,8 +173,10 @@ export async function assertCircuitSetup(): Promise<CircuitSetup> {
     );
   }
   const setup = circuitSetup();
-  if (setup.insecure && isProduction(env) && !setup.allowInsecureCircuits) {
-    throw new CircuitSetupRefused(insecureLine(manifest));
+  if (isProduction(env) && !setup.allowInsecureCircuits) {
+    if (setup.insecure) throw new CircuitSetupRefused(insecureLine(manifest));
+    const ceremony = ceremonyProblems(manifest);
+    if (ceremony.length > 0) throw new CircuitSetupRefused(ceremonyLine(ceremony));
   }
   return setup;
 }
@@ -137,13 +198,17 @@ export async function circuitReadiness(): Promise<{
   const flags = { insecureSetup: setup.insecure, allowInsecureCircuits: setup.allowInsecureCircuits };
   if (problems.length > 0) return { ok: false, detail: problems.join('; '), ...flags };
   const circuits = Object.keys(loadManifest().circuits).join(', ');
-  if (!setup.insecure) return { ok: true, detail: `${circuits} (sha256 match the manifest)`, ...flags };
-  const refused = isProduction(env) && !setup.allowInsecureCircuits;
+  const enforced = isProduction(env) && !setup.allowInsecureCircuits;
+  if (!setup.insecure) {
+    const ceremony = enforced ? ceremonyProblems() : [];
+    if (ceremony.length > 0) return { ok: false, detail: ceremony.join('; '), ...flags };
+    return { ok: true, detail: `${circuits} (sha256 match the manifest)`, ...flags };
+  }
   return {
-    ok: !refused,
-    detail: refused
-      ? `${circuits}: insecure development setup (${setup.ptau.file}) in production`
-      : `${circuits} (sha256 match the manifest; INSECURE development setup ${setup.ptau.file}${
+    ok: !enforced,
+    detail: enforced
+      ? `${circuits}: insecure setup (${setup.ptau.file}, powers of tau neither published nor pinned) in production`
+      : `${circuits} (sha256 match the manifest; INSECURE setup ${setup.ptau.file}${
           setup.allowInsecureCircuits ? ', allowed by ALLOW_INSECURE_CIRCUITS' : ''
         }: proofs are forgeable)`,
     ...flags,

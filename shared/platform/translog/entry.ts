@@ -15,6 +15,7 @@ export const logEntryKinds = [
   'stage_record',
   'receipt',
   'trust_root',
+  'ceremony_transcript',
 ] as const;
 export type LogEntryKind = (typeof logEntryKinds)[number];
 
