@@ -15,6 +15,7 @@ export const logEntryKinds = [
   'stage_record',
   'receipt',
   'trust_root',
+  'approver_set',
 ] as const;
 export type LogEntryKind = (typeof logEntryKinds)[number];
 
