@@ -170,7 +170,8 @@ export const ballotSignals = (s: {
   nullifier: string;
   scope: bigint;
   voteHash: bigint;
-}): string[] => membershipSignals({ root: s.root, nullifier: s.nullifier, scope: s.scope, message: s.voteHash });
+}): string[] =>
+  membershipSignals({ root: s.root, nullifier: s.nullifier, scope: s.scope, message: s.voteHash });
 
 /** Groth16 verification against the ballot circuit's verification key. Never throws. */
 export const verifyBallotProof = (

@@ -152,7 +152,10 @@ export async function checkApprovals(input: {
     const fail = (code: string, detail: string) => reasons.push({ code, detail, stage: a.stage });
     const entry = bySeq.get(a.seq);
     if (!entry || entry.action !== 'approve' || entry.stage !== a.stage) {
-      fail('approval_entry_missing', `The proof names entry ${a.seq}, which is not an approval of this stage.`);
+      fail(
+        'approval_entry_missing',
+        `The proof names entry ${a.seq}, which is not an approval of this stage.`,
+      );
       continue;
     }
     if (!isFieldElement(a.nullifier) || entry.actorCommitment !== approvalActor(a.nullifier)) {
@@ -177,10 +180,16 @@ export async function checkApprovals(input: {
       message: approvalMessage(approvalContentHash(genesis, trail, a.stage, a.seq)),
     });
     if (a.publicSignals.join() !== expected.join()) {
-      fail('approval_signals_mismatch', `The proof at entry ${a.seq} is not for this workflow, stage and content.`);
+      fail(
+        'approval_signals_mismatch',
+        `The proof at entry ${a.seq} is not for this workflow, stage and content.`,
+      );
       continue;
     }
-    if (input.vkey === undefined || !(await verifyMembershipProof(input.vkey, a.proof as Groth16ProofJson, expected))) {
+    if (
+      input.vkey === undefined ||
+      !(await verifyMembershipProof(input.vkey, a.proof as Groth16ProofJson, expected))
+    ) {
       fail('approval_proof_invalid', `The membership proof at entry ${a.seq} does not verify.`);
       continue;
     }

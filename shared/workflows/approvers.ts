@@ -80,7 +80,10 @@ function checkCommitments(commitments: readonly string[]): void {
   if (new Set(commitments).size !== commitments.length)
     throw unprocessable('duplicate_identity', 'An identity commitment is listed twice.');
   if (!commitments.every((c) => isFieldElement(c) && c !== '0'))
-    throw unprocessable('invalid_identity', 'An identity commitment is a non-zero BN254 field element, decimal.');
+    throw unprocessable(
+      'invalid_identity',
+      'An identity commitment is a non-zero BN254 field element, decimal.',
+    );
 }
 
 async function members(conn: Conn, setId: string): Promise<string[]> {
@@ -136,7 +139,15 @@ export async function registerApprovers(
     const last = (await acceptedRoots(trx, set.id))[0];
     if (added.length === 0) {
       if (!last) throw unprocessable('no_identities', 'Give at least one identity commitment.');
-      return { setId: set.id, template: template.name, stage: set.stage, root: last.root, size: last.size, seq: last.seq, added: 0 };
+      return {
+        setId: set.id,
+        template: template.name,
+        stage: set.stage,
+        root: last.root,
+        size: last.size,
+        seq: last.seq,
+        added: 0,
+      };
     }
     const all = [...existing, ...added];
     await trx('approver_set_members').insert(
@@ -144,7 +155,14 @@ export async function registerApprovers(
     );
     const root = String(await memberTreeRoot(all.map(BigInt)));
     const seq = last ? last.seq + 1 : 0;
-    const statement = { setId: set.id, template: template.name, stage: set.stage, seq, root, size: all.length };
+    const statement = {
+      setId: set.id,
+      template: template.name,
+      stage: set.stage,
+      seq,
+      root,
+      size: all.length,
+    };
     await trx('approver_set_roots').insert({
       set_id: set.id,
       seq,
@@ -154,7 +172,10 @@ export async function registerApprovers(
     });
     const id = approverRootLogId(set.id, seq);
     const logged = await appendEntries(trx, [
-      { key: leafKey('approver_set', id), entry: entryFor('approver_set', id, approverRootStatement(statement)) },
+      {
+        key: leafKey('approver_set', id),
+        entry: entryFor('approver_set', id, approverRootStatement(statement)),
+      },
     ]);
     return { ...statement, added: added.length, leafIndex: logged.start };
   });
@@ -187,14 +208,21 @@ async function setFor(db: Conn, owner: string, template: string, stage: string):
 }
 
 /** Whether the owner's workflows of this template take only proven approvals at this stage. */
-export async function stageHasApproverSet(db: Conn, workflowId: string, stage: string): Promise<boolean> {
-  const row = (await db('workflows as w')
+export async function stageHasApproverSet(
+  db: Conn,
+  workflowId: string,
+  stage: string,
+  principal: { owner: string; operator: boolean },
+): Promise<boolean> {
+  const q = db('workflows as w')
     .join('approver_sets as a', function () {
       this.on('a.owner', 'w.owner').andOn('a.template', 'w.template');
     })
     .where({ 'w.id': workflowId, 'a.stage': stage })
-    .first('a.id')) as { id: string } | undefined;
-  return row !== undefined;
+    .first('a.id');
+  // Another owner's workflow is the engine's to refuse as not found.
+  if (!principal.operator) q.where('w.owner', principal.owner);
+  return ((await q) as { id: string } | undefined) !== undefined;
 }
 
 /** The content an approval of the stage made now approves: read from the committed trail before `seq`. */
@@ -278,31 +306,48 @@ export async function checkApproval(db: Db, body: ApprovalBody): Promise<Checked
   const proof = approvalProofSchema.safeParse(body.proof);
   const signals = signalsSchema.safeParse(body.publicSignals);
   if (!proof.success || !signals.success || !signals.data.every(isFieldElement)) {
-    throw new AppError(400, 'invalid_proof_format', 'The approval proof or its public signals are not well formed.', {
-      errors: [
-        ...(proof.success ? [] : proof.error.issues.map((i) => ({ path: ['proof', ...i.path].join('.'), message: i.message }))),
-        ...(signals.success
-          ? []
-          : signals.error.issues.map((i) => ({ path: ['publicSignals', ...i.path].join('.'), message: i.message }))),
-      ],
-    });
+    throw new AppError(
+      400,
+      'invalid_proof_format',
+      'The approval proof or its public signals are not well formed.',
+      {
+        errors: [
+          ...(proof.success
+            ? []
+            : proof.error.issues.map((i) => ({ path: ['proof', ...i.path].join('.'), message: i.message }))),
+          ...(signals.success
+            ? []
+            : signals.error.issues.map((i) => ({
+                path: ['publicSignals', ...i.path].join('.'),
+                message: i.message,
+              }))),
+        ],
+      },
+    );
   }
   const wf = await workflowByProof(db, body.proofId);
   approvalStage(wf.template, body.stage);
   const set = await setFor(db, wf.owner, wf.template, body.stage);
-  if (!set) throw conflict('approver_set_missing', `Stage '${body.stage}' of this workflow has no approver set.`);
+  if (!set)
+    throw conflict('approver_set_missing', `Stage '${body.stage}' of this workflow has no approver set.`);
   const [root, nullifier, scope, message] = signals.data as [string, string, string, string];
   if (scope !== String(approvalScope(wf.proof_id, body.stage)))
     throw conflict('approval_wrong_scope', 'The proof is for another workflow or stage.');
   const contentHash = await currentContentHash(db, wf, body.stage);
   if (message !== String(approvalMessage(contentHash)))
-    throw conflict('approval_content_mismatch', 'The proof approves other content than the stage shows now; fetch it again.');
+    throw conflict(
+      'approval_content_mismatch',
+      'The proof approves other content than the stage shows now; fetch it again.',
+    );
   const accepted = await acceptedRoots(db, set.id);
   const at = accepted.find((r) => r.root === root);
   if (!at) {
     const older = await db('approver_set_roots').where({ set_id: set.id, root }).first('seq');
     throw older
-      ? conflict('approval_root_stale', 'The proof is against an old root of the set; prove again against the current one.')
+      ? conflict(
+          'approval_root_stale',
+          'The proof is against an old root of the set; prove again against the current one.',
+        )
       : conflict('approval_root_unknown', 'The proof is against a root the stage’s approver set never had.');
   }
   if (await db('workflow_approvals').where('nullifier', nullifier).first('seq'))
@@ -334,9 +379,16 @@ export const approvalEvent = (a: CheckedApproval) => ({
  * Claims the approval in the transaction that writes its entry: the content it approves is still what
  * precedes the entry, and its nullifier was never used (the unique key decides between two at once).
  */
-export async function claimApproval(trx: Knex.Transaction, a: CheckedApproval, entry: ChainedEntry): Promise<void> {
+export async function claimApproval(
+  trx: Knex.Transaction,
+  a: CheckedApproval,
+  entry: ChainedEntry,
+): Promise<void> {
   if ((await currentContentHash(trx, a.workflow, a.stage, entry.seq)) !== a.contentHash)
-    throw conflict('approval_content_mismatch', 'The stage changed while the approval was checked; fetch it again.');
+    throw conflict(
+      'approval_content_mismatch',
+      'The stage changed while the approval was checked; fetch it again.',
+    );
   const inserted = await trx('workflow_approvals')
     .insert({
       workflow_id: a.workflow.id,
@@ -352,7 +404,8 @@ export async function claimApproval(trx: Knex.Transaction, a: CheckedApproval, e
     .onConflict('nullifier')
     .ignore()
     .returning('seq');
-  if (inserted.length === 0) throw conflict('approval_nullifier_used', 'This approver has already approved this stage.');
+  if (inserted.length === 0)
+    throw conflict('approval_nullifier_used', 'This approver has already approved this stage.');
 }
 
 /** A workflow's proven approvals as its package carries them, in chain order. */
