@@ -25,7 +25,6 @@ import { genesisOf } from './engine';
 import {
   APPROVER_ROOT_HISTORY,
   approvalActor,
-  approvalContentHash,
   approvalMessage,
   approvalProofSchema,
   approvalScope,
