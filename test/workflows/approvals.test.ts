@@ -196,9 +196,14 @@ describe('an approval posted as a membership proof', () => {
       actorCommitment: approvalActor(approval.publicSignals[1]!),
     });
     expect(res.body.currentStage).toBe('signer_approval');
-    const text = JSON.stringify(res.body);
-    expect(text).not.toContain(alice.secret);
-    expect(text).not.toContain(alice.commitment);
+    const rows = JSON.stringify([
+      await app.deps.db('workflow_approvals').where('workflow_id', wf.workflowId),
+      await app.deps.db('audit_entries').where('workflow_id', wf.workflowId),
+    ]);
+    for (const text of [JSON.stringify(res.body), rows]) {
+      expect(text).not.toContain(alice.secret);
+      expect(text).not.toContain(alice.commitment);
+    }
   });
 
   it('from the same approver twice is refused (nullifier reuse), and so is a replay', async () => {
@@ -297,7 +302,9 @@ describe('a workflow approved with proofs', () => {
     verdict = await waitForPackage(app.request, proofId);
   }, 60_000);
 
-  it('verifies through the route as proven, stage by stage, with every fact holding', () => {
+  it('verifies through the route as proven, stage by stage, with every fact holding', async () => {
+    const page = await app.request.get(`/proof-workflows/verify/${proofId}/`).expect(200);
+    expect(page.text).toContain('data-approvals="proven"');
     expect(verdict).toMatchObject({
       existed: true,
       completed: true,
@@ -360,6 +367,9 @@ describe('approvals recorded the old way', () => {
     expect(v.approvals).not.toBe('proven');
     expect(v.approvalReasons.map((r: { code: string }) => r.code)).toContain('approvals_asserted');
     expect(v.package.approvals).toBeUndefined();
+    const page = await app.request.get(`/proof-workflows/verify/${ids.proofId}/`).expect(200);
+    expect(page.text).toContain('data-approvals="asserted"');
+    expect(page.text).toContain('asserted, not proven');
     expect(await verifyPackageApprovals(v.package, vkey)).toMatchObject({ approvals: 'asserted' });
 
     // Proofs made for another workflow, copied in, do not make its approvals proven.
