@@ -6,9 +6,15 @@
 // workflow approved this way verifies as `approvals: proven` through the route and offline from its
 // bundle; workflows approved the old way are reported asserted, never proven — also when proofs from
 // another workflow are grafted onto their package.
-import { readFileSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createApp } from '../../api/app';
 import { verifyBundle } from '../../shared/platform/translog/bundle';
 import { parseLogEntry } from '../../shared/platform/translog/entry';
 import { leafByKey } from '../../shared/platform/translog/pgLog';
@@ -32,6 +38,7 @@ import { OPERATOR, actor, drive, event, evidence, prepare, testProver, waitForPa
 import type { Body, TestProver } from './e2e/helpers';
 
 const TEMPLATE = 'Treasury Approval';
+const execFileAsync = promisify(execFile);
 const vkey = JSON.parse(
   readFileSync(join(process.cwd(), 'circuits', 'artifacts', 'ballot.vkey.json'), 'utf8'),
 ) as unknown;
@@ -389,4 +396,61 @@ describe('approvals recorded the old way', () => {
     const grafted = { ...structuredClone(v.package), approvals: proven.package?.approvals ?? [] };
     expect((await verifyPackageApprovals(grafted, vkey)).approvals).not.toBe('proven');
   });
+});
+
+describe('the command-line clients', () => {
+  it('approve against a real server (npm run approve), and the bundle checks offline (npm run verify)', async () => {
+    const server = http.createServer(createApp(app.deps)).listen(0, '127.0.0.1');
+    await new Promise((r) => server.once('listening', r));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const dir = mkdtempSync(join(tmpdir(), 'px-approve-'));
+    const cli = (file: string, ...args: string[]) =>
+      execFileAsync(process.execPath, ['--import', 'tsx', file, ...args], {
+        env: { ...process.env, LOG_LEVEL: 'silent' },
+      });
+    try {
+      const idFile = join(dir, 'me.json');
+      const made = await cli('cli/approve.ts', 'identity', '--out', idFile);
+      const commitment = /identity commitment[^:]*: (\d+)/.exec(made.stderr)![1]!;
+      await app.request
+        .post('/api/proof-workflows/approver-sets')
+        .set('Authorization', OPERATOR)
+        .send({ template: 'Compliance Review', stage: 'approval', identityCommitments: [commitment] })
+        .expect(201);
+      const ids = await prepare(app.request, 'Compliance Review');
+      await drive(app.request, ids.workflowId, 'Compliance Review', { until: 'approval' });
+      const args = ['--url', url, '--proof', ids.proofId, '--stage', 'approval', '--identity', idFile];
+      const artifactsDir = join(process.cwd(), 'circuits', 'artifacts');
+      const approved = await cli('cli/approve.ts', 'approve', ...args, '--artifacts', artifactsDir);
+      expect(JSON.parse(approved.stdout)).toMatchObject({ workflowStatus: 'completed', currentStage: null });
+      // The same identity again is refused, and the CLI says so by its exit code.
+      await expect(cli('cli/approve.ts', 'approve', ...args, '--artifacts', artifactsDir)).rejects.toThrow(
+        /workflow_completed|approval_nullifier_used/,
+      );
+
+      const verdict = await waitForPackage(app.request, ids.proofId);
+      // Compliance Review's other stages were approved the old way: asserted, not proven.
+      expect(verdict.approvals).toBe('asserted');
+      expect(verdict.approvalStages).toContainEqual({
+        stage: 'approval',
+        required: 1,
+        counted: 1,
+        proven: 1,
+      });
+      const bundleFile = join(dir, 'bundle.json');
+      const trustFile = join(dir, 'trust-root.json');
+      const bundle = (await app.request.get(`/api/proof-workflows/bundle/${ids.proofId}`).expect(200)).body;
+      writeFileSync(bundleFile, JSON.stringify(bundle));
+      writeFileSync(
+        trustFile,
+        JSON.stringify((await app.request.get('/api/proof-workflows/trust-root').expect(200)).body),
+      );
+      const checked = await cli('cli/verify.ts', bundleFile, '--trust', trustFile);
+      expect(checked.stdout).toContain('approvals asserted, not proven');
+      expect(checked.stdout).not.toContain('INVALID');
+    } finally {
+      server.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 180_000);
 });
