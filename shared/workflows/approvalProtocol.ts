@@ -119,8 +119,8 @@ export interface StageApprovals {
 export interface ApprovalsVerdict {
   /**
    * proven: every approval that counts is a valid proof (and every closed stage met its count with
-   * proofs alone); asserted: some count rests on bare actor commitments (the old way), or on proofs
-   * that do not hold; none: no approvals were recorded.
+   * proofs alone), and no proof carried fails its checks; asserted: some count rests on bare actor
+   * commitments (the old way), or a proof carried does not hold; none: no approvals were recorded.
    */
   approvals: ApprovalsState;
   approvalStages: StageApprovals[];
@@ -206,13 +206,16 @@ export async function checkApprovals(input: {
       proven: s.counted.filter((c) => provenActors.get(s.key)?.has(c)).length,
     }));
   let approvals: ApprovalsState = 'none';
-  if (approvalStages.some((s) => s.counted > 0)) {
+  // A proof that fails its checks makes nothing proven, even beside valid ones: a verifier is not to
+  // pick the proofs that hold out of a record that carries one that does not.
+  const failed = reasons.length > 0;
+  if (approvalStages.some((s) => s.counted > 0) || input.approvals.length > 0) {
     const allProven = input.stages.every((s) => {
       const st = approvalStages.find((x) => x.stage === s.key);
       if (!st) return true;
       return st.proven === st.counted && (!s.completed || st.proven >= st.required);
     });
-    approvals = allProven ? 'proven' : 'asserted';
+    approvals = allProven && !failed && approvalStages.some((s) => s.counted > 0) ? 'proven' : 'asserted';
     for (const s of approvalStages)
       if (s.proven < s.counted)
         reasons.push({

@@ -359,6 +359,23 @@ describe('a workflow approved with proofs', () => {
     const a = await verifyPackageApprovals(pkg, vkey);
     expect(a.approvals).toBe('asserted');
     expect(a.approvalReasons.map((r: { code: string }) => r.code)).toContain('approval_proof_invalid');
+    // Each offline check names what it found: a nullifier counted twice, proofs of one stage naming two
+    // sets, signals for another scope, a proof pointing at an entry that is not its approval.
+    const codes = async (change: (p: typeof pkg) => void) => {
+      const changed = structuredClone(verdict.package);
+      change(changed);
+      const v = await verifyPackageApprovals(changed, vkey);
+      expect(v.approvals).not.toBe('proven');
+      return v.approvalReasons.map((r: { code: string }) => r.code);
+    };
+    expect(await codes((p) => p.approvals.push(p.approvals[3]))).toContain('approval_nullifier_repeated');
+    expect(await codes((p) => (p.approvals[2].setId = 'aps_01jd3zq8y4v6e8k2m0n5p7r9st'))).toContain(
+      'approval_set_mismatch',
+    );
+    expect(await codes((p) => (p.approvals[0].publicSignals[2] = '1'))).toContain(
+      'approval_signals_mismatch',
+    );
+    expect(await codes((p) => (p.approvals[0].seq = 0))).toContain('approval_entry_missing');
     // And the signature no longer holds over it.
     expect(verifyPackage(pkg, { publicKey: verdict.signingKey.publicKey }).signatureValid).toBe(false);
   });

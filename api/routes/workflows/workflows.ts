@@ -285,7 +285,7 @@ export function proofWorkflowRoutes(table: RouteTable): RouteTable {
         .filter((c) => c !== 'unknown_stage')
         .join(
           ', ',
-        )}). An unknown stage is 422 unknown_stage. A \`policyProof\` counts as the stage's blind policy proof only when it is of the stage's policy, commits to the parameters fixed at prepare, carries this stage's context, verifies, and was never used before; otherwise 409 (${policyGateCodes.join(', ')}) or 400 invalid_proof_format, and nothing is recorded.`,
+        )}). An unknown stage is 422 unknown_stage. A \`policyProof\` counts as the stage's blind policy proof only when it is of the stage's policy, commits to the parameters fixed at prepare, carries this stage's context, verifies, and was never used before; otherwise 409 (${policyGateCodes.join(', ')}) or 400 invalid_proof_format, and nothing is recorded. An \`approve\` at a stage whose owner registered an approver set is 409 ${APPROVAL_PROOF_REQUIRED}: approvals there are membership proofs (POST /api/proof-workflows/approvals).`,
       tags,
       auth: 'operator-or-license',
       product: 'workflows',
