@@ -507,7 +507,6 @@ export class EventAppender {
       if (item.gated && !(o instanceof Error)) {
         await claimPolicyProof(conn as Knex.Transaction, item.gated.accepted, head.id, item.gated.stageIndex);
       }
-      if (item.claim && o && !(o instanceof Error)) await item.claim(conn as Knex.Transaction, o.entry);
     }
     const decided = { head, plan: p };
     // Inside a transaction (a claim to take with it, or the row lock held) the write is its own.
@@ -515,6 +514,12 @@ export class EventAppender {
       conn === this.db ? await this.writer.add(decided) : (await writeDecided(conn, [decided])).has(id);
     if (won instanceof Error) throw won;
     if (!won) throw new LostRace();
+    // An entry claim reads the trail before its entry: only once the write has won is that trail the
+    // one the entry was decided on. A refusal rolls the write back with it.
+    for (const [i, item] of batch.entries()) {
+      const o = p.outcomes[i];
+      if (item.claim && o && !(o instanceof Error)) await item.claim(conn as Knex.Transaction, o.entry);
+    }
     this.heads.set(id, toCache(head, p));
     return p.outcomes;
   }
