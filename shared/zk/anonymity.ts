@@ -161,15 +161,26 @@ interface WitnessCalculator {
   calculateWTNSBin(input: unknown, sanityCheck: boolean): Promise<Uint8Array>;
 }
 const calculators = new WeakMap<Uint8Array, Promise<WitnessCalculator>>();
+/** The last witness asked of each calculator: one instance's memory holds one witness at a time. */
+const turns = new WeakMap<Uint8Array, Promise<unknown>>();
 
-/** One compiled witness calculator per wasm: compiling it costs more than a witness. */
+/**
+ * One compiled witness calculator per wasm (compiling it costs more than a witness), taking one
+ * witness at a time: two proofs made at once would otherwise share its memory and mix their signals.
+ */
 async function witness(wasm: Uint8Array, input: Record<string, unknown>): Promise<Uint8Array> {
   let calc = calculators.get(wasm);
   if (!calc) {
     calc = WitnessCalculatorBuilder(wasm) as Promise<WitnessCalculator>;
     calculators.set(wasm, calc);
   }
-  return (await calc).calculateWTNSBin(ffUtils.unstringifyBigInts(input), true);
+  const ready = calc;
+  const previous = turns.get(wasm) ?? Promise.resolve();
+  const mine = previous
+    .catch(() => undefined)
+    .then(async () => (await ready).calculateWTNSBin(ffUtils.unstringifyBigInts(input), true));
+  turns.set(wasm, mine);
+  return mine;
 }
 
 export interface MembershipProof {

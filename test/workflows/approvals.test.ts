@@ -283,6 +283,32 @@ describe('an approval posted as a membership proof', () => {
   });
 });
 
+describe('approvals posted at once', () => {
+  it('count each approver once: two approvers close the stage, the same proof twice is taken once', async () => {
+    const wf = await opened();
+    expect((await post(await prove(carol, await target(wf.proofId, 'budget_review')))).status).toBe(200);
+    const t = await target(wf.proofId, 'signer_approval');
+    const [a, b] = await Promise.all([prove(alice, t), prove(bob, t)]);
+    const replies = await Promise.all([post(a), post(a), post(b), post(a)]);
+    const statuses = replies.map((r) => r.status);
+    expect(statuses.filter((s) => s === 200)).toHaveLength(2);
+    expect(statuses.filter((s) => s === 409)).toHaveLength(2);
+    expect(replies[2]!.status).toBe(200);
+    const rows = await app.deps.db('workflow_approvals').where('workflow_id', wf.workflowId);
+    expect(rows.map((r: { stage: string }) => r.stage).sort()).toEqual([
+      'budget_review',
+      'signer_approval',
+      'signer_approval',
+    ]);
+    const stage = await app.deps
+      .db('workflow_stages')
+      .where({ workflow_id: wf.workflowId, stage: 'signer_approval' })
+      .first('status', 'approvers');
+    expect(stage).toMatchObject({ status: 'completed' });
+    expect(stage.approvers).toHaveLength(2);
+  });
+});
+
 describe('a workflow approved with proofs', () => {
   let proofId: string;
   let verdict: Body;
