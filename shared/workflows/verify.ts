@@ -346,6 +346,8 @@ export async function verifyStored(db: Db, proofId: string): Promise<Verificatio
     });
   }
   out.notAltered = notAltered;
+  // Proofs in a record that fails its integrity checks prove nothing.
+  if (!notAltered && out.approvals === 'proven') out.approvals = 'asserted';
   if (!notAltered) {
     for (const f of facts) {
       if (out[f] && !reasons.some((r) => r.check === f)) {
