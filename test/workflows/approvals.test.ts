@@ -254,9 +254,18 @@ describe('an approval posted as a membership proof', () => {
     );
   });
 
-  it('that is not well formed is a 400 with nothing written', async () => {
+  it('that is not well formed, or for no workflow, stage or set, is a 4xx with nothing written', async () => {
     const t = await target(wf.proofId, 'signer_approval');
     const good = await prove(bob, t);
+    await refused(wf.workflowId, { ...good, proofId: 'prf_01jd3zq8y4v6e8k2m0n5p7r9st' }, 'not_found', 404);
+    await refused(wf.workflowId, { ...good, stage: 'nope' }, 'unknown_stage', 422);
+    await refused(wf.workflowId, { ...good, stage: 'application' }, 'not_an_approval_stage', 422);
+    const vendor = await prepare(app.request, 'Vendor Onboarding');
+    await refused(
+      wf.workflowId,
+      { ...good, proofId: vendor.proofId, stage: 'approval' },
+      'approver_set_missing',
+    );
     await refused(
       wf.workflowId,
       { ...good, publicSignals: good.publicSignals.slice(0, 3) },
