@@ -9,7 +9,7 @@ import { resolveLicenseToken } from '../shared/licensing/licenses';
 import type { PackageCheckers } from '../shared/platform/translog/bundle';
 import { chainReadiness } from '../shared/providers/probes';
 import { checkTreasuryPackage } from '../shared/treasury/package';
-import { checkWorkflowPackage } from '../shared/workflows/package';
+import { workflowPackageChecker } from '../shared/workflows/package';
 import { loadVerificationKey } from '../shared/zk/verify';
 import { circuitReadiness } from '../shared/zk/setup';
 import type { KeyResolvers } from './http/auth';
@@ -38,7 +38,7 @@ export const readinessChecks: ReadinessChecks = [
 
 /** Each published package kind's offline verifier, for bundles (cli/verify.ts lists the same). */
 export const packageCheckers: PackageCheckers = {
-  workflow_package: checkWorkflowPackage,
+  workflow_package: workflowPackageChecker(() => loadVerificationKey(BALLOT_CIRCUIT)),
   governance_package: governancePackageChecker(() => loadVerificationKey(BALLOT_CIRCUIT)),
   auction_package: checkAuctionPackage,
   treasury_package: checkTreasuryPackage,

@@ -12,23 +12,26 @@ import { verifyBundle } from '../shared/platform/translog/bundle';
 import type { PackageCheckers } from '../shared/platform/translog/bundle';
 import { parseTrustRoot } from '../shared/platform/trust';
 import { checkTreasuryPackage } from '../shared/treasury/package';
-import { checkWorkflowPackage } from '../shared/workflows/package';
+import { workflowPackageChecker } from '../shared/workflows/package';
 
 const usage = `usage: npm run verify -- <bundle.json> --trust <trust-root.json>
   bundle.json      a package's bundle (GET /api/proof-workflows/bundle/{proofId}, or a governance,
                    auction or treasury package's /bundle route); - reads stdin
   trust-root.json  the trust root you pinned (GET /api/proof-workflows/trust-root)`;
 
-/** The ballot circuit's verification key, committed with the circuits: governance ballots are checked with it. */
+/**
+ * The ballot circuit's verification key, committed with the circuits: governance ballots and workflow
+ * approvals are checked with it.
+ */
 const ballotVerificationKey = fileURLToPath(
   new URL('../circuits/artifacts/ballot.vkey.json', import.meta.url),
 );
 
+const readBallotKey = async () => JSON.parse(readFileSync(ballotVerificationKey, 'utf8')) as unknown;
+
 const checkers: PackageCheckers = {
-  workflow_package: checkWorkflowPackage,
-  governance_package: governancePackageChecker(
-    async () => JSON.parse(readFileSync(ballotVerificationKey, 'utf8')) as unknown,
-  ),
+  workflow_package: workflowPackageChecker(readBallotKey),
+  governance_package: governancePackageChecker(readBallotKey),
   auction_package: checkAuctionPackage,
   treasury_package: checkTreasuryPackage,
 };

@@ -109,6 +109,20 @@ const factRows: Array<[keyof Verification, string]> = [
   ['notAltered', 'No record was altered'],
 ];
 
+/**
+ * Whether the approvals are proven (membership proofs of the stages' approver sets) or only asserted
+ * (bare actor commitments, which anyone holding the owner's key could invent): never shown as proven
+ * unless every counted approval is a valid proof.
+ */
+const approvalsText = {
+  proven: 'proven: each is a membership proof of its stage’s approver set',
+  asserted: 'asserted, not proven',
+  none: 'none recorded',
+} as const;
+
+const approvalsRow = (a: keyof typeof approvalsText): string =>
+  `<tr><th scope="row">Approvals</th><td data-fact="approvals" data-approvals="${escapeHtml(a)}">${escapeHtml(approvalsText[a])}</td></tr>`;
+
 const another = `<p><a href="${BASE}/">Verify another proof</a></p>`;
 
 function cannotTellPage(v: Verification): string {
@@ -133,7 +147,8 @@ function resultPage(v: Verification, pasted?: unknown): string {
           inProgress && !v[k] ? '<span class="na">not yet</span>' : yesNo(v[k] as boolean)
         }</td></tr>`,
     )
-    .join('');
+    .join('')
+    .concat(v.approvals ? approvalsRow(v.approvals) : '');
   const reasons =
     v.reasons.length && !inProgress
       ? `<h2>Why</h2><ul class="reasons">${v.reasons

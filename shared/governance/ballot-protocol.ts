@@ -14,15 +14,38 @@ import {
   randomBytes,
 } from 'node:crypto';
 import type { KeyObject } from 'node:crypto';
-import { FIELD_PRIME, poseidonHash, randomFieldElement } from '../zk/field';
-import { verifyGroth16 } from '../zk/groth16';
+import {
+  ANONYMITY_CIRCUIT,
+  ANONYMITY_PUBLIC_SIGNALS,
+  ANONYMITY_TREE_DEPTH,
+  MAX_TREE_IDENTITIES,
+  fieldHash,
+  membershipSignals,
+  verifyMembershipProof,
+} from '../zk/anonymity';
+import type { Groth16ProofJson } from '../zk/anonymity';
 
-export const BALLOT_CIRCUIT = 'ballot';
+// Identities, the member tree and nullifiers are the anonymous-membership core in shared/zk, which
+// workflow approvals share; they are re-exported here under the names governance has always used.
+export {
+  DECIMAL_FIELD,
+  createIdentity,
+  identityFromSecret,
+  isFieldElement,
+  memberPath,
+  memberTreeLevels,
+  memberTreeRoot,
+  nullifierOf,
+  zeroHashes,
+} from '../zk/anonymity';
+export type { Groth16ProofJson, Identity } from '../zk/anonymity';
+
+export const BALLOT_CIRCUIT = ANONYMITY_CIRCUIT;
 /** Depth of the member tree in the circuit: rooms of up to 2^10 = 1024 identities. */
-export const BALLOT_TREE_DEPTH = 10;
-export const MAX_ROOM_IDENTITIES = 2 ** BALLOT_TREE_DEPTH;
+export const BALLOT_TREE_DEPTH = ANONYMITY_TREE_DEPTH;
+export const MAX_ROOM_IDENTITIES = MAX_TREE_IDENTITIES;
 /** The circuit's public signals, in order (outputs first). */
-export const BALLOT_PUBLIC_SIGNALS = ['root', 'nullifier', 'scope', 'voteHash'] as const;
+export const BALLOT_PUBLIC_SIGNALS = ANONYMITY_PUBLIC_SIGNALS;
 
 /**
  * Every vote is padded to this many bytes before encryption, so a ciphertext's length says nothing of
@@ -34,15 +57,6 @@ const NONCE_BYTES = 12;
 const TAG_BYTES = 16;
 export const BALLOT_CIPHERTEXT_BYTES = EPHEMERAL_BYTES + NONCE_BYTES + VOTE_PLAINTEXT_BYTES + TAG_BYTES;
 
-export const DECIMAL_FIELD = /^(0|[1-9]\d{0,76})$/;
-
-/** A decimal string that is an element of the BN254 scalar field. */
-export const isFieldElement = (v: string): boolean => DECIMAL_FIELD.test(v) && BigInt(v) < FIELD_PRIME;
-
-/** sha256 cut to 248 bits: always below the field prime, so a hash is one public signal. */
-const fieldHash = (data: string | Uint8Array): bigint =>
-  BigInt(`0x${createHash('sha256').update(data).digest('hex')}`) >> 8n;
-
 /** The proposal as the circuit's scope: a member's nullifier differs from one proposal to the next. */
 export const proposalScope = (proposalId: string): bigint =>
   fieldHash(`proof-exchange/governance/ballot-scope/v1\n${proposalId}`);
@@ -53,73 +67,6 @@ export const voteHashOf = (ciphertext: Uint8Array): bigint => fieldHash(cipherte
 /** sha256 of the ciphertext, hex: how receipts and packages name a ballot's content. */
 export const ciphertextDigest = (ciphertext: Uint8Array): string =>
   createHash('sha256').update(ciphertext).digest('hex');
-
-// --- Identities
-
-export interface Identity {
-  /** The secret: never leaves the member's device. Decimal field element. */
-  secret: string;
-  /** Poseidon(secret): what the room's tree holds. Decimal field element. */
-  commitment: string;
-}
-
-export async function identityFromSecret(secret: string): Promise<Identity> {
-  if (!isFieldElement(secret) || secret === '0')
-    throw new Error('An identity secret is a non-zero field element.');
-  return { secret, commitment: String(await poseidonHash([BigInt(secret)])) };
-}
-
-/** A fresh identity: 248 random bits. */
-export const createIdentity = (): Promise<Identity> => identityFromSecret(String(randomFieldElement()));
-
-export const nullifierOf = async (secret: string, scope: bigint): Promise<bigint> =>
-  poseidonHash([BigInt(secret), scope]);
-
-// --- The member tree: DEPTH levels, leaves are identity commitments in registration order, empty 0
-
-let zeros: Promise<bigint[]> | undefined;
-
-/** zeros[i]: the root of an empty subtree of height i. */
-export function zeroHashes(): Promise<bigint[]> {
-  zeros ??= (async () => {
-    const z = [0n];
-    for (let i = 0; i < BALLOT_TREE_DEPTH; i++) z.push(await poseidonHash([z[i]!, z[i]!]));
-    return z;
-  })();
-  return zeros;
-}
-
-/** Every occupied node, level by level (levels[0] = the leaves); only occupied nodes are hashed. */
-export async function memberTreeLevels(leaves: readonly bigint[]): Promise<bigint[][]> {
-  if (leaves.length > MAX_ROOM_IDENTITIES)
-    throw new Error(`A room holds at most ${MAX_ROOM_IDENTITIES} identities.`);
-  const z = await zeroHashes();
-  const levels: bigint[][] = [[...leaves]];
-  for (let depth = 0; depth < BALLOT_TREE_DEPTH; depth++) {
-    const level = levels[depth]!;
-    const next: bigint[] = [];
-    for (let i = 0; i < Math.max(level.length, 1); i += 2)
-      next.push(await poseidonHash([level[i] ?? z[depth]!, level[i + 1] ?? z[depth]!]));
-    levels.push(next);
-  }
-  return levels;
-}
-
-export async function memberTreeRoot(leaves: readonly bigint[]): Promise<bigint> {
-  return (await memberTreeLevels(leaves))[BALLOT_TREE_DEPTH]![0]!;
-}
-
-/** The authentication path of leaf `index`: its sibling at each level, bottom up. */
-export async function memberPath(levels: readonly bigint[][], index: number): Promise<bigint[]> {
-  const z = await zeroHashes();
-  const path: bigint[] = [];
-  let position = index;
-  for (let depth = 0; depth < BALLOT_TREE_DEPTH; depth++) {
-    path.push(levels[depth]![position ^ 1] ?? z[depth]!);
-    position >>= 1;
-  }
-  return path;
-}
 
 // --- The vote's encryption: X25519 to the proposal key, HKDF-SHA256, AES-256-GCM
 
@@ -217,29 +164,18 @@ export function decryptVote(
 
 // --- Proofs
 
-export interface Groth16ProofJson {
-  pi_a: string[];
-  pi_b: string[][];
-  pi_c: string[];
-  protocol?: string;
-  curve?: string;
-}
-
 /** The public signals a ballot proof must verify against, in circuit order. */
 export const ballotSignals = (s: {
   root: string;
   nullifier: string;
   scope: bigint;
   voteHash: bigint;
-}): string[] => [s.root, s.nullifier, String(s.scope), String(s.voteHash)];
+}): string[] =>
+  membershipSignals({ root: s.root, nullifier: s.nullifier, scope: s.scope, message: s.voteHash });
 
 /** Groth16 verification against the ballot circuit's verification key. Never throws. */
-export async function verifyBallotProof(
+export const verifyBallotProof = (
   vkey: unknown,
   proof: Groth16ProofJson,
   publicSignals: string[],
-): Promise<boolean> {
-  if (publicSignals.length !== BALLOT_PUBLIC_SIGNALS.length || !publicSignals.every(isFieldElement))
-    return false;
-  return verifyGroth16(vkey, publicSignals, proof);
-}
+): Promise<boolean> => verifyMembershipProof(vkey, proof, publicSignals);

@@ -25,6 +25,7 @@ export const idPrefixes = [
   'bid',
   'evt',
   'key',
+  'aps',
 ] as const;
 export type IdPrefix = (typeof idPrefixes)[number];
 

@@ -50,8 +50,10 @@ export const privacyExecutionMatrix: readonly MatrixRow[] = [
       'sequence respected',
       'stage hashes and chain head',
       'signature',
+      'approver sets (identity commitments, every root logged) and approval proofs (root, nullifier, proof)',
     ],
     private: [
+      'which member of an approver set made an approval (proved in zero knowledge on the approver’s machine)',
       'documents',
       'thresholds (a policy stage keeps only the commitments to its parameters)',
       'calculations',
@@ -384,6 +386,17 @@ export const privacyClaims: readonly PrivacyClaim[] = [
     test: {
       file: 'test/governance/anonymity.test.ts',
       name: 'leaves nothing in the database or the logs that joins a ballot to a member',
+    },
+  },
+  {
+    id: 'approval-anonymous',
+    claim:
+      'A proven workflow approval does not say which member of the stage’s approver set made it: not in its reply, its rows or the package.',
+    enforcement:
+      'Membership is proved in zero knowledge on the approver’s machine (npm run approve); the service keeps the nullifier, root and proof, and records the nullifier as the entry’s actor commitment.',
+    test: {
+      file: 'test/workflows/approvals.test.ts',
+      name: 'is recorded as an approve entry whose actor is the nullifier, and nothing of who',
     },
   },
   {

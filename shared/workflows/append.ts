@@ -151,10 +151,14 @@ export function preparedHead(input: {
   return { ...input, status: 'active', state: initialState(ctx) };
 }
 
+/** A claim to make in the transaction that writes the event's entry (a proven approval's); throws to refuse. */
+export type EntryClaim = (trx: Knex.Transaction, entry: ChainedEntry) => Promise<void>;
+
 interface Pending {
   event: WorkflowEvent;
   principal: Principal;
   gated?: GatedProof;
+  claim?: EntryClaim;
   resolve(r: RecordedEvent): void;
   reject(err: unknown): void;
 }
@@ -409,9 +413,21 @@ export class EventAppender {
   }
 
   /** Resolves once the event is committed, or rejects with the rule it broke. */
-  append(event: WorkflowEvent, principal: Principal, gated?: GatedProof): Promise<RecordedEvent> {
+  append(
+    event: WorkflowEvent,
+    principal: Principal,
+    gated?: GatedProof,
+    claim?: EntryClaim,
+  ): Promise<RecordedEvent> {
     return new Promise((resolve, reject) => {
-      const item: Pending = { event, principal, ...(gated ? { gated } : {}), resolve, reject };
+      const item: Pending = {
+        event,
+        principal,
+        ...(gated ? { gated } : {}),
+        ...(claim ? { claim } : {}),
+        resolve,
+        reject,
+      };
       const queue = this.waiting.get(event.workflowId);
       if (queue) {
         queue.push(item);
@@ -426,8 +442,8 @@ export class EventAppender {
   private async drain(id: string): Promise<void> {
     const queue = this.waiting.get(id) as Pending[];
     while (queue.length > 0) {
-      // An event carrying a policy proof goes alone: its single-use claim shares its transaction.
-      const proofAt = queue.findIndex((p) => p.gated);
+      // An event carrying a policy proof or a claim goes alone: its single-use claim shares its transaction.
+      const proofAt = queue.findIndex((p) => p.gated || p.claim);
       const batch = queue.splice(
         0,
         proofAt === 0 ? 1 : Math.min(proofAt < 0 ? queue.length : proofAt, MAX_BATCH),
@@ -447,7 +463,7 @@ export class EventAppender {
   }
 
   private async run(id: string, batch: Pending[]): Promise<Plan['outcomes']> {
-    const claims = batch.some((p) => p.gated);
+    const claims = batch.some((p) => p.gated || p.claim);
     for (let attempt = 0; ; attempt++) {
       const locked = attempt >= OPTIMISTIC_ATTEMPTS;
       try {
@@ -498,6 +514,12 @@ export class EventAppender {
       conn === this.db ? await this.writer.add(decided) : (await writeDecided(conn, [decided])).has(id);
     if (won instanceof Error) throw won;
     if (!won) throw new LostRace();
+    // An entry claim reads the trail before its entry: only once the write has won is that trail the
+    // one the entry was decided on. A refusal rolls the write back with it.
+    for (const [i, item] of batch.entries()) {
+      const o = p.outcomes[i];
+      if (item.claim && o && !(o instanceof Error)) await item.claim(conn as Knex.Transaction, o.entry);
+    }
     this.heads.set(id, toCache(head, p));
     return p.outcomes;
   }

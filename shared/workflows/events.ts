@@ -5,6 +5,14 @@ import { AppError, notFound } from '../platform/errors';
 import { logger } from '../platform/log';
 import type { Queues } from '../platform/queues';
 import { appenderFor } from './append';
+import {
+  APPROVAL_PROOF_REQUIRED,
+  approvalEvent,
+  checkApproval,
+  claimApproval,
+  stageHasApproverSet,
+} from './approvers';
+import type { ApprovalBody } from './approvers';
 import type { GatedProof, Principal, RecordedEvent } from './append';
 import { templateOrThrow } from './load';
 import type { WorkflowRow } from './load';
@@ -59,8 +67,37 @@ export async function recordEvent(
       errors: [{ path: 'policyProof', message: 'not with evidenceHash' }],
     });
   }
+  // A stage with an approver set takes only proven approvals (recordApproval): a bare commitment
+  // would be an approver anyone holding the owner's key could invent.
+  if (
+    event.action === 'approve' &&
+    (await stageHasApproverSet(db, event.workflowId, event.stage, principal))
+  ) {
+    throw new AppError(
+      409,
+      APPROVAL_PROOF_REQUIRED,
+      `Stage '${event.stage}' takes approvals only as membership proofs of its approver set (POST /api/proof-workflows/approvals).`,
+    );
+  }
   const gated = await gatePolicyProof(db, event, principal);
   const result = await appenderFor(db).append(event, principal, gated);
+  if (result.workflowStatus !== 'active') await enqueuePackage(queues, result.proofId);
+  return result;
+}
+
+/**
+ * Records a proven approval: checked without a lock (checkApproval), appended as an `approve` entry
+ * whose actor is the nullifier, and claimed in that entry's transaction (claimApproval). No credential:
+ * the proof is the approver's authority, and it names nobody.
+ */
+export async function recordApproval(db: Db, queues: Queues, body: ApprovalBody): Promise<RecordedEvent> {
+  const checked = await checkApproval(db, body);
+  const result = await appenderFor(db).append(
+    approvalEvent(checked),
+    { owner: checked.workflow.owner, operator: false },
+    undefined,
+    (trx, entry) => claimApproval(trx, checked, entry),
+  );
   if (result.workflowStatus !== 'active') await enqueuePackage(queues, result.proofId);
   return result;
 }

@@ -6,6 +6,8 @@ import { fromHex, leafHash, rootHash, toHex } from '../platform/translog/merkle'
 import type { Signer } from '../platform/crypto';
 import type { Trust } from '../platform/trust';
 import type { PackageChecker } from '../platform/translog/bundle';
+import { checkApprovals, packagedApprovalSchema } from './approvalProtocol';
+import type { ApprovalsVerdict, PackagedApproval } from './approvalProtocol';
 import { chainGenesis, checkRecords, isClosed, verifyChain } from './chain';
 import type { Alteration } from './chain';
 import { countedApprovers, genesisOf, replay, workflowStatus } from './engine';
@@ -13,7 +15,7 @@ import type { WorkflowContext } from './engine';
 import { PACKAGE_VERSION, checkEnvelope, envelopeShape, signPackage } from './envelope';
 import type { Envelope, Reason } from './envelope';
 import { chainedEntrySchema, stageRecordSchema, stageStatuses } from './records';
-import type { StageRecord } from './records';
+import type { ChainedEntry, StageRecord } from './records';
 import { findTemplate, stageActions, stagePhases, stageRequirements, templateNameSchema } from './templates';
 import type { StageTemplate, WorkflowTemplate } from './templates';
 
@@ -70,6 +72,11 @@ export const workflowPackageSchema = z
     chain: z.object({ genesis: hex64, head: hex64, length: z.number().int().min(0) }).strict(),
     stagesRoot: hex64,
     facts: workflowFactsSchema,
+    /**
+     * The proven approvals (membership proofs of the stages' approver sets), in chain order. Absent in
+     * packages of workflows whose approvals were all bare commitments, and in every older package.
+     */
+    approvals: z.array(packagedApprovalSchema).max(3200).optional(),
   })
   .strict();
 export type WorkflowPackage = z.infer<typeof workflowPackageSchema> & Envelope;
@@ -143,6 +150,8 @@ export interface BuildPackageInput {
   proofId: string;
   stages: readonly StageRecord[];
   issuedAt: Date | string;
+  /** The workflow's proven approvals, as the service checked and kept them. */
+  approvals?: readonly PackagedApproval[];
 }
 
 /**
@@ -177,6 +186,7 @@ export function buildWorkflowPackage(input: BuildPackageInput, key: Signer): Wor
     chain: { genesis, head: records.head, length: records.length },
     stagesRoot: stagesRoot(records.stageHashes),
     facts: factsOf(template, replayed.stages, true),
+    ...(input.approvals?.length ? { approvals: [...input.approvals] } : {}),
   };
   return signPackage<WorkflowPackage>(body, key);
 }
@@ -444,7 +454,82 @@ export function verifyRecords(input: {
   return verdict;
 }
 
+/**
+ * Checks a package's approvals: which counted approvals are backed by valid membership proofs bound to
+ * this workflow, stage and content (approvalProtocol.ts). `vkey`: the ballot circuit's verification key
+ * (without it no proof counts, and approvals are at most asserted). A package that does not parse has
+ * approvals 'none'. Never throws.
+ */
+export async function verifyPackageApprovals(input: unknown, vkey: unknown): Promise<ApprovalsVerdict> {
+  const parsed = workflowPackageSchema.safeParse(input);
+  if (!parsed.success) return { approvals: 'none', approvalStages: [], approvalReasons: [] };
+  const pkg = parsed.data;
+  const catalog = findTemplate(pkg.subject.template);
+  const template =
+    catalog && catalog.version === pkg.subject.templateVersion ? catalog : templateFromRequirements(pkg);
+  const genesis = chainGenesis({ kind: 'workflow', subjectId: pkg.proofId, label: pkg.subject.template });
+  const replayed = replay({ template, proofId: pkg.proofId }, pkg.auditTrail);
+  return approvalsOf({
+    template,
+    proofId: pkg.proofId,
+    genesis,
+    trail: pkg.auditTrail,
+    stages: replayed.stages,
+    approvals: pkg.approvals ?? [],
+    vkey,
+  });
+}
+
+/** The approvals verdict of stage records and the proofs kept for them (a package's or the rows'). */
+export function approvalsOf(input: {
+  template: WorkflowTemplate;
+  proofId: string;
+  genesis: string;
+  trail: readonly ChainedEntry[];
+  stages: readonly StageRecord[];
+  approvals: readonly PackagedApproval[];
+  vkey: unknown;
+}): Promise<ApprovalsVerdict> {
+  return checkApprovals({
+    proofId: input.proofId,
+    genesis: input.genesis,
+    trail: input.trail,
+    stages: input.template.stages.map((spec, i) => {
+      const r = input.stages[i];
+      return {
+        key: spec.key,
+        requiredApprovals: spec.requiredApprovals,
+        completed: r?.status === 'completed',
+        counted: r ? countedApprovers(r.auditTrail) : [],
+      };
+    }),
+    approvals: input.approvals,
+    vkey: input.vkey,
+  });
+}
+
 const yn = (b: boolean) => (b ? 'yes' : 'no');
+
+const approvalsText = { proven: 'proven', asserted: 'asserted, not proven', none: 'none' } as const;
+
+/**
+ * The workflow verifier as a bundle's package check, with the ballot circuit's verification key for
+ * the approvals' membership proofs.
+ */
+export const workflowPackageChecker =
+  (vkey: () => Promise<unknown>): PackageChecker =>
+  async (pkg, keys) => {
+    const v = verifyPackage(pkg, keys);
+    const a = await verifyPackageApprovals(pkg, await vkey());
+    const template = (pkg as { subject?: { template?: unknown } } | null)?.subject?.template;
+    return {
+      valid: v.signatureValid && v.notAltered,
+      summary: `workflow ${typeof template === 'string' ? template : ''}: existed ${yn(v.existed)}, completed ${yn(v.completed)}, required approvals met ${yn(v.approvalsMet)}, approvals ${approvalsText[a.approvals]}, sequence respected ${yn(v.sequenceRespected)}, not altered ${yn(v.notAltered)}`,
+      reasons: v.reasons
+        .filter((r) => !r.code.startsWith('not_'))
+        .map((r) => `${r.check}: ${r.code}${r.stage ? ` (stage ${r.stage})` : ''}: ${r.detail}`),
+    };
+  };
 
 /** The workflow verifier as a bundle's package check (shared/platform/translog/bundle.ts). */
 export const checkWorkflowPackage: PackageChecker = async (pkg, keys) => {

@@ -6,6 +6,7 @@ import { SigningKeyRetired } from '../platform/keys';
 import { leafHashHex } from '../platform/translog/treeHead';
 import { findLeaf, inclusionProofAt, lockLog } from '../platform/translog/pgLog';
 import { appendEntries } from '../platform/translog/serviceLog';
+import { loadApprovals } from './approvers';
 import { attachLogProof, packageEntry } from './envelope';
 import type { WorkflowPackage } from './package';
 import { sealWorkflowPackage } from './seal';
@@ -38,9 +39,10 @@ export async function publishWorkflowPackage(db: Db, proofId: string): Promise<P
     const wf = (await trx('workflows').where('id', row.workflow_id).first()) as WorkflowRow;
     const template = templateOrThrow(wf.template);
     const stages = await loadRecords(trx, wf.id);
+    const approvals = await loadApprovals(trx, wf.id);
     let pkg: WorkflowPackage;
     try {
-      pkg = sealWorkflowPackage({ template, proofId, stages, issuedAt: new Date() });
+      pkg = sealWorkflowPackage({ template, proofId, stages, issuedAt: new Date(), approvals });
     } catch (err) {
       // A key the history retired is this process's problem, not the records': the job retries.
       if (err instanceof SigningKeyRetired) throw err;

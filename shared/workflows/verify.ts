@@ -13,12 +13,16 @@ import { packageEntryLeafHash, packageLeafHash } from './envelope';
 import type { Envelope, Reason } from './envelope';
 import { templateOrThrow } from './load';
 import type { Conn, PackageRow } from './load';
-import { publicTimeline, verifyPackage, verifyRecords } from './package';
+import { loadApprovals } from './approvers';
+import type { ApprovalsVerdict } from './approvalProtocol';
+import { approvalsOf, publicTimeline, verifyPackage, verifyPackageApprovals, verifyRecords } from './package';
 import type { PackageVerdict, PublicStage, WorkflowPackage } from './package';
 import type { ChainedEntry, StageRecord, WorkflowStatus } from './records';
 import type { WorkflowTemplate } from './templates';
+import { ANONYMITY_CIRCUIT } from '../zk/anonymity';
+import { loadVerificationKey } from '../zk/verify';
 
-export interface Verification {
+export interface Verification extends Partial<ApprovalsVerdict> {
   proofId: string | null;
   existed: boolean;
   completed: boolean;
@@ -72,13 +76,18 @@ export async function verifyUnderServiceTrust<V extends { reasons: readonly Reas
 export async function verifyGivenPackage(db: Db, pkg: unknown): Promise<Verification> {
   const v = await verifyUnderServiceTrust(db, pkg, (trust, opts) => verifyPackage(pkg, trust, opts));
   const parsed = pkg as Partial<WorkflowPackage> | null;
+  const approvals = v.notAltered
+    ? await verifyPackageApprovals(pkg, await loadVerificationKey(ANONYMITY_CIRCUIT))
+    : { approvals: 'none' as const, approvalStages: [], approvalReasons: [] };
   return {
     proofId: typeof parsed?.proofId === 'string' && v.notAltered ? parsed.proofId : null,
     ...v,
+    ...approvals,
   };
 }
 
 interface VerifiableRow {
+  id: string;
   template: string;
   template_version: number;
   status: WorkflowStatus;
@@ -101,7 +110,7 @@ interface VerifiableRow {
 async function loadVerifiable(db: Conn, proofId: string): Promise<VerifiableRow | undefined> {
   const { rows } = (await db
     .raw(
-      `select w.template, w.template_version, w.status, w.chain_head, w.entry_count,
+      `select w.id, w.template, w.template_version, w.status, w.chain_head, w.entry_count,
        (select coalesce(json_agg(json_build_object('stage', s.stage, 'status', s.status,
           'actorCommitment', s.actor_commitment, 'timestamp', s.timestamp, 'proofHash', s.proof_hash)
           order by s.idx), '[]'::json)::text
@@ -212,6 +221,27 @@ function verifyRows(
   return rows;
 }
 
+/** The approvals verdict of stored rows: the trail and the proofs kept beside its approve entries. */
+async function storedApprovals(
+  db: Db,
+  template: WorkflowTemplate,
+  proofId: string,
+  genesis: string,
+  wf: VerifiableRow,
+): Promise<ApprovalsVerdict> {
+  const entries = JSON.parse(wf.entries) as ChainedEntry[];
+  const stages = recordsFromRows(JSON.parse(wf.stages) as Array<Omit<StageRecord, 'auditTrail'>>, entries);
+  return approvalsOf({
+    template,
+    proofId,
+    genesis,
+    trail: entries,
+    stages,
+    approvals: await loadApprovals(db, wf.id),
+    vkey: await loadVerificationKey(ANONYMITY_CIRCUIT),
+  });
+}
+
 /**
  * Verifies a workflow by proof id: recomputes the chain and stage hashes from the stored records
  * (verifyRecords), and checks the stored package's signature and log inclusion and that it matches.
@@ -263,7 +293,11 @@ export async function verifyStored(db: Db, proofId: string): Promise<Verificatio
       detail: 'The workflow status differs from what its stages recompute to.',
     });
   }
+  const approvals = notAltered
+    ? await storedApprovals(db, template, proofId, genesis, wf)
+    : { approvals: 'none' as const, approvalStages: [], approvalReasons: [] };
   const out: Verification = {
+    ...approvals,
     proofId,
     existed: verdict.existed,
     completed: verdict.completed,
@@ -313,6 +347,8 @@ export async function verifyStored(db: Db, proofId: string): Promise<Verificatio
     });
   }
   out.notAltered = notAltered;
+  // Proofs in a record that fails its integrity checks prove nothing.
+  if (!notAltered && out.approvals === 'proven') out.approvals = 'asserted';
   if (!notAltered) {
     for (const f of facts) {
       if (out[f] && !reasons.some((r) => r.check === f)) {

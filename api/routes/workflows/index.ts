@@ -1,7 +1,8 @@
-// The proof workflows line's routes (table C): workflows from templates, then the transparency log
+// The proof workflows line's routes (table C): workflows from templates, their anonymous approvals, then the transparency log
 // their packages (and everything else published) land in: its description and JSON proofs, its C2SP
 // checkpoint and tiles, offline bundles, and the trust root that says which keys signed them.
 import type { RouteTable } from '../../http/route';
+import { approvalRoutes } from './approvals';
 import { bundleRoutes } from './bundle';
 import { logRoutes } from './log';
 import { tileRoutes } from './tiles';
@@ -9,5 +10,5 @@ import { trustRoutes } from './trust';
 import { proofWorkflowRoutes } from './workflows';
 
 export function workflowRoutes(table: RouteTable): RouteTable {
-  return tileRoutes(trustRoutes(bundleRoutes(logRoutes(proofWorkflowRoutes(table)))));
+  return tileRoutes(trustRoutes(bundleRoutes(logRoutes(approvalRoutes(proofWorkflowRoutes(table))))));
 }

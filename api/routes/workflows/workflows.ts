@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { notFound } from '../../../shared/platform/errors';
 import { signedTreeHeadSchema } from '../../../shared/platform/translog/treeHead';
 import { idPattern } from '../../../shared/platform/ids';
+import { APPROVAL_PROOF_REQUIRED } from '../../../shared/workflows/approvers';
 import { ruleCodes } from '../../../shared/workflows/engine';
 import { policyGateCodes } from '../../../shared/workflows/policyGate';
 import { stageRecordSchema, stageStatuses, workflowEventSchema } from '../../../shared/workflows/records';
@@ -97,6 +98,25 @@ const verificationSchema = z
     packageStatus: z.string().optional(),
     latestTreeHead: signedTreeHeadSchema.optional(),
     signingKey: z.object({ keyId: z.string(), publicKey: z.string() }),
+    approvals: z
+      .enum(['proven', 'asserted', 'none'])
+      .optional()
+      .describe(
+        'proven: every approval that counts is a valid membership proof of its stage’s approver set (and each closed stage met its count with proofs alone); asserted: some rest on bare actor commitments, which anyone holding the owner’s key could invent; none: no approvals',
+      ),
+    approvalStages: z
+      .array(
+        z.object({
+          stage: z.string(),
+          required: z.number().int(),
+          counted: z.number().int(),
+          proven: z.number().int(),
+        }),
+      )
+      .optional(),
+    approvalReasons: z
+      .array(z.object({ code: z.string(), detail: z.string(), stage: z.string() }))
+      .optional(),
     insecureSetup: z
       .boolean()
       .describe(
@@ -265,7 +285,7 @@ export function proofWorkflowRoutes(table: RouteTable): RouteTable {
         .filter((c) => c !== 'unknown_stage')
         .join(
           ', ',
-        )}). An unknown stage is 422 unknown_stage. A \`policyProof\` counts as the stage's blind policy proof only when it is of the stage's policy, commits to the parameters fixed at prepare, carries this stage's context, verifies, and was never used before; otherwise 409 (${policyGateCodes.join(', ')}) or 400 invalid_proof_format, and nothing is recorded.`,
+        )}). An unknown stage is 422 unknown_stage. A \`policyProof\` counts as the stage's blind policy proof only when it is of the stage's policy, commits to the parameters fixed at prepare, carries this stage's context, verifies, and was never used before; otherwise 409 (${policyGateCodes.join(', ')}) or 400 invalid_proof_format, and nothing is recorded. An \`approve\` at a stage whose owner registered an approver set is 409 ${APPROVAL_PROOF_REQUIRED}: approvals there are membership proofs (POST /api/proof-workflows/approvals).`,
       tags,
       auth: 'operator-or-license',
       product: 'workflows',
@@ -277,7 +297,7 @@ export function proofWorkflowRoutes(table: RouteTable): RouteTable {
         400: ['invalid_proof_format'],
         404: ['not_found'],
         // The engine's rules (unknown_stage is the 422) and the blind-policy gate's refusals.
-        409: [...ruleCodes.filter((c) => c !== 'unknown_stage'), ...policyGateCodes],
+        409: [...ruleCodes.filter((c) => c !== 'unknown_stage'), ...policyGateCodes, APPROVAL_PROOF_REQUIRED],
         422: ['unknown_stage'],
       },
       handler: async ({ body, auth, deps }) => {

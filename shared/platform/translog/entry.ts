@@ -16,6 +16,7 @@ export const logEntryKinds = [
   'receipt',
   'trust_root',
   'ceremony_transcript',
+  'approver_set',
 ] as const;
 export type LogEntryKind = (typeof logEntryKinds)[number];
 

@@ -1,0 +1,173 @@
+// Table C, anonymous approvals: an organization's approver set per template stage (identity
+// commitments its approvers made themselves, every root logged), what an approver proves against, and
+// the approval itself, posted as a membership proof with no credential: the proof is the authority.
+import { z } from 'zod';
+import { DECIMAL_FIELD } from '../../../shared/zk/anonymity';
+import { idPattern } from '../../../shared/platform/ids';
+import {
+  APPROVAL_PROOF_REQUIRED,
+  approvalBodySchema,
+  approvalCodes,
+  approvalTarget,
+  approverSetTree,
+  registerApprovers,
+} from '../../../shared/workflows/approvers';
+import { APPROVER_ROOT_HISTORY } from '../../../shared/workflows/approvalProtocol';
+import { ruleCodes } from '../../../shared/workflows/engine';
+import { recordApproval } from '../../../shared/workflows/events';
+import { stageRecordSchema } from '../../../shared/workflows/records';
+import { ownerOf } from '../../http/callers';
+import type { RouteTable } from '../../http/route';
+
+const tags = ['Proof workflows'];
+const fieldSchema = z.string().regex(DECIMAL_FIELD, 'a BN254 field element, decimal');
+const identitySchema = fieldSchema.describe('An identity commitment: Poseidon(identity secret), decimal');
+const setIdSchema = z.string().regex(idPattern('aps'), 'an approver set id (aps_…)');
+
+const registeredSchema = z
+  .object({
+    setId: z.string(),
+    template: z.string(),
+    stage: z.string(),
+    seq: z.number().int(),
+    root: z.string(),
+    size: z.number().int(),
+    added: z.number().int(),
+    leafIndex: z.number().int().optional().describe('Where the new root’s statement sits in the log'),
+  })
+  .meta({ id: 'ApproverSetRegistered' });
+
+const treeSchema = z
+  .object({
+    setId: z.string(),
+    template: z.string(),
+    stage: z.string(),
+    depth: z.number().int(),
+    identityCommitments: z.array(z.string()),
+    root: z.string().nullable(),
+    acceptedRoots: z.array(z.string()),
+  })
+  .meta({ id: 'ApproverSetTree' });
+
+const targetSchema = z
+  .object({
+    proofId: z.string(),
+    stage: z.string(),
+    setId: z.string(),
+    scope: z.string(),
+    contentHash: z.string(),
+    message: z.string(),
+    members: z.array(z.string()),
+    root: z.string().nullable(),
+    acceptedRoots: z.array(z.string()),
+  })
+  .meta({ id: 'ApprovalTarget' });
+
+const recordedSchema = z
+  .object({
+    workflowId: z.string(),
+    proofId: z.string(),
+    workflowStatus: z.enum(['active', 'completed', 'rejected']),
+    stage: stageRecordSchema,
+    entry: z.record(z.string(), z.unknown()),
+    chainHead: z.string(),
+    currentStage: z.string().nullable(),
+  })
+  .meta({ id: 'RecordedApproval' });
+
+export function approvalRoutes(table: RouteTable): RouteTable {
+  return table
+    .add({
+      method: 'post',
+      path: '/api/proof-workflows/approver-sets',
+      operationId: 'registerWorkflowApprovers',
+      summary: 'Add approvers’ identity commitments to the approver set of a template stage',
+      description: `Each approver makes an identity (\`npm run approve -- identity\`) and hands over only its commitment, Poseidon(secret). The set (one per owner, template and stage; depth 10, up to 1024 identities) gets a new root, logged on the transparency log (entry kind approver_set) in the same transaction. From then on the owner's workflows of that template take approvals at that stage only as membership proofs (POST /api/proof-workflows/approvals), against the last ${APPROVER_ROOT_HISTORY} roots; a bare approve event there is 409 ${APPROVAL_PROOF_REQUIRED}.`,
+      tags,
+      auth: 'operator-or-license',
+      product: 'workflows',
+      body: z.strictObject({
+        template: z.string().min(1).max(100),
+        stage: z.string().min(1).max(64),
+        identityCommitments: z.array(identitySchema).min(1).max(1024),
+      }),
+      responses: {
+        201: {
+          description: 'The set’s new root (or its root, when nothing was new)',
+          schema: registeredSchema,
+        },
+      },
+      problems: {
+        422: [
+          'unknown_template',
+          'unknown_stage',
+          'not_an_approval_stage',
+          'duplicate_identity',
+          'invalid_identity',
+          'approver_set_full',
+        ],
+      },
+      handler: async ({ body, auth, deps }) => ({
+        status: 201,
+        body: await registerApprovers(deps.db, { ...body, owner: ownerOf(auth) }),
+      }),
+    })
+    .add({
+      method: 'get',
+      path: '/api/proof-workflows/approver-sets/{setId}',
+      operationId: 'getWorkflowApproverSet',
+      summary: 'An approver set’s public tree: its identity commitments and accepted roots',
+      tags,
+      params: z.strictObject({ setId: setIdSchema }),
+      responses: { 200: { description: 'The set’s tree', schema: treeSchema } },
+      problems: { 404: ['not_found'] },
+      handler: async ({ params, deps }) => ({
+        status: 200,
+        body: await approverSetTree(deps.db, params.setId),
+      }),
+    })
+    .add({
+      method: 'get',
+      path: '/api/proof-workflows/approvals/target',
+      operationId: 'getWorkflowApprovalTarget',
+      summary: 'What an approver proves against: the stage’s scope, the content it approves now, its set',
+      description:
+        'All public: the whole member list (an approver never asks for its own path, which would say who is about to approve).',
+      tags,
+      query: z.strictObject({
+        proofId: z.string().regex(idPattern('prf'), 'a proof id (prf_…)'),
+        stage: z.string().min(1).max(64),
+      }),
+      responses: { 200: { description: 'The approval target', schema: targetSchema } },
+      problems: {
+        404: ['not_found'],
+        409: ['approver_set_missing'],
+        422: ['unknown_stage', 'not_an_approval_stage'],
+      },
+      handler: async ({ query, deps }) => ({
+        status: 200,
+        headers: { 'Cache-Control': 'no-store' },
+        body: await approvalTarget(deps.db, query.proofId, query.stage),
+      }),
+    })
+    .add({
+      method: 'post',
+      path: '/api/proof-workflows/approvals',
+      operationId: 'recordWorkflowApproval',
+      summary: 'Approve a stage anonymously with a membership proof of its approver set',
+      description: `No credential: the proof is the authority, and it names nobody. publicSignals are [root, nullifier, scope, message] as \`npm run approve -- prove\` makes them. Recorded as an approve entry whose actor commitment is the nullifier (64 hex). Refusals write nothing: 400 invalid_proof_format, 404, 422 unknown_stage, 409 ${approvalCodes.join(', ')}, or an engine rule (${ruleCodes.filter((c) => c !== 'unknown_stage').join(', ')}).`,
+      tags,
+      body: approvalBodySchema.meta({ id: 'WorkflowApprovalRequest' }),
+      responses: { 200: { description: 'The stage record after the approval', schema: recordedSchema } },
+      problems: {
+        400: ['invalid_proof_format'],
+        404: ['not_found'],
+        409: [...approvalCodes, ...ruleCodes.filter((c) => c !== 'unknown_stage')],
+        422: ['unknown_stage', 'not_an_approval_stage'],
+      },
+      handler: async ({ body, deps }) => ({
+        status: 200,
+        body: await recordApproval(deps.db, deps.queues, body),
+      }),
+    });
+}

@@ -1,0 +1,113 @@
+// The approver's command line for anonymous workflow approvals; everything secret stays on this machine.
+//   npm run approve -- identity --out me.json
+//   npm run approve -- prove --url https://… --proof prf_… --stage approval --identity me.json [--out approval.json]
+//   npm run approve -- submit --url https://… --approval approval.json
+//   npm run approve -- approve --url https://… --proof prf_… --stage approval --identity me.json
+// Imports the approver's client only: no service configuration is read.
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import {
+  createIdentity,
+  fetchApprovalTarget,
+  identityFromSecret,
+  loadMembershipArtifacts,
+  makeApproval,
+  submitApproval,
+} from '../shared/workflows/approvalClient';
+import type { Approval, Identity } from '../shared/workflows/approvalClient';
+
+const usage = `usage:
+  npm run approve -- identity [--out FILE]
+      Makes an identity. Keep the file (its secret is your approvals' key); give the organization only
+      the commitment it prints, for the approver set of the stages you approve.
+  npm run approve -- prove --url URL --proof PROOF_ID --stage KEY --identity FILE [--artifacts DIR] [--out FILE]
+      Fetches the stage's approval target (scope, content, the set's whole member list) and proves here.
+  npm run approve -- submit --url URL --approval FILE
+  npm run approve -- approve --url URL --proof PROOF_ID --stage KEY --identity FILE [--artifacts DIR]
+      Proves and submits in one step; prints the recorded stage.
+--artifacts reads ballot.wasm and ballot.zkey from a folder instead of the service.`;
+
+const { positionals, values } = parseArgs({
+  allowPositionals: true,
+  options: {
+    out: { type: 'string' },
+    url: { type: 'string' },
+    proof: { type: 'string' },
+    stage: { type: 'string' },
+    identity: { type: 'string' },
+    artifacts: { type: 'string' },
+    approval: { type: 'string' },
+    help: { type: 'boolean' },
+  },
+});
+
+const print = (value: unknown) => process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+
+function need(name: keyof typeof values): string {
+  const v = values[name];
+  if (typeof v !== 'string' || !v) throw new Error(`--${name} is required.\n\n${usage}`);
+  return v;
+}
+
+async function readIdentity(path: string): Promise<Identity> {
+  const raw = JSON.parse(readFileSync(path, 'utf8')) as { secret?: unknown };
+  if (typeof raw.secret !== 'string') throw new Error(`${path} holds no identity secret.`);
+  return identityFromSecret(raw.secret);
+}
+
+async function prove(): Promise<Approval> {
+  const url = need('url');
+  const [identity, target] = await Promise.all([
+    readIdentity(need('identity')),
+    fetchApprovalTarget(url, need('proof'), need('stage')),
+  ]);
+  const artifacts = await loadMembershipArtifacts(values.artifacts ?? url);
+  const { timings: _t, ...approval } = await makeApproval({ identity, target, artifacts });
+  return approval;
+}
+
+async function main(): Promise<void> {
+  const command = positionals[0];
+  if (values.help || !command) {
+    process.stdout.write(`${usage}\n`);
+    return;
+  }
+  switch (command) {
+    case 'identity': {
+      const identity = await createIdentity();
+      if (values.out) {
+        if (existsSync(values.out)) throw new Error(`${values.out} exists; not overwriting an identity.`);
+        writeFileSync(values.out, `${JSON.stringify(identity, null, 2)}\n`, { mode: 0o600 });
+      } else print(identity);
+      process.stderr.write(`identity commitment (give this, never the secret): ${identity.commitment}\n`);
+      return;
+    }
+    case 'prove': {
+      const approval = await prove();
+      if (values.out) writeFileSync(values.out, `${JSON.stringify(approval)}\n`);
+      else print(approval);
+      return;
+    }
+    case 'approve':
+    case 'submit': {
+      const approval =
+        command === 'approve'
+          ? await prove()
+          : (JSON.parse(readFileSync(need('approval'), 'utf8')) as Approval);
+      const res = await submitApproval(need('url'), approval);
+      if (res.status !== 200)
+        throw new Error(`refused (${res.status}): ${String(res.body.code)}: ${String(res.body.detail)}`);
+      print(res.body);
+      return;
+    }
+    default:
+      throw new Error(`unknown command ${command}\n\n${usage}`);
+  }
+}
+
+main()
+  .catch((err: unknown) => {
+    process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n`);
+    process.exitCode = 1;
+  })
+  .finally(() => (globalThis as { curve_bn128?: { terminate(): Promise<void> } }).curve_bn128?.terminate());

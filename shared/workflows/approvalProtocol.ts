@@ -1,0 +1,228 @@
+// Anonymous approvals as approver, service and offline verifier all compute them. An approval is a
+// membership proof (the ballot circuit, shared/zk/anonymity.ts) that its author holds one identity of
+// the stage's approver set, whose public signals are [root, nullifier, scope, message]:
+//   scope   = a field element of (workflow proof id, stage key): one nullifier per approver and stage,
+//             and a proof made for one stage or workflow is not one for another;
+//   message = a field element of the stage's content hash: the chain entry the approval approves (the
+//             last entry before it that is not an approval of the same stage, or the chain's genesis),
+//             so a proof is bound to what the approver saw, evidence and earlier stages included.
+// The approval's audit entry carries the nullifier (64 hex) as its actor commitment: the engine counts
+// distinct nullifiers as it counted distinct commitments, and learns nothing of who. Pure: no
+// configuration, no database.
+import { z } from 'zod';
+import { canonicalJson } from '../platform/canonical';
+import { sha256Hex } from '../platform/crypto';
+import { fieldHash, isFieldElement, membershipSignals, verifyMembershipProof } from '../zk/anonymity';
+import type { Groth16ProofJson } from '../zk/anonymity';
+import type { ChainedEntry } from './records';
+
+/** Approvals are taken against a set's current root or one of the few before it. */
+export const APPROVER_ROOT_HISTORY = 4;
+
+/** The stage of a workflow as the circuit's scope. */
+export const approvalScope = (proofId: string, stage: string): bigint =>
+  fieldHash(`proof-exchange/workflows/approval-scope/v1\n${proofId}\n${stage}`);
+
+/** The content hash (64 hex) as the field element a proof is bound to. */
+export const approvalMessage = (contentHash: string): bigint =>
+  fieldHash(`proof-exchange/workflows/approval-content/v1\n${contentHash}`);
+
+/** The actor commitment of a proven approval's entry: the nullifier as 64 hex characters. */
+export const approvalActor = (nullifier: string): string => BigInt(nullifier).toString(16).padStart(64, '0');
+
+/**
+ * What an approval at chain position `seq` of `stage` approves: the hash of the last entry before it
+ * that is not itself an approval of that stage, or the genesis when there is none. Approvers of one
+ * round see the same content; attaching evidence (or a change request) moves it.
+ */
+export function approvalContentHash(
+  genesis: string,
+  trail: readonly Pick<ChainedEntry, 'seq' | 'stage' | 'action' | 'entryHash'>[],
+  stage: string,
+  seq: number,
+): string {
+  let content = genesis;
+  for (const e of trail) {
+    if (e.seq >= seq) break;
+    if (!(e.action === 'approve' && e.stage === stage)) content = e.entryHash;
+  }
+  return content;
+}
+
+/** The statement a set's root is logged as (kind approver_set, id `<setId>:<seq>`). */
+export function approverRootStatement(r: {
+  setId: string;
+  template: string;
+  stage: string;
+  seq: number;
+  root: string;
+  size: number;
+}) {
+  return {
+    type: 'proof-exchange/approver-set-root/v1',
+    setId: r.setId,
+    template: r.template,
+    stage: r.stage,
+    seq: r.seq,
+    root: r.root,
+    size: r.size,
+  };
+}
+
+export const approverRootLogId = (setId: string, seq: number): string => `${setId}:${seq}`;
+
+export const approverRootSha256 = (r: Parameters<typeof approverRootStatement>[0]): string =>
+  sha256Hex(canonicalJson(approverRootStatement(r)));
+
+const decimal = z.string().regex(/^(0|[1-9]\d{0,76})$/, 'a decimal field element');
+
+export const approvalProofSchema = z
+  .object({
+    pi_a: z.array(decimal).length(3),
+    pi_b: z.array(z.array(decimal).length(2)).length(3),
+    pi_c: z.array(decimal).length(3),
+    protocol: z.literal('groth16').optional(),
+    curve: z.literal('bn128').optional(),
+  })
+  .strict();
+
+/** A proven approval as a package carries it: everything a verifier needs, nothing of who. */
+export const packagedApprovalSchema = z
+  .object({
+    stage: z.string().min(1).max(64),
+    /** The audit entry (an approve) the proof stands behind. */
+    seq: z.number().int().min(0),
+    setId: z.string().min(1).max(64),
+    /** The root's position in the set's history, its size then, and its logged statement's sha256. */
+    rootSeq: z.number().int().min(0),
+    rootSize: z.number().int().min(1),
+    rootStatement: z.string().regex(/^[0-9a-f]{64}$/),
+    root: decimal,
+    nullifier: decimal,
+    proof: approvalProofSchema,
+    publicSignals: z.array(decimal).length(4),
+  })
+  .strict();
+export type PackagedApproval = z.infer<typeof packagedApprovalSchema>;
+
+export type ApprovalsState = 'proven' | 'asserted' | 'none';
+
+export interface StageApprovals {
+  stage: string;
+  required: number;
+  /** Distinct approvals that count toward the stage now. */
+  counted: number;
+  /** Of those, the ones backed by a valid membership proof against the set's logged root. */
+  proven: number;
+}
+
+export interface ApprovalsVerdict {
+  /**
+   * proven: every approval that counts is a valid proof (and every closed stage met its count with
+   * proofs alone), and no proof carried fails its checks; asserted: some count rests on bare actor
+   * commitments (the old way), or a proof carried does not hold; none: no approvals were recorded.
+   */
+  approvals: ApprovalsState;
+  approvalStages: StageApprovals[];
+  /** Why an approval did not count as proven (never who made it). */
+  approvalReasons: Array<{ code: string; detail: string; stage: string }>;
+}
+
+/**
+ * Checks the proven approvals of a trail: each names an approve entry of its stage whose actor is its
+ * nullifier, its signals are this workflow's scope and the content that entry approved, its nullifier
+ * is used once, the approvals of a stage share one set, and the proof verifies. `counted` gives, per
+ * stage, the actor commitments that count now (the engine's). Never throws.
+ */
+export async function checkApprovals(input: {
+  proofId: string;
+  genesis: string;
+  trail: readonly ChainedEntry[];
+  stages: ReadonlyArray<{ key: string; requiredApprovals: number; completed: boolean; counted: string[] }>;
+  approvals: readonly PackagedApproval[];
+  vkey: unknown;
+}): Promise<ApprovalsVerdict> {
+  const { proofId, genesis, trail } = input;
+  const reasons: ApprovalsVerdict['approvalReasons'] = [];
+  const bySeq = new Map(trail.map((e) => [e.seq, e]));
+  const seen = new Set<string>();
+  const setOf = new Map<string, string>();
+  const provenActors = new Map<string, Set<string>>();
+  for (const a of input.approvals) {
+    const fail = (code: string, detail: string) => reasons.push({ code, detail, stage: a.stage });
+    const entry = bySeq.get(a.seq);
+    if (!entry || entry.action !== 'approve' || entry.stage !== a.stage) {
+      fail(
+        'approval_entry_missing',
+        `The proof names entry ${a.seq}, which is not an approval of this stage.`,
+      );
+      continue;
+    }
+    if (!isFieldElement(a.nullifier) || entry.actorCommitment !== approvalActor(a.nullifier)) {
+      fail('approval_actor_mismatch', `Entry ${a.seq} is not the nullifier's.`);
+      continue;
+    }
+    if (seen.has(a.nullifier)) {
+      fail('approval_nullifier_repeated', `A nullifier is counted twice at entry ${a.seq}.`);
+      continue;
+    }
+    seen.add(a.nullifier);
+    const set = setOf.get(a.stage);
+    if (set !== undefined && set !== a.setId) {
+      fail('approval_set_mismatch', `The approvals of stage ${a.stage} name different approver sets.`);
+      continue;
+    }
+    setOf.set(a.stage, a.setId);
+    const expected = membershipSignals({
+      root: a.root,
+      nullifier: a.nullifier,
+      scope: approvalScope(proofId, a.stage),
+      message: approvalMessage(approvalContentHash(genesis, trail, a.stage, a.seq)),
+    });
+    if (a.publicSignals.join() !== expected.join()) {
+      fail(
+        'approval_signals_mismatch',
+        `The proof at entry ${a.seq} is not for this workflow, stage and content.`,
+      );
+      continue;
+    }
+    if (
+      input.vkey === undefined ||
+      !(await verifyMembershipProof(input.vkey, a.proof as Groth16ProofJson, expected))
+    ) {
+      fail('approval_proof_invalid', `The membership proof at entry ${a.seq} does not verify.`);
+      continue;
+    }
+    let actors = provenActors.get(a.stage);
+    if (!actors) provenActors.set(a.stage, (actors = new Set()));
+    actors.add(entry.actorCommitment);
+  }
+  const approvalStages: StageApprovals[] = input.stages
+    .filter((s) => s.requiredApprovals > 0)
+    .map((s) => ({
+      stage: s.key,
+      required: s.requiredApprovals,
+      counted: s.counted.length,
+      proven: s.counted.filter((c) => provenActors.get(s.key)?.has(c)).length,
+    }));
+  let approvals: ApprovalsState = 'none';
+  // A proof that fails its checks makes nothing proven, even beside valid ones: a verifier is not to
+  // pick the proofs that hold out of a record that carries one that does not.
+  const failed = reasons.length > 0;
+  if (approvalStages.some((s) => s.counted > 0) || input.approvals.length > 0) {
+    const allProven = input.stages.every((s) => {
+      const st = approvalStages.find((x) => x.stage === s.key);
+      if (!st) return true;
+      return st.proven === st.counted && (!s.completed || st.proven >= st.required);
+    });
+    approvals = allProven && !failed && approvalStages.some((s) => s.counted > 0) ? 'proven' : 'asserted';
+    for (const s of approvalStages)
+      if (s.proven < s.counted)
+        reasons.push({
+          code: 'approvals_asserted',
+          detail: `${s.counted - s.proven} of ${s.counted} approvals of stage ${s.stage} are asserted, not proven.`,
+          stage: s.stage,
+        });
+  }
+  return { approvals, approvalStages, approvalReasons: reasons };
+}
