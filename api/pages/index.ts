@@ -96,10 +96,17 @@ const verdictText: Record<Verdict, [string, string]> = {
   ],
 };
 
+/** Under a verified verdict whose approvals are bare commitments: what the verdict does not cover. */
+const assertedNote =
+  '<p class="caveat">Its approvals are asserted, not proven: they are commitments the organization recorded, not membership proofs of an approver set, so they show that approvals were recorded, not who or whether they were real.</p>';
+
 function verdictBlock(verdict: Verdict, extra = ''): string {
   const [label, text] = verdictText[verdict];
   return `<section class="verdict ${verdict}" id="verdict" data-verdict="${verdict}" role="status"><p class="label">${escapeHtml(label)}</p><p>${escapeHtml(text)}</p>${extra}</section>`;
 }
+
+/** What the approvals row says when they are only asserted: recorded, never "happened". */
+const assertedLabel = 'Required approvals recorded (asserted by the organization, not proven)';
 
 const factRows: Array<[keyof Verification, string]> = [
   ['existed', 'Existed'],
@@ -143,7 +150,7 @@ function resultPage(v: Verification, pasted?: unknown): string {
   const facts = factRows
     .map(
       ([k, label]) =>
-        `<tr><th scope="row">${escapeHtml(label)}</th><td data-fact="${escapeHtml(k)}">${
+        `<tr><th scope="row">${escapeHtml(k === 'approvalsMet' && v.approvals === 'asserted' ? assertedLabel : label)}</th><td data-fact="${escapeHtml(k)}">${
           inProgress && !v[k] ? '<span class="na">not yet</span>' : yesNo(v[k] as boolean)
         }</td></tr>`,
     )
@@ -200,7 +207,7 @@ function resultPage(v: Verification, pasted?: unknown): string {
   const heading = v.proofId ? `Proof <span class="hash">${escapeHtml(v.proofId)}</span>` : 'Proof package';
   const template = v.template ?? pkg?.subject.template;
   return `<h1>${heading}</h1>${template ? `<p>Template: <strong>${escapeHtml(template)}</strong></p>` : ''}
-${verdictBlock(verdict)}
+${verdictBlock(verdict, verdict === 'verified' && v.approvals === 'asserted' ? assertedNote : '')}
 <h2>Public facts</h2><table id="facts"><tbody>${facts}</tbody></table>${reasons}${timeline}${chainBlock}${signature}${log}${download}
 ${another}`;
 }

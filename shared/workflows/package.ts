@@ -524,7 +524,7 @@ export const workflowPackageChecker =
     const template = (pkg as { subject?: { template?: unknown } } | null)?.subject?.template;
     return {
       valid: v.signatureValid && v.notAltered,
-      summary: `workflow ${typeof template === 'string' ? template : ''}: existed ${yn(v.existed)}, completed ${yn(v.completed)}, required approvals met ${yn(v.approvalsMet)}, approvals ${approvalsText[a.approvals]}, sequence respected ${yn(v.sequenceRespected)}, not altered ${yn(v.notAltered)}`,
+      summary: `workflow ${typeof template === 'string' ? template : ''}: existed ${yn(v.existed)}, completed ${yn(v.completed)}, required approvals ${a.approvals === 'asserted' ? 'recorded' : 'met'} ${yn(v.approvalsMet)}, approvals ${approvalsText[a.approvals]}, sequence respected ${yn(v.sequenceRespected)}, not altered ${yn(v.notAltered)}`,
       reasons: v.reasons
         .filter((r) => !r.code.startsWith('not_'))
         .map((r) => `${r.check}: ${r.code}${r.stage ? ` (stage ${r.stage})` : ''}: ${r.detail}`),

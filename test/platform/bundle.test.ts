@@ -213,7 +213,7 @@ describe('npm run verify', () => {
         ),
       ),
       expect.stringMatching(/^valid: package prf_\w+ signed by key [0-9a-f]{16}/),
-      'valid: package: workflow Vendor Onboarding: existed yes, completed yes, required approvals met yes, approvals asserted, not proven, sequence respected yes, not altered yes',
+      'valid: package: workflow Vendor Onboarding: existed yes, completed yes, required approvals recorded yes, approvals asserted, not proven, sequence respected yes, not altered yes',
     ]);
     const auction = verify(auctionBundle, trust);
     expect(auction.code, auction.out + auction.err).toBe(0);

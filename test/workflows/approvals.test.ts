@@ -381,7 +381,9 @@ describe('a workflow approved with proofs', () => {
       treasury_package: none,
     });
     expect(checked.ok, JSON.stringify(checked.findings)).toBe(true);
-    expect(checked.findings.map((f) => f.text).join('\n')).toContain('approvals proven');
+    expect(checked.findings.map((f) => f.text).join('\n')).toContain(
+      'required approvals met yes, approvals proven',
+    );
 
     expect(await verifyPackageApprovals(verdict.package, vkey)).toMatchObject({ approvals: 'proven' });
     // Without the verification key no proof counts.
@@ -429,6 +431,10 @@ describe('approvals recorded the old way', () => {
     const page = await app.request.get(`/proof-workflows/verify/${ids.proofId}/`).expect(200);
     expect(page.text).toContain('data-approvals="asserted"');
     expect(page.text).toContain('asserted, not proven');
+    // Never reported as met: not "happened" on the page, "recorded" in the offline summary.
+    expect(page.text).not.toContain('Required approvals happened');
+    expect(page.text).toContain('Required approvals recorded (asserted by the organization, not proven)');
+    expect(page.text).toContain('Its approvals are asserted, not proven');
     expect(await verifyPackageApprovals(v.package, vkey)).toMatchObject({ approvals: 'asserted' });
 
     // Proofs made for another workflow, copied in, do not make its approvals proven.
