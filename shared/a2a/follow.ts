@@ -2,6 +2,7 @@
 // resubscriptions alike, until the task reaches a state its stream stops at.
 import type { StreamResponse, TaskState } from '@a2a-js/sdk';
 import type { JobWatch } from '../jobs/follow';
+import { watchEndsAt } from '../jobs/cancel';
 import { followJob } from '../jobs/follow';
 import { taskPayment } from './context';
 import { eventUpdates, isTerminalState, taskStateOf, taskStatusOf } from './tasks';
@@ -25,6 +26,8 @@ export async function* taskUpdates(
     after: opts.after,
     signal: opts.signal,
     ended: (row) => isTerminalState(taskStateOf(row)),
+    // A watched quote fails when its watch ends, with no write to say so: a pass is made then.
+    changesAt: watchEndsAt,
   });
   for await (const { events, row, last } of steps) {
     for (const event of events) {

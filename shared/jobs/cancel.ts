@@ -21,6 +21,12 @@ export function stillWatched(job: Pick<JobRow, 'status' | 'expires_at'>, now = D
   );
 }
 
+/** When a watched expired quote stops being watched (undefined for any other job). */
+export function watchEndsAt(job: Pick<JobRow, 'status' | 'expires_at'>): number | undefined {
+  if (job.status !== 'expired' || job.expires_at === null) return undefined;
+  return new Date(job.expires_at).getTime() + env.QUOTE_LATE_WINDOW_SECONDS * 1000;
+}
+
 export interface CancelOutcome {
   row: JobRow;
   /** False when the job was cancelled already (cancelling twice is not an error). */

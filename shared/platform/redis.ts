@@ -26,8 +26,9 @@ const retryFast = (times: number) => Math.min(times * 200, 2000);
 export function createRedis(
   role: RedisRole,
   target: RedisTarget | string = redisTarget(),
-  extra: { enableAutoPipelining?: boolean } = {},
+  extra: { enableAutoPipelining?: boolean; autoResubscribe?: boolean } = {},
 ): RedisClient {
+  const { autoResubscribe, ...shared } = extra;
   const where = typeof target === 'string' ? { url: target } : target;
   const node: RedisOptions =
     role === 'worker'
@@ -41,14 +42,15 @@ export function createRedis(
       // The cluster, not each node, holds commands while it (re)learns the slot map; the API refuses instead.
       enableOfflineQueue: role === 'worker',
       ...(role === 'api' ? { clusterRetryStrategy: retryFast } : {}),
-      ...extra,
+      ...shared,
     });
   } else {
     client = new Redis(where.url, {
       ...node,
       ...(role === 'api' ? { enableOfflineQueue: false, retryStrategy: retryFast } : {}),
       lazyConnect: false,
-      ...extra,
+      ...(autoResubscribe === undefined ? {} : { autoResubscribe }),
+      ...shared,
     });
   }
   // Connection errors surface through command failures and readiness checks; without a listener

@@ -19,12 +19,17 @@ const event = (id: number, type: string) =>
 const ended = (r: JobRow) => r.status === 'succeeded';
 
 let waits: number;
+/** What the notifier answers, wait by wait ('changed' once the script is out). */
+let wakes: Array<'changed' | 'timeout' | 'lost'>;
 const watch = {
   db: {},
   notifier: {
-    next: async () => {
+    next: async (_jobId: string, timeoutMs: number) => {
       waits++;
-      return 'timeout' as const;
+      const how = wakes.shift() ?? 'changed';
+      // A short wait that runs out takes its time (long ones are played as over at once).
+      if (how === 'timeout' && timeoutMs < 1000) await new Promise((r) => setTimeout(r, timeoutMs + 1));
+      return how;
     },
   },
 } as unknown as JobWatch;
@@ -41,6 +46,7 @@ beforeEach(() => {
   store.events = [];
   store.rows = [];
   waits = 0;
+  wakes = [];
 });
 
 describe('followJob', () => {
@@ -72,6 +78,64 @@ describe('followJob', () => {
     expect(await steps(5)).toEqual([{ events: [], status: 'succeeded', last: true }]);
   });
 
+  it('reads nothing on a quiet wait: it yields the row as it was and waits again', async () => {
+    const { jobEvents, getJob } = await import('../../shared/jobs/jobs');
+    vi.mocked(jobEvents).mockClear();
+    vi.mocked(getJob).mockClear();
+    // Two quiet stretches (no hint), then the hint of the final event.
+    wakes = ['timeout', 'timeout', 'changed'];
+    store.events = [[event(1, 'running')], [event(2, 'succeeded')], []];
+    store.rows = [row('running'), row('succeeded')];
+    expect(await steps()).toEqual([
+      { events: ['running'], status: 'running', last: false },
+      { events: [], status: 'running', last: false },
+      { events: [], status: 'running', last: false },
+      { events: ['succeeded'], status: 'succeeded', last: true },
+    ]);
+    // Two passes (events, row, events again at the end): the quiet steps read nothing.
+    expect(vi.mocked(jobEvents)).toHaveBeenCalledTimes(3);
+    expect(vi.mocked(getJob)).toHaveBeenCalledTimes(2);
+  });
+
+  it('ends with stream_interrupted when the hints are lost', async () => {
+    wakes = ['lost'];
+    store.events = [[event(1, 'running')]];
+    store.rows = [row('running')];
+    const seen: string[] = [];
+    await expect(
+      (async () => {
+        for await (const s of followJob(watch, 'job_1', {
+          after: 0,
+          signal: new AbortController().signal,
+          ended,
+        }))
+          seen.push(...s.events.map((e) => e.type));
+      })(),
+    ).rejects.toMatchObject({ code: 'stream_interrupted', status: 503 });
+    expect(seen).toEqual(['running']);
+  });
+
+  it('re-reads, without a hint, when the row is due to mean something else (changesAt)', async () => {
+    wakes = ['timeout'];
+    store.events = [[], [], []];
+    store.rows = [row('running'), row('succeeded')];
+    const out: Array<{ status: string; last: boolean }> = [];
+    const due = Date.now() + 50;
+    for await (const s of followJob(watch, 'job_1', {
+      after: 0,
+      signal: new AbortController().signal,
+      ended,
+      changesAt: (r) => (r.status === 'running' ? due : undefined),
+    }))
+      out.push({ status: s.row.status, last: s.last });
+    // No quiet step in between: the wait ended at the due time, and the pass read the row again.
+    expect(out).toEqual([
+      { status: 'running', last: false },
+      { status: 'succeeded', last: true },
+    ]);
+    expect(Date.now()).toBeGreaterThanOrEqual(due);
+  });
+
   it('stops when the signal aborts', async () => {
     const abort = new AbortController();
     store.events = [[event(1, 'running')]];
@@ -98,6 +162,25 @@ describe('waitForJob', () => {
     store.rows = [row('running'), row('succeeded')];
     expect((await waitForJob(watch, row('queued'), ended, { signal })).status).toBe('succeeded');
     expect(waits).toBe(2);
+  });
+
+  it('answers the row it has, without reading, when the wait runs out without a hint', async () => {
+    const { getJob } = await import('../../shared/jobs/jobs');
+    vi.mocked(getJob).mockClear();
+    wakes = ['timeout'];
+    const start = row('queued');
+    expect(await waitForJob(watch, start, ended, { signal, deadline: Date.now() + 20 })).toBe(start);
+    expect(vi.mocked(getJob)).not.toHaveBeenCalled();
+  });
+
+  it('re-reads on its own while hints are lost, until the row holds', async () => {
+    wakes = ['lost'];
+    store.rows = [row('succeeded')];
+    const started = Date.now();
+    const found = await waitForJob(watch, row('queued'), ended, { signal, deadline: Date.now() + 200 });
+    expect(found.status).toBe('succeeded');
+    // It paused before reading (FALLBACK_REREAD_MS, cut to the deadline), rather than spinning.
+    expect(Date.now() - started).toBeGreaterThanOrEqual(190);
   });
 
   it('answers the row as last read once the deadline passed', async () => {
