@@ -3,6 +3,7 @@
 import type { Db } from '../shared/platform/db/knex';
 import { env } from '../shared/platform/env';
 import { failJob } from '../shared/jobs/jobs';
+import { isOutageReason } from '../shared/platform/errors';
 import { logger } from '../shared/platform/log';
 import { expireCheckouts } from '../shared/licensing/verify';
 import { expireGateRequests } from '../shared/payments/gate';
@@ -97,9 +98,14 @@ export class Sweeper {
       for (const row of rows) {
         const job = await queue.getJob(row.id);
         const state = job ? await job.getState() : 'missing';
-        if (state === 'failed' && job) {
+        if (state === 'failed' && job && !isOutageReason(job.failedReason ?? '')) {
           if (await target.markFailed(this.db, row.id, job.failedReason || 'failed after all attempts'))
             report.markedFailed++;
+        } else if (state === 'failed' && job) {
+          // Failed by an outage of ours, not by the job: it runs again (an outage never fails a job).
+          await job.remove().catch(() => undefined);
+          await this.queues.enqueue(target.queue, target.payload(row));
+          report.requeued++;
         } else if (state === 'missing' || state === 'unknown' || state === 'completed') {
           // A completed job whose row is still open means the row write was lost: run it again (idempotent).
           if (job && state === 'completed') await job.remove().catch(() => undefined);

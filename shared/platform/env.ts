@@ -106,6 +106,17 @@ export const envSchema = z.object({
   /** A job running longer than this is ended as failed by the sweeper. */
   JOB_TIMEOUT_MS: positiveInt.default(10 * 60 * 1000),
   WORKER_LOCK_DURATION_MS: positiveInt.default(30_000),
+  /**
+   * Times a job may be found without a live worker (a worker killed holding it, or a Redis outage that
+   * outlived its lock: at most once per outage) before it is failed as a job that crashes its worker.
+   */
+  WORKER_MAX_STALLED_COUNT: positiveInt.default(10),
+  /**
+   * While Postgres or Redis is unreachable, a job goes back to the delayed set without spending an
+   * attempt; its wait grows with the outage from the first to the second, each drawn between half and all.
+   */
+  WORKER_OUTAGE_RETRY_MIN_MS: positiveInt.default(500),
+  WORKER_OUTAGE_RETRY_MAX_MS: positiveInt.default(10_000),
   SWEEP_INTERVAL_MS: positiveInt.default(5_000),
   /** A row left queued this long without a live BullMQ job is re-enqueued. */
   SWEEP_GRACE_MS: positiveInt.default(3_000),

@@ -1,0 +1,145 @@
+// An outage of our own infrastructure never fails a user's job: with Postgres unreachable for longer
+// than a job's whole attempt budget, every job waits and then succeeds exactly once, and the outage
+// spends none of its attempts.
+import { UnrecoverableError, Worker } from 'bullmq';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createJob } from '../../shared/jobs/jobs';
+import { sha256Hex } from '../../shared/platform/crypto';
+import { createDb } from '../../shared/platform/db/knex';
+import { env } from '../../shared/platform/env';
+import { createRedis } from '../../shared/platform/redis';
+import { OutageBackoff, startWorker } from '../../workers/pool';
+import { sweepTargets } from '../../workers/main';
+import { jobsProcessor } from '../../workers/processors/jobs';
+import { Sweeper } from '../../workers/sweeper';
+import { eventually, testApp } from '../helpers';
+import type { TestApp } from '../helpers';
+import { tcpProxy } from '../proxy';
+import type { TcpProxy } from '../proxy';
+
+let app: TestApp;
+let pg: TcpProxy;
+beforeAll(async () => {
+  app = testApp();
+  pg = await tcpProxy(Number(new URL(env.DATABASE_URL!).port || 5432));
+});
+afterAll(async () => {
+  await pg.close();
+  await app.close();
+});
+
+const count = async (ids: string[], status: string) =>
+  Number((await app.deps.db('jobs').whereIn('id', ids).where({ status }).count({ n: '*' }))[0]!.n);
+
+describe('Postgres unreachable for longer than the attempt budget', () => {
+  it('holds every job back without spending attempts, then runs each exactly once', async () => {
+    const total = 300;
+    // The whole attempt budget: the backoff before each retry (JOB_BACKOFF_MS, doubling).
+    const budgetMs = Array.from(
+      { length: env.JOB_ATTEMPTS - 1 },
+      (_, i) => env.JOB_BACKOFF_MS * 2 ** i,
+    ).reduce((a, b) => a + b, 0);
+    const outageMs = Math.max(2000, 3 * budgetMs);
+
+    const db = createDb(pg.url(env.DATABASE_URL!), { poolMax: 4 });
+    const redis = createRedis('worker');
+    const worker = startWorker('jobs', jobsProcessor(db), redis, {
+      concurrency: 16,
+      outage: new OutageBackoff(50, 400),
+    });
+    try {
+      await worker.waitUntilReady();
+      await pg.cut();
+      const ids: string[] = [];
+      for (let i = 0; i < total; i++) {
+        const { row } = await createJob(app.deps.db, app.deps.queues, {
+          service: 'attest.timestamp',
+          input: { digest: sha256Hex(`outage ${i}`) },
+        });
+        ids.push(row.id);
+      }
+      const queue = app.deps.queues.get('jobs');
+      // The worker keeps taking jobs during the outage and holds each back.
+      await eventually(async () => {
+        const jobs = await queue.getJobs(['delayed', 'wait', 'active']);
+        return jobs.filter((j) => j.attemptsStarted > 1).length >= 16;
+      }, 10_000);
+      const started = Date.now();
+      await new Promise((r) => setTimeout(r, outageMs - (Date.now() - started)));
+      expect(await queue.getJobCountByTypes('failed')).toBe(0);
+      expect(await count(ids, 'succeeded')).toBe(0);
+      await pg.restore();
+
+      await eventually(async () => (await count(ids, 'succeeded')) === total, 60_000, 100);
+      await eventually(async () => (await queue.getJobCountByTypes('completed')) === total, 10_000, 50);
+      expect(await count(ids, 'failed')).toBe(0);
+      expect(await queue.getJobCountByTypes('failed')).toBe(0);
+      const succeeded = await app.deps
+        .db('job_events')
+        .where({ type: 'succeeded' })
+        .whereIn('job_id', ids)
+        .select('job_id')
+        .count({ n: '*' })
+        .groupBy('job_id');
+      expect(succeeded).toHaveLength(total);
+      expect(succeeded.every((r) => Number(r.n) === 1)).toBe(true);
+      // attemptsMade counts the one run that finished; the held-back runs are not attempts.
+      const jobs = await Promise.all(ids.map((id) => queue.getJob(id)));
+      expect(jobs.every((j) => j?.finishedOn)).toBe(true);
+      expect(jobs.every((j) => j!.attemptsMade === 1)).toBe(true);
+      const heldBack = jobs.filter((j) => j!.attemptsStarted > 1).length;
+      expect(heldBack).toBeGreaterThanOrEqual(16);
+    } finally {
+      await worker.close();
+      redis.disconnect();
+      await db.destroy();
+    }
+  });
+});
+
+describe('the sweeper and a job an outage failed', () => {
+  it('runs it again instead of marking the row failed; a failure of the job itself is marked', async () => {
+    const make = async (text: string) =>
+      (
+        await createJob(app.deps.db, app.deps.queues, {
+          service: 'attest.timestamp',
+          input: { digest: sha256Hex(text) },
+        })
+      ).row.id;
+    const byOutage = await make('failed by an outage');
+    const byItself = await make('failed by itself');
+    // A bare BullMQ worker fails both: one with the error an outage of Postgres gives, one with its own.
+    const redis = createRedis('worker');
+    const bare = new Worker(
+      'jobs',
+      async (job) => {
+        throw new UnrecoverableError(
+          (job.data as { jobId: string }).jobId === byOutage
+            ? 'connect ECONNREFUSED 127.0.0.1:5432'
+            : 'bad input',
+        );
+      },
+      { connection: redis, prefix: app.deps.queues.prefix },
+    );
+    const queue = app.deps.queues.get('jobs');
+    try {
+      await eventually(async () => (await queue.getJobCountByTypes('failed')) === 2);
+    } finally {
+      await bare.close();
+      redis.disconnect();
+    }
+    const sweeper = new Sweeper(app.deps.db, app.deps.queues, app.deps.redis, sweepTargets, {
+      intervalMs: 1000,
+      graceMs: 0,
+    });
+    const report = await sweeper.sweep();
+    expect(report.markedFailed).toBe(1);
+    expect(report.requeued).toBeGreaterThanOrEqual(1);
+    expect(await queue.getJob(byOutage).then((j) => j?.getState())).toBe('waiting');
+    const rows = await app.deps.db('jobs').whereIn('id', [byOutage, byItself]).select('id', 'status');
+    expect(Object.fromEntries(rows.map((r) => [r.id, r.status]))).toEqual({
+      [byOutage]: 'queued',
+      [byItself]: 'failed',
+    });
+  });
+});
