@@ -7,6 +7,8 @@ import { createJob } from '../../shared/jobs/jobs';
 import { sha256Hex } from '../../shared/platform/crypto';
 import { createDb } from '../../shared/platform/db/knex';
 import { env } from '../../shared/platform/env';
+import { Queues } from '../../shared/platform/queues';
+import type { Payload, QueueName } from '../../shared/platform/queues';
 import { createRedis } from '../../shared/platform/redis';
 import { OutageBackoff, startWorker } from '../../workers/pool';
 import { sweepTargets } from '../../workers/main';
@@ -141,5 +143,65 @@ describe('the sweeper and a job an outage failed', () => {
       [byOutage]: 'queued',
       [byItself]: 'failed',
     });
+  });
+});
+
+/** Queues that count their bulk adds: how the test sees one round trip per batch. */
+class CountingQueues extends Queues {
+  bulks: Array<{ queue: QueueName; n: number }> = [];
+
+  override async enqueueMany<Q extends QueueName>(name: Q, payloads: Payload<Q>[], timeoutMs?: number) {
+    if (payloads.length) this.bulks.push({ queue: name, n: payloads.length });
+    await super.enqueueMany(name, payloads, timeoutMs);
+  }
+}
+
+describe('recovery after a Redis outage', () => {
+  it('enqueues every stranded row in batches, as soon as Redis answers again', async () => {
+    const redisProxy = await tcpProxy(Number(new URL(env.REDIS_URL!).port || 6379));
+    const redis = createRedis('api', redisProxy.url(env.REDIS_URL!));
+    const queues = new CountingQueues(redis, app.deps.queues.prefix);
+    // A period far longer than the test: only Redis's return can start the sweep that recovers.
+    const sweeper = new Sweeper(app.deps.db, queues, redis, sweepTargets, {
+      intervalMs: 120_000,
+      graceMs: 0,
+      batchSize: 100,
+    });
+    sweeper.start();
+    try {
+      await eventually(async () => (await redis.ping().catch(() => '')) === 'PONG');
+      await redisProxy.cut();
+      const total = 250;
+      const ids: string[] = [];
+      for (let i = 0; i < total; i++) {
+        // Redis is down: the row is kept and its enqueue left to the sweeper.
+        const { row } = await createJob(app.deps.db, queues, {
+          service: 'attest.timestamp',
+          input: { digest: sha256Hex(`stranded ${i}`) },
+        });
+        ids.push(row.id);
+      }
+      const queue = app.deps.queues.get('jobs');
+      expect((await Promise.all(ids.map((id) => queue.getJob(id)))).filter(Boolean)).toHaveLength(0);
+      queues.bulks = [];
+      await redisProxy.restore();
+      const restored = Date.now();
+      await eventually(
+        async () => (await Promise.all(ids.map((id) => queue.getJob(id)))).every(Boolean),
+        15_000,
+        50,
+      );
+      expect(Date.now() - restored).toBeLessThan(15_000);
+      // One addBulk per batch of 100, and every batch in the one sweep Redis's return started.
+      // (Rows of the tests above that are still open share the batches, with live jobs.)
+      expect(queues.bulks.every((b) => b.queue === 'jobs' && b.n <= 100)).toBe(true);
+      expect(queues.bulks.reduce((n, b) => n + b.n, 0)).toBe(total);
+      expect(queues.bulks).toHaveLength(3);
+    } finally {
+      await sweeper.stop();
+      await queues.close();
+      redis.disconnect();
+      await redisProxy.close();
+    }
   });
 });
