@@ -81,6 +81,27 @@ export interface WorkerOptions {
   outage?: OutageBackoff;
 }
 
+/**
+ * BullMQ's lock, its renewal and the stalled check, from one period `lockDurationMs`: a job whose worker
+ * died (SIGKILL, lost host) runs again on another worker within that period. The lock lives half the
+ * period and is renewed every quarter, so it lapses at most half a period after the death; the stalled
+ * check runs every third of the period and moves a job to wait at the first check after its lock lapsed
+ * that comes at least one check after the job was first seen active: at most 1/2 + 1/3 of the period
+ * after the death, a sixth of the period to spare for timers on a loaded host.
+ */
+export function lockTimings(lockDurationMs: number): {
+  lockDuration: number;
+  lockRenewTime: number;
+  stalledInterval: number;
+} {
+  const lockDuration = Math.max(2, Math.floor(lockDurationMs / 2));
+  return {
+    lockDuration,
+    lockRenewTime: Math.max(1, Math.floor(lockDurationMs / 4)),
+    stalledInterval: Math.max(1, Math.floor(lockDurationMs / 3)),
+  };
+}
+
 export function startWorker(
   queue: QueueName,
   processor: Processor,
@@ -95,9 +116,7 @@ export function startWorker(
     connection,
     prefix: opts.prefix ?? env.QUEUE_PREFIX,
     concurrency: opts.concurrency ?? env.WORKER_CONCURRENCY,
-    lockDuration: opts.lockDurationMs ?? env.WORKER_LOCK_DURATION_MS,
-    // A job whose worker died is noticed within one lock period and handed to another worker.
-    stalledInterval: opts.lockDurationMs ?? env.WORKER_LOCK_DURATION_MS,
+    ...lockTimings(opts.lockDurationMs ?? env.WORKER_LOCK_DURATION_MS),
     // Each Redis outage can leave a job in flight stalled once (its lock lapses while nobody can reach
     // Redis); a job is failed for stalls only after this many, which an outage alone does not reach.
     maxStalledCount: env.WORKER_MAX_STALLED_COUNT,

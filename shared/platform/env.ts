@@ -105,7 +105,11 @@ export const envSchema = z.object({
   JOB_BACKOFF_MS: positiveInt.default(1000),
   /** A job running longer than this is ended as failed by the sweeper. */
   JOB_TIMEOUT_MS: positiveInt.default(10 * 60 * 1000),
-  WORKER_LOCK_DURATION_MS: positiveInt.default(30_000),
+  /**
+   * A job whose worker died (SIGKILL, lost host) runs again on another worker within this period: the
+   * BullMQ lock lives half of it, renewed every quarter, and the stalled check runs every third.
+   */
+  WORKER_LOCK_DURATION_MS: z.coerce.number().int().min(100).default(30_000),
   /**
    * Times a job may be found without a live worker (a worker killed holding it, or a Redis outage that
    * outlived its lock: at most once per outage) before it is failed as a job that crashes its worker.
