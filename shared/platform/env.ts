@@ -71,6 +71,15 @@ export const envSchema = z.object({
    */
   IPV6_PREFIX_LENGTH: z.coerce.number().int().min(32).max(128).default(64),
   BODY_LIMIT_BYTES: positiveInt.default(64 * 1024),
+  /** A request's headers must arrive within this many ms, or the connection is closed (408). */
+  HTTP_HEADERS_TIMEOUT_MS: z.coerce.number().int().min(1000).default(10_000),
+  /**
+   * The whole request (headers and body) must arrive within this many ms. Above the 30 s long poll
+   * (`wait` on a job, at most 30 s), so that a poll is never cut whatever the Node version counts.
+   */
+  HTTP_REQUEST_TIMEOUT_MS: z.coerce.number().int().min(31_000).default(40_000),
+  /** Open connections the web process takes; past it a connection is answered 503 and closed. */
+  HTTP_MAX_CONNECTIONS: positiveInt.default(10_000),
   RATE_LIMIT_IP_PER_MINUTE: positiveInt.default(1200),
   RATE_LIMIT_KEY_PER_MINUTE: positiveInt.default(2400),
   RATE_LIMIT_ENABLED: bool.default(true),
