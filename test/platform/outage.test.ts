@@ -99,6 +99,57 @@ describe('Postgres unreachable for longer than the attempt budget', () => {
   });
 });
 
+describe('Postgres and Redis unreachable together, past the lock', () => {
+  it('leaves the jobs in flight to the stalled check, which runs them again without an attempt', async () => {
+    const redisProxy = await tcpProxy(Number(new URL(env.REDIS_URL!).port || 6379));
+    const db = createDb(pg.url(env.DATABASE_URL!), { poolMax: 4 });
+    const redis = createRedis('worker', redisProxy.url(env.REDIS_URL!));
+    const queue = app.deps.queues.get('jobs');
+    const ids: string[] = [];
+    for (let i = 0; i < 300; i++) {
+      const { row } = await createJob(app.deps.db, app.deps.queues, {
+        service: 'attest.timestamp',
+        input: { digest: sha256Hex(`both down ${i}`) },
+      });
+      ids.push(row.id);
+    }
+    const lockMs = 1000;
+    const worker = startWorker('jobs', jobsProcessor(db), redis, {
+      concurrency: 16,
+      lockDurationMs: lockMs,
+      outage: new OutageBackoff(50, 400),
+    });
+    try {
+      await eventually(async () => (await count(ids, 'succeeded')) >= 20, 30_000, 5);
+      await Promise.all([pg.cut(), redisProxy.cut()]);
+      // Three lock periods: every lock the worker held has lapsed by the time Redis answers.
+      await new Promise((r) => setTimeout(r, 3 * lockMs));
+      await Promise.all([pg.restore(), redisProxy.restore()]);
+      await eventually(async () => (await count(ids, 'succeeded')) === 300, 60_000, 100);
+      await eventually(async () => (await queue.getJobCountByTypes('completed')) >= 300, 10_000, 50);
+      expect(await count(ids, 'failed')).toBe(0);
+      expect(await queue.getJobCountByTypes('failed')).toBe(0);
+      const jobs = await Promise.all(ids.map((id) => queue.getJob(id)));
+      expect(jobs.every((j) => j!.attemptsMade === 1)).toBe(true);
+      // Some were in flight when both went: their locks lapsed and the stalled check handed them on.
+      expect(jobs.filter((j) => j!.stalledCounter > 0).length).toBeGreaterThan(0);
+      const succeeded = await app.deps
+        .db('job_events')
+        .where({ type: 'succeeded' })
+        .whereIn('job_id', ids)
+        .select('job_id')
+        .count({ n: '*' })
+        .groupBy('job_id');
+      expect(succeeded.every((r) => Number(r.n) === 1)).toBe(true);
+    } finally {
+      await worker.close();
+      redis.disconnect();
+      await db.destroy();
+      await redisProxy.close();
+    }
+  }, 90_000);
+});
+
 describe('the sweeper and a job an outage failed', () => {
   it('runs it again instead of marking the row failed; a failure of the job itself is marked', async () => {
     const make = async (text: string) =>
