@@ -126,11 +126,17 @@ describe('Postgres and Redis unreachable together, past the lock', () => {
       await new Promise((r) => setTimeout(r, 3 * lockMs));
       await Promise.all([pg.restore(), redisProxy.restore()]);
       await eventually(async () => (await count(ids, 'succeeded')) === 300, 60_000, 100);
-      await eventually(async () => (await queue.getJobCountByTypes('completed')) >= 300, 10_000, 50);
+      const jobs = await eventually(
+        async () => {
+          const all = await Promise.all(ids.map((id) => queue.getJob(id)));
+          return all.every((j) => j?.finishedOn) && all;
+        },
+        10_000,
+        50,
+      );
       expect(await count(ids, 'failed')).toBe(0);
       expect(await queue.getJobCountByTypes('failed')).toBe(0);
-      const jobs = await Promise.all(ids.map((id) => queue.getJob(id)));
-      expect(jobs.every((j) => j!.attemptsMade === 1)).toBe(true);
+      expect(jobs.map((j) => j!.attemptsMade).filter((n) => n !== 1)).toEqual([]);
       // Some were in flight when both went: their locks lapsed and the stalled check handed them on.
       expect(jobs.filter((j) => j!.stalledCounter > 0).length).toBeGreaterThan(0);
       const succeeded = await app.deps
