@@ -32,6 +32,9 @@ export interface AppOptions {
   trustProxy?: number;
 }
 
+/** Liveness and readiness (api/routes/health.ts): never rate limited. */
+const unlimitedPaths = new Set(['/api/health', '/api/v1/readiness']);
+
 export function createApp(deps: AppDeps, options: AppOptions = {}): express.Express {
   const tables = options.tables ?? buildTables();
   // The keys the product lines issue (agent and license keys), as api/wiring.ts lists them.
@@ -104,7 +107,13 @@ export function createApp(deps: AppDeps, options: AppOptions = {}): express.Expr
   // first (they count their own failures), as do routes whose Bearer token is another party's.
   app.use(['/metrics', ADMIN_PATH], tokenCheckedElsewhere);
   app.use(foreignTokenRoutes(tables));
-  app.use(rateLimit(deps));
+  // Health and readiness answer a monitor whatever its address has spent (a monitor behind the same
+  // address as a busy client still sees the truth): they pass the limiter by.
+  const limited = rateLimit(deps);
+  app.use((req, res, next) => {
+    if ((req.method === 'GET' || req.method === 'HEAD') && unlimitedPaths.has(req.path)) return next();
+    return limited(req, res, next);
+  });
 
   // Operational endpoints: they take no body.
   app.get('/metrics', async (req, res) => {

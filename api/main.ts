@@ -18,6 +18,7 @@ import { tableBases } from '../shared/platform/urls';
 import { assertCircuitSetup } from '../shared/zk/setup';
 import { logCeremonyTranscripts } from '../shared/zk/ceremonyLog';
 import { createApp } from './app';
+import { createWebServer } from './http/server';
 import type { AppDeps } from './deps';
 
 export function depsFromEnv(): AppDeps {
@@ -77,7 +78,12 @@ export async function startWeb(): Promise<{ server: Server; shutdown: Shutdown }
     })
     .catch((err: Error) => logger.warn({ err: err.message }, 'ceremony transcripts not logged'));
   const app = createApp(deps, { trustProxy: env.TRUST_PROXY });
-  const server = app.listen(env.PORT, env.HOST);
+  const server = createWebServer(app, {
+    headersTimeoutMs: env.HTTP_HEADERS_TIMEOUT_MS,
+    requestTimeoutMs: env.HTTP_REQUEST_TIMEOUT_MS,
+    maxConnections: env.HTTP_MAX_CONNECTIONS,
+  });
+  server.listen(env.PORT, env.HOST);
   await new Promise<void>((resolve, reject) => {
     server.once('listening', resolve);
     server.once('error', (err) => {
@@ -87,9 +93,6 @@ export async function startWeb(): Promise<{ server: Server; shutdown: Shutdown }
     await shutdown.run('start failed');
     throw err;
   });
-  server.keepAliveTimeout = 65_000;
-  server.headersTimeout = 66_000;
-  server.requestTimeout = 45_000; // long polls wait up to 30 s
   shutdown.register('http', async () => {
     await new Promise((resolve) => {
       server.close(resolve);

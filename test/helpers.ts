@@ -11,6 +11,7 @@ import type { Db } from '../shared/platform/db/knex';
 import type { QueueName } from '../shared/platform/queues';
 import { createRedis } from '../shared/platform/redis';
 import { startWorker } from '../workers/pool';
+import type { WorkerOptions } from '../workers/pool';
 import { jobsProcessor } from '../workers/processors/jobs';
 
 export interface TestApp {
@@ -37,10 +38,14 @@ export interface TestWorker {
 }
 
 /** A real worker for one queue in this process, on this file's queue prefix, with its own pool. */
-export function testQueueWorker(queue: QueueName, processor: (db: Db) => Processor): TestWorker {
+export function testQueueWorker(
+  queue: QueueName,
+  processor: (db: Db) => Processor,
+  opts: WorkerOptions = {},
+): TestWorker {
   const db = createDb();
   const redis = createRedis('worker');
-  const worker = startWorker(queue, processor(db), redis);
+  const worker = startWorker(queue, processor(db), redis, opts);
   return {
     db,
     worker,

@@ -1,29 +1,125 @@
-// BullMQ worker construction shared by the worker and prover processes: one place for locks, stalls and metrics.
+// BullMQ worker construction shared by the worker and prover processes: one place for locks, stalls,
+// outages and metrics.
 import { hostname } from 'node:os';
-import { Worker } from 'bullmq';
+import { DelayedError, UnrecoverableError, Worker } from 'bullmq';
 import type { Processor } from 'bullmq';
 import { env } from '../shared/platform/env';
+import { isOutageOfOurs } from '../shared/platform/errors';
 import { logger } from '../shared/platform/log';
 import type { QueueName } from '../shared/platform/queues';
 import type { RedisClient } from '../shared/platform/redis';
+
+/**
+ * How long a job that met an outage of Postgres or Redis waits before it runs again: the wait grows
+ * with how long this worker has seen the outage (from `minMs` up to `maxMs`), and each wait is drawn
+ * between half and all of it, so the jobs held back do not all come back in the same instant.
+ */
+export class OutageBackoff {
+  private since: number | undefined;
+
+  constructor(
+    readonly minMs: number,
+    readonly maxMs: number,
+  ) {}
+
+  /** The outage goes on: the wait before the job that met it runs again. */
+  next(now = Date.now()): number {
+    this.since ??= now;
+    const ceiling = Math.min(this.maxMs, Math.max(this.minMs, now - this.since));
+    return Math.round(ceiling / 2 + (Math.random() * ceiling) / 2);
+  }
+
+  /** A job ran to an answer of its own: the dependencies answer again. */
+  clear(): void {
+    this.since = undefined;
+  }
+
+  get inOutage(): boolean {
+    return this.since !== undefined;
+  }
+}
+
+/**
+ * The rule for outages: when our own infrastructure (Postgres, Redis) is unreachable, the job goes back
+ * to the delayed set without spending an attempt (moveToDelayed does not touch attemptsMade) and runs
+ * again after an OutageBackoff wait, for as long as the outage lasts. Only the job's own failures count
+ * as attempts. When Redis is down too, the move fails: the job is left to its lock, which lapses, and
+ * BullMQ's stalled check hands it to a worker again (maxStalledCount), still without an attempt.
+ */
+export function outageTolerant(queue: QueueName, processor: Processor, backoff: OutageBackoff): Processor {
+  return async (job, token, signal) => {
+    try {
+      const out: unknown = await processor(job, token, signal);
+      backoff.clear();
+      return out;
+    } catch (err) {
+      if (err instanceof DelayedError) {
+        backoff.clear();
+        throw err;
+      }
+      if (err instanceof UnrecoverableError || !isOutageOfOurs(err)) {
+        backoff.clear();
+        throw err;
+      }
+      const wait = backoff.next();
+      try {
+        await job.moveToDelayed(Date.now() + wait, token);
+      } catch {
+        // Redis is unreachable as well: the lock lapses and the stalled check runs the job again.
+      }
+      logger.debug({ queue, jobId: job.id, waitMs: wait }, 'job held back by an outage');
+      throw new DelayedError();
+    }
+  };
+}
+
+export interface WorkerOptions {
+  concurrency?: number;
+  prefix?: string;
+  lockDurationMs?: number;
+  /** Default: WORKER_OUTAGE_RETRY_MIN_MS and WORKER_OUTAGE_RETRY_MAX_MS. */
+  outage?: OutageBackoff;
+}
+
+/**
+ * BullMQ's lock, its renewal and the stalled check, from one period `lockDurationMs`: a job whose worker
+ * died (SIGKILL, lost host) runs again on another worker within that period. The lock lives half the
+ * period and is renewed every quarter, so it lapses at most half a period after the death; the stalled
+ * check runs every third of the period and moves a job to wait at the first check after its lock lapsed
+ * that comes at least one check after the job was first seen active: at most 1/2 + 1/3 of the period
+ * after the death, a sixth of the period to spare for timers on a loaded host.
+ */
+export function lockTimings(lockDurationMs: number): {
+  lockDuration: number;
+  lockRenewTime: number;
+  stalledInterval: number;
+} {
+  const lockDuration = Math.max(2, Math.floor(lockDurationMs / 2));
+  return {
+    lockDuration,
+    lockRenewTime: Math.max(1, Math.floor(lockDurationMs / 4)),
+    stalledInterval: Math.max(1, Math.floor(lockDurationMs / 3)),
+  };
+}
 
 export function startWorker(
   queue: QueueName,
   processor: Processor,
   connection: RedisClient,
-  opts: { concurrency?: number; prefix?: string; lockDurationMs?: number } = {},
+  opts: WorkerOptions = {},
 ): Worker {
-  const lockDuration = opts.lockDurationMs ?? env.WORKER_LOCK_DURATION_MS;
-  const worker = new Worker(queue, processor, {
+  const outage =
+    opts.outage ?? new OutageBackoff(env.WORKER_OUTAGE_RETRY_MIN_MS, env.WORKER_OUTAGE_RETRY_MAX_MS);
+  const worker = new Worker(queue, outageTolerant(queue, processor, outage), {
     // Shown in Bull Board and kept on each job (processedBy): which process ran it, or held it when it died.
     name: `${hostname()}:${process.pid}`,
     connection,
     prefix: opts.prefix ?? env.QUEUE_PREFIX,
     concurrency: opts.concurrency ?? env.WORKER_CONCURRENCY,
-    lockDuration,
-    // A job whose worker died is noticed within one lock period and handed to another worker.
-    stalledInterval: lockDuration,
-    maxStalledCount: 2,
+    ...lockTimings(opts.lockDurationMs ?? env.WORKER_LOCK_DURATION_MS),
+    // Each Redis outage can leave a job in flight stalled once (its lock lapses while nobody can reach
+    // Redis); a job is failed for stalls only after this many, which an outage alone does not reach.
+    maxStalledCount: env.WORKER_MAX_STALLED_COUNT,
     autorun: true,
   });
   worker.on('failed', (job, err) => {

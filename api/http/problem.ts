@@ -3,6 +3,7 @@ import type { ErrorRequestHandler, RequestHandler, Response } from 'express';
 import { ZodError } from 'zod';
 import { AppError, isUnavailableError, statusTitles } from '../../shared/platform/errors';
 import { logger } from '../../shared/platform/log';
+import { noteUnavailable } from './request-log';
 
 export function sendProblem(res: Response, err: AppError, instance?: string): void {
   const status = err.status;
@@ -63,6 +64,9 @@ export const errorMiddleware: ErrorRequestHandler = (err, req, res, _next) => {
   const appError = toAppError(err);
   if (appError.status >= 500 && appError.code === 'internal_error') {
     (req.log ?? logger).error({ err }, 'unhandled error');
+  } else if (appError.status === 503) {
+    // Expected while a backing service is down: the request log writes one line per outage.
+    noteUnavailable(res, appError.code, (err as Error)?.message);
   } else if (appError.status >= 500) {
     (req.log ?? logger).warn({ code: appError.code, err: (err as Error)?.message }, 'request failed');
   }

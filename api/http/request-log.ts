@@ -1,6 +1,7 @@
 // The request log: one line per request when its response is done, at a level set by the outcome
 // (5xx or an error: error; 4xx: info; success: debug; a sealed action that succeeds: none, since the
-// lines would count ballots and bids). The line names the request (id, method, path as received), the
+// lines would count ballots and bids; a 503, expected while a backing service is down: debug, the
+// outage itself logged once at warn when it starts and once when it ends, api/http/outage-log.ts). The line names the request (id, method, path as received), the
 // status and the time taken; never headers or bodies. Every request gets an id (the caller's
 // X-Request-Id when it is a plain token, else a UUID) echoed in X-Request-Id. `req.log`, the request's
 // own logger with the same bindings, is made the first time a handler asks for it: most requests never
@@ -8,6 +9,7 @@
 import { randomUUID } from 'node:crypto';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import type { Logger } from 'pino';
+import { OutageLog } from './outage-log';
 
 declare global {
   // eslint-disable-next-line @typescript-eslint/no-namespace
@@ -51,12 +53,21 @@ export const sealedAction = (res: Response): void => {
 };
 
 function levelOf(res: Response, err: unknown): Level {
+  if (!err && res.statusCode === 503) return 'debug';
   if (err || res.statusCode >= 500) return 'error';
   if (res.statusCode >= 400) return 'info';
   return res.locals.sealed ? 'silent' : 'debug';
 }
 
-export function requestLog(logger: Logger): RequestHandler {
+/**
+ * Set by the error handler on a 503 it answers: the problem's code and what failed, for the outage's
+ * one line.
+ */
+export const noteUnavailable = (res: Response, code: string, reason: string | undefined): void => {
+  res.locals.unavailable = { code, ...(reason ? { reason } : {}) };
+};
+
+export function requestLog(logger: Logger, outage = new OutageLog(logger)): RequestHandler {
   const prototypes = new WeakSet<object>();
   return (req: Request, res: Response, next: NextFunction) => {
     const proto = Object.getPrototypeOf(req) as object;
@@ -76,6 +87,8 @@ export function requestLog(logger: Logger): RequestHandler {
       res.off('finish', done);
       res.off('close', done);
       res.off('error', done);
+      if (!err && res.statusCode === 503)
+        outage.unavailable((res.locals.unavailable as { code?: string } | undefined) ?? {});
       const level = levelOf(res, err);
       if (level === 'silent' || !logger.isLevelEnabled(level)) return;
       const line = {

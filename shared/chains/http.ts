@@ -2,6 +2,7 @@
 // transport errors, 5xx and 429. Anything it cannot get through is RpcUnreachableError, which the
 // adapters turn into `pending` (never a rejection of the payer).
 
+import { ExternalFailure } from '../platform/errors';
 import { operatorFetch } from '../platform/egress';
 import { logger } from '../platform/log';
 import { chainRpcCalls, chainRpcRequests } from '../platform/metrics';
@@ -16,7 +17,7 @@ export interface RpcOptions {
 /** Why an endpoint gave no answer, as a stable code (what a public status may say of it). */
 export type UnreachableKind = 'unreachable' | 'timeout' | 'http_error' | 'unexpected_answer';
 
-export class RpcUnreachableError extends Error {
+export class RpcUnreachableError extends ExternalFailure {
   constructor(
     readonly endpoint: string,
     detail: string,

@@ -3,6 +3,7 @@
 // `logistics_requests` (queued → delivering → delivered | failed) worked by the `deliveries` queue with
 // retries and backoff. What asks for a delivery (requestLogistics, a webhook subscription, an A2A push
 // config) writes the row; this module sends it.
+import { ExternalFailure } from '../platform/errors';
 import { A2A_CONTENT_TYPE } from '@a2a-js/sdk';
 import { getJob, terminalStatuses } from '../jobs/jobs';
 import type { JobRow } from '../jobs/jobs';
@@ -121,7 +122,7 @@ export type DeliveryOutcome =
   | { outcome: 'failed'; reason: string };
 
 /** A failed attempt worth repeating (the target answered non-2xx, or could not be reached). */
-export class DeliveryAttemptError extends Error {}
+export class DeliveryAttemptError extends ExternalFailure {}
 
 async function finish(db: Db, id: string, set: Record<string, unknown>): Promise<boolean> {
   const n = await db('logistics_requests')

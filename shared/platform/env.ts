@@ -71,6 +71,15 @@ export const envSchema = z.object({
    */
   IPV6_PREFIX_LENGTH: z.coerce.number().int().min(32).max(128).default(64),
   BODY_LIMIT_BYTES: positiveInt.default(64 * 1024),
+  /** A request's headers must arrive within this many ms, or the connection is closed (408). */
+  HTTP_HEADERS_TIMEOUT_MS: z.coerce.number().int().min(1000).default(10_000),
+  /**
+   * The whole request (headers and body) must arrive within this many ms. Above the 30 s long poll
+   * (`wait` on a job, at most 30 s), so that a poll is never cut whatever the Node version counts.
+   */
+  HTTP_REQUEST_TIMEOUT_MS: z.coerce.number().int().min(31_000).default(40_000),
+  /** Open connections the web process takes; past it a connection is answered 503 and closed. */
+  HTTP_MAX_CONNECTIONS: positiveInt.default(10_000),
   RATE_LIMIT_IP_PER_MINUTE: positiveInt.default(1200),
   RATE_LIMIT_KEY_PER_MINUTE: positiveInt.default(2400),
   RATE_LIMIT_ENABLED: bool.default(true),
@@ -105,7 +114,22 @@ export const envSchema = z.object({
   JOB_BACKOFF_MS: positiveInt.default(1000),
   /** A job running longer than this is ended as failed by the sweeper. */
   JOB_TIMEOUT_MS: positiveInt.default(10 * 60 * 1000),
-  WORKER_LOCK_DURATION_MS: positiveInt.default(30_000),
+  /**
+   * A job whose worker died (SIGKILL, lost host) runs again on another worker within this period: the
+   * BullMQ lock lives half of it, renewed every quarter, and the stalled check runs every third.
+   */
+  WORKER_LOCK_DURATION_MS: z.coerce.number().int().min(100).default(30_000),
+  /**
+   * Times a job may be found without a live worker (a worker killed holding it, or a Redis outage that
+   * outlived its lock: at most once per outage) before it is failed as a job that crashes its worker.
+   */
+  WORKER_MAX_STALLED_COUNT: positiveInt.default(10),
+  /**
+   * While Postgres or Redis is unreachable, a job goes back to the delayed set without spending an
+   * attempt; its wait grows with the outage from the first to the second, each drawn between half and all.
+   */
+  WORKER_OUTAGE_RETRY_MIN_MS: positiveInt.default(500),
+  WORKER_OUTAGE_RETRY_MAX_MS: positiveInt.default(10_000),
   SWEEP_INTERVAL_MS: positiveInt.default(5_000),
   /** A row left queued this long without a live BullMQ job is re-enqueued. */
   SWEEP_GRACE_MS: positiveInt.default(3_000),

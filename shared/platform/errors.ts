@@ -83,6 +83,30 @@ const unavailableCodes = new Set([
   '08006',
 ]);
 
+/**
+ * A failure of a third party a job talks to (a webhook target, a chain node, a settler): it spends the
+ * job's attempt even when its message reads like an outage, since it is no outage of ours.
+ */
+export class ExternalFailure extends Error {}
+
+/**
+ * True when our own infrastructure (Postgres, Redis) is unreachable: the job that met it waits for it
+ * without spending an attempt (workers/pool.ts).
+ */
+export function isOutageOfOurs(err: unknown): boolean {
+  return isUnavailableError(err) && !(err instanceof ExternalFailure);
+}
+
+/**
+ * True when a failed BullMQ job's reason is an outage of Postgres or Redis (the message of the error
+ * that failed it, from before outages stopped spending attempts): the sweeper runs such a job again.
+ */
+export function isOutageReason(reason: string): boolean {
+  return /^(connect ECONNREFUSED|Connection terminated|timeout exceeded when trying to connect|Knex: Timeout acquiring)/i.test(
+    reason,
+  );
+}
+
 /** True when an error means a backing store (Postgres, Redis) is unreachable, not that the input is bad. */
 export function isUnavailableError(err: unknown): boolean {
   if (!err || typeof err !== 'object') return false;

@@ -5,15 +5,16 @@ import type { ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sha256Hex } from '../../shared/platform/crypto';
 import { createJob } from '../../shared/jobs/jobs';
-import { eventually, testApp } from '../helpers';
+import { eventually, testApp, testQueueWorker } from '../helpers';
+import { jobsProcessor } from '../../workers/processors/jobs';
 import type { TestApp } from '../helpers';
 
 let app: TestApp;
 const children: ChildProcess[] = [];
 
-function startWorkerProcess(): ChildProcess {
+function startWorkerProcess(extra: Record<string, string> = {}): ChildProcess {
   const child = spawn(process.execPath, ['--import', 'tsx', 'workers/main.ts'], {
-    env: { ...process.env, WORKER_CONCURRENCY: '16', SWEEP_INTERVAL_MS: '60000' },
+    env: { ...process.env, WORKER_CONCURRENCY: '16', SWEEP_INTERVAL_MS: '60000', ...extra },
     stdio: 'ignore',
   });
   children.push(child);
@@ -83,4 +84,63 @@ describe('SIGKILL mid-job', () => {
     const results = await app.deps.db('jobs').whereIn('id', leftRunning).select('result', 'status');
     expect(results.every((r) => r.status === 'succeeded' && r.result.signature)).toBe(true);
   });
+});
+
+describe('a SIGKILLed worker: its jobs', () => {
+  it('run again on another worker within one WORKER_LOCK_DURATION_MS', async () => {
+    const lockMs = 4000;
+    // The workers of the test above stop first: the one killed here is alone with these jobs.
+    await Promise.all(
+      children
+        .filter((c) => c.exitCode === null && c.signalCode === null)
+        .map((c) => new Promise((r) => c.once('exit', r).kill('SIGTERM'))),
+    );
+    const queue = app.deps.queues.get('jobs');
+    const ids: string[] = [];
+    for (let i = 0; i < 400; i++) {
+      const { row } = await createJob(app.deps.db, app.deps.queues, {
+        service: 'attest.timestamp',
+        input: { digest: sha256Hex(`lock period ${i}`) },
+      });
+      ids.push(row.id);
+    }
+    const doomed = startWorkerProcess({ WORKER_LOCK_DURATION_MS: String(lockMs) });
+    const killedAt = await eventually(
+      async () => {
+        const running = await app.deps.db('jobs').whereIn('id', ids).where({ status: 'running' }).first();
+        if (!running) return undefined;
+        doomed.kill('SIGKILL');
+        return Date.now();
+      },
+      60_000,
+      2,
+    );
+    // The survivor starts at once, in this process, with the same period.
+    const survivor = testQueueWorker('jobs', jobsProcessor, { lockDurationMs: lockMs });
+    try {
+      await new Promise((r) => doomed.once('exit', r));
+      const held: string[] = await app.deps
+        .db('jobs')
+        .whereIn('id', ids)
+        .where({ status: 'running' })
+        .pluck('id');
+      expect(held.length).toBeGreaterThan(0);
+      const rerun = await eventually(
+        async () => {
+          const jobs = await Promise.all(held.map((id) => queue.getJob(id)));
+          if (!jobs.every((j) => j?.finishedOn)) return undefined;
+          return jobs.map((j) => j!.processedOn! - killedAt);
+        },
+        30_000,
+        50,
+      );
+      console.log('RERUN', held.length, Math.min(...rerun), Math.max(...rerun));
+      // Each was taken again within the period (at most 5/6 of it: workers/pool.ts, lockTimings).
+      expect(Math.max(...rerun)).toBeLessThanOrEqual(lockMs);
+      const rows = await app.deps.db('jobs').whereIn('id', held).select('status');
+      expect(rows.every((r) => r.status === 'succeeded')).toBe(true);
+    } finally {
+      await survivor.close();
+    }
+  }, 120_000);
 });

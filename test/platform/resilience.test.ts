@@ -6,7 +6,9 @@ import { Queues } from '../../shared/platform/queues';
 import { createRedis } from '../../shared/platform/redis';
 import { sweepTargets } from '../../workers/main';
 import { Sweeper } from '../../workers/sweeper';
-import { sha256Of, testApp, testJobsWorker, waitForJob } from '../helpers';
+import { logger } from '../../shared/platform/log';
+import { captureLogs } from '../logs';
+import { eventually, sha256Of, testApp, testJobsWorker, waitForJob } from '../helpers';
 import type { TestApp } from '../helpers';
 
 let live: TestApp;
@@ -53,6 +55,41 @@ describe('Redis unavailable at createJob', () => {
       await down.close();
     }
   });
+});
+
+// Before any other test here answers 503: the outage lines are the process logger's, shared by the apps.
+describe('the log of an outage', () => {
+  it('says it once at warn when the 503s start and once when they stop, never a line per request', async () => {
+    const down = testApp({ db: createDb('postgres://postgres@127.0.0.1:1/none') });
+    const logs = captureLogs(logger);
+    try {
+      for (let i = 0; i < 30; i++) {
+        const res = await down.request.get('/api/jobs/job_01m7ycenb0y37det98dds34qjx');
+        expect(res.status).toBe(503);
+        await down.request.get('/api/v1/readiness').expect(503);
+      }
+      type Line = { level: number; msg: string; code?: string; answered?: number; err?: unknown };
+      const read = () => logs.lines.map((l) => JSON.parse(l) as Line);
+      const started = read().filter((l) => l.msg === 'answering 503 until the backing service is back');
+      expect(started).toHaveLength(1);
+      expect(started[0]).toMatchObject({ level: 40, code: 'service_unavailable' });
+      // Nothing at error level and no stack anywhere; each request's own line is at debug.
+      expect(read().filter((l) => l.level >= 50)).toEqual([]);
+      expect(logs.lines.join('\n')).not.toMatch(/"stack"|\n\s+at /);
+      expect(read().filter((l) => l.level >= 40)).toHaveLength(1);
+      // Quiet for the Retry-After period: one more line, with what was answered.
+      const ended = await eventually(
+        async () => read().find((l) => l.msg === 'no more 503s: the backing service answers again'),
+        10_000,
+        100,
+      );
+      expect(ended).toMatchObject({ level: 40, answered: 60 });
+      expect(read().filter((l) => l.level >= 40)).toHaveLength(2);
+    } finally {
+      logs.stop();
+      await down.close();
+    }
+  }, 20_000);
 });
 
 describe('Postgres unavailable', () => {

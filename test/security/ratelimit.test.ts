@@ -51,6 +51,20 @@ describe('per-address and per-credential buckets', () => {
     expect(statuses.slice(40).every((s) => s === 429)).toBe(true);
   });
 
+  it('answers health and readiness to an address that is rate limited', async () => {
+    const app = await limitedApp({ ipPerMinute: 5 });
+    for (let i = 0; i < 5; i++) await app.request.get('/api/pricing').expect(200);
+    expectProblem(await app.request.get('/api/pricing'), 429, 'rate_limited');
+    for (let i = 0; i < 10; i++) {
+      const health = await app.request.get('/api/health').expect(200);
+      expect(health.body.status).toBe('ok');
+      await app.request.get('/api/v1/readiness').expect(200);
+    }
+    // The exemption is those two paths, not the address: everything else stays refused.
+    expectProblem(await app.request.get('/api/pricing'), 429, 'rate_limited');
+    expectProblem(await app.request.get('/api/health/x'), 429, 'rate_limited');
+  });
+
   it('spends an authenticated agent’s own bucket as well as its address’s', async () => {
     const app = await limitedApp({ ipPerMinute: 10_000, keyPerMinute: 5 });
     const agent = await registerAgent(app);

@@ -3,6 +3,7 @@
 import { DelayedError, UnrecoverableError } from 'bullmq';
 import type { Processor } from 'bullmq';
 import type { Db } from '../../shared/platform/db/knex';
+import { isOutageOfOurs } from '../../shared/platform/errors';
 import { failDelivery, processDelivery } from '../../shared/deliveries/deliveries';
 import { jobDuration, jobsProcessed } from '../../shared/platform/metrics';
 import { queueCatalog } from '../../shared/platform/queues';
@@ -37,8 +38,10 @@ export function deliveriesProcessor(db: Db): Processor {
       if (err instanceof DelayedError) throw err;
       end({ outcome: 'error' });
       jobsProcessed.inc({ queue: 'deliveries', outcome: 'error' });
+      // Postgres or Redis down: no attempt spent; the pool holds the job back (pool.ts).
+      if (isOutageOfOurs(err)) throw err;
       if (isFinalAttempt(job, err)) {
-        // Postgres down on the last attempt: the sweeper marks the row from BullMQ's failed job later.
+        // Postgres gone in the meantime: the sweeper marks the row from BullMQ's failed job later.
         await failDelivery(db, requestId, (err as Error).message).catch(() => undefined);
         throw new UnrecoverableError((err as Error).message);
       }

@@ -2,7 +2,7 @@
 import { UnrecoverableError } from 'bullmq';
 import type { Job, Processor } from 'bullmq';
 import type { Db } from '../../shared/platform/db/knex';
-import { isUnavailableError } from '../../shared/platform/errors';
+import { isOutageOfOurs } from '../../shared/platform/errors';
 import { failJob, runJob, scheduleRetry } from '../../shared/jobs/jobs';
 import type { SweepTarget } from '../sweeper';
 import { jobDuration, jobsProcessed } from '../../shared/platform/metrics';
@@ -44,8 +44,8 @@ export function jobsProcessor(db: Db): Processor {
     } catch (err) {
       end({ outcome: 'error' });
       jobsProcessed.inc({ queue: 'jobs', outcome: 'error' });
-      // Postgres down: retry without touching the row; the retry (or the sweeper) settles it.
-      if (isUnavailableError(err)) throw err;
+      // Postgres or Redis down: no attempt spent, the row untouched; the pool holds the job back (pool.ts).
+      if (isOutageOfOurs(err)) throw err;
       const message = err instanceof Error ? err.message : String(err);
       if (isFinalAttempt(job, err)) {
         await failJob(db, jobId, 'job_failed', message);

@@ -5,7 +5,7 @@ import type { Processor } from 'bullmq';
 import { cpus } from 'node:os';
 import { createDb } from '../../shared/platform/db/knex';
 import type { Db } from '../../shared/platform/db/knex';
-import { isUnavailableError } from '../../shared/platform/errors';
+import { isOutageOfOurs } from '../../shared/platform/errors';
 import { closeJobEvents } from '../../shared/jobs/notify';
 import { watchSigningKeys } from '../../shared/platform/keyHistory';
 import { runProcess } from '../../shared/platform/lifecycle';
@@ -62,7 +62,7 @@ export function proofsProcessor(db: Db, queues: Queues): Processor {
     } catch (err) {
       end({ outcome: 'error' });
       jobsProcessed.inc({ queue: 'proofs', outcome: 'error' });
-      if (!isUnavailableError(err))
+      if (!isOutageOfOurs(err))
         logger.warn({ proofId, kind, err: (err as Error).message }, 'proof attempt failed');
       throw err;
     }

@@ -1,7 +1,7 @@
 // The `blind_policy` proof kind: proves a stored Groth16 policy proof row with the process's backend;
 // the sweeper re-enqueues rows left queued or running without a live job.
 import { UnrecoverableError } from 'bullmq';
-import { isUnavailableError } from '../../shared/platform/errors';
+import { isOutageOfOurs } from '../../shared/platform/errors';
 import type { ProverBackend } from '../../shared/zk/index';
 import { selectProverBackend } from '../../shared/zk/index';
 import { BLIND_POLICY_KIND } from '../../shared/zk/rows';
@@ -30,8 +30,8 @@ export const blindPolicyKind: ProofKind = {
       );
       return outcome;
     } catch (err) {
-      // Postgres down: leave the row as it is; the retry (or the sweeper) settles it.
-      if (isUnavailableError(err)) throw err;
+      // Postgres or Redis down: leave the row as it is; the pool holds the job back without an attempt.
+      if (isOutageOfOurs(err)) throw err;
       const message = err instanceof Error ? err.message : String(err);
       if (err instanceof ProofRefused) {
         await failProof(ctx.db, proofId, err.code, message);

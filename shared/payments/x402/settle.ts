@@ -2,6 +2,7 @@
 // /supported, called through the operator egress), or the service itself with its own gas account
 // (the @x402/evm facilitator scheme run in process, broadcasting over EVM_RPC_URL). Either way the
 // protocol is the @x402 packages'; this module only chooses, transports and caches.
+import { ExternalFailure } from '../../platform/errors';
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { x402Facilitator } from '@x402/core/facilitator';
 import type { PaymentPayload, PaymentRequirements, SettleResponse, VerifyResponse } from '@x402/core/types';
@@ -20,7 +21,7 @@ export type X402Settings = Pick<
 >;
 
 /** The settler could not be asked (down, timed out, answered nonsense): the outcome is unknown. */
-export class SettlerUnavailable extends Error {
+export class SettlerUnavailable extends ExternalFailure {
   constructor(detail: string) {
     super(detail);
     this.name = 'SettlerUnavailable';
