@@ -7,7 +7,7 @@ import { endpointName, jsonRpc, publicFailure } from '../shared/chains/http';
 import type { RpcOptions } from '../shared/chains/http';
 import type { Db } from '../shared/platform/db/knex';
 import { env } from '../shared/platform/env';
-import { logger } from '../shared/platform/log';
+import { logger, roundLog } from '../shared/platform/log';
 import { listAssets } from '../shared/chains/assets';
 import { followedFamilies, followerEnabled } from '../shared/providers/rpc-stream';
 import type { FollowerSettings } from '../shared/providers/rpc-stream';
@@ -292,10 +292,12 @@ export function startChainFollower(
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<void> | undefined;
   let stopped = false;
+  const rounds = roundLog('chain follower tick');
   const loop = async () => {
-    running = follower
-      .tick()
-      .catch((err: Error) => logger.warn({ err: err.message }, 'chain follower tick failed'));
+    running = follower.tick().then(
+      () => rounds.succeeded(),
+      (err: Error) => rounds.failed(err),
+    );
     await running;
     if (!stopped) timer = setTimeout(loop, settings.CHAIN_FOLLOWER_INTERVAL_MS);
   };

@@ -6,7 +6,7 @@ import type { Db } from '../shared/platform/db/knex';
 import { env } from '../shared/platform/env';
 import { failJob } from '../shared/jobs/jobs';
 import { isOutageReason } from '../shared/platform/errors';
-import { logger } from '../shared/platform/log';
+import { logger, roundLog } from '../shared/platform/log';
 import { expireCheckouts } from '../shared/licensing/verify';
 import { expireGateRequests } from '../shared/payments/gate';
 import { expireUnpaidJobs } from '../shared/payments/expiry';
@@ -49,6 +49,7 @@ type JobPresence = 'live' | 'missing' | 'failed' | 'completed';
 export class Sweeper {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<unknown> | undefined;
+  private readonly rounds = roundLog('sweep');
   /** Redis answered again while a sweep ran: another follows at once. */
   private again = false;
   private readonly token = randomUUID();
@@ -88,8 +89,9 @@ export class Sweeper {
   }
 
   private async tick(force: boolean): Promise<void> {
-    this.running = this.sweepWithLock(force).catch((err: Error) =>
-      logger.warn({ err: err.message }, 'sweep failed'),
+    this.running = this.sweepWithLock(force).then(
+      () => this.rounds.succeeded(),
+      (err: Error) => this.rounds.failed(err),
     );
     await this.running;
     this.running = undefined;

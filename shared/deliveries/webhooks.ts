@@ -12,7 +12,7 @@ import { checkTarget, enqueueDelivery } from './deliveries';
 import { newId } from '../platform/ids';
 import { jobStatuses } from '../jobs/jobs';
 import type { JobEventRow, JobRow, JobStatus } from '../jobs/jobs';
-import { logger } from '../platform/log';
+import { roundLog } from '../platform/log';
 import type { Queues } from '../platform/queues';
 import { stillWatched } from '../jobs/cancel';
 
@@ -311,8 +311,12 @@ export function startWebhookRelay(
       await retireWebhooks(db);
     }
   };
+  const rounds = roundLog('webhook relay round');
   const tick = async () => {
-    running = round().catch((err: Error) => logger.warn({ err: err.message }, 'webhook relay round failed'));
+    running = round().then(
+      () => rounds.succeeded(),
+      (err: Error) => rounds.failed(err),
+    );
     await running;
     if (!stopped) timer = setTimeout(tick, intervalMs);
   };

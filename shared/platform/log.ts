@@ -30,3 +30,34 @@ export const logger: Logger = pino({
 });
 
 export type { Logger };
+
+/** What a background loop tells its log about its rounds. */
+export interface RoundLog {
+  /** A round failed: logged at warn when it is the first of a run of failures, else only counted. */
+  failed(err: Error, fields?: Record<string, unknown>): void;
+  /** A round succeeded: after failures, one info line with how many failed and for how long. */
+  succeeded(): void;
+}
+
+/**
+ * A loop's failures as one story, not a line a round: a loop that runs every few hundred milliseconds
+ * through a Postgres or Redis outage logs its first failure (with why, no stack) and its recovery.
+ */
+export function roundLog(what: string, log: Logger = logger): RoundLog {
+  let since: number | undefined;
+  let failures = 0;
+  return {
+    failed(err, fields = {}) {
+      failures++;
+      if (since !== undefined) return;
+      since = Date.now();
+      log.warn({ ...fields, err: err.message }, `${what} failed; retrying, quietly until it succeeds`);
+    },
+    succeeded() {
+      if (since === undefined) return;
+      log.info({ failedRounds: failures, durationMs: Date.now() - since }, `${what} succeeds again`);
+      since = undefined;
+      failures = 0;
+    },
+  };
+}

@@ -1,21 +1,24 @@
 // An outage of our own infrastructure never fails a user's job: with Postgres unreachable for longer
 // than a job's whole attempt budget, every job waits and then succeeds exactly once, and the outage
-// spends none of its attempts.
+// spends none of its attempts. The background loops tell the outage once, not a line a round.
 import { UnrecoverableError, Worker } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createJob } from '../../shared/jobs/jobs';
 import { sha256Hex } from '../../shared/platform/crypto';
 import { createDb } from '../../shared/platform/db/knex';
 import { env } from '../../shared/platform/env';
+import { logger } from '../../shared/platform/log';
 import { Queues } from '../../shared/platform/queues';
 import type { Payload, QueueName } from '../../shared/platform/queues';
 import { createRedis } from '../../shared/platform/redis';
+import { startLogSequencer } from '../../shared/platform/translog/sequencer';
 import { OutageBackoff, startWorker } from '../../workers/pool';
 import { sweepTargets } from '../../workers/main';
 import { jobsProcessor } from '../../workers/processors/jobs';
 import { Sweeper } from '../../workers/sweeper';
 import { eventually, testApp } from '../helpers';
 import type { TestApp } from '../helpers';
+import { captureLogs } from '../logs';
 import { tcpProxy } from '../proxy';
 import type { TcpProxy } from '../proxy';
 
@@ -261,4 +264,37 @@ describe('recovery after a Redis outage', () => {
       await redisProxy.close();
     }
   });
+});
+
+describe('the log of a background loop through an outage', () => {
+  it('says the first failed round at warn and the recovery once, never a line a round', async () => {
+    const db = createDb(pg.url(env.DATABASE_URL!), { poolMax: 2 });
+    const logs = captureLogs(logger);
+    const sequencer = startLogSequencer(db, 20);
+    type Line = { level: number; msg: string; failedRounds?: number };
+    const read = () =>
+      logs.lines.map((l) => JSON.parse(l) as Line).filter((l) => l.msg.startsWith('log sequencer round'));
+    try {
+      await db.raw('select 1'); // the pool reaches Postgres before the cut
+      await pg.cut();
+      // Fifty rounds or more fail while Postgres is away: one line says so.
+      await new Promise((r) => setTimeout(r, 1500));
+      await pg.restore();
+      const recovered = await eventually(
+        async () => read().find((l) => l.msg.endsWith('succeeds again')),
+        10_000,
+        50,
+      );
+      expect(recovered).toMatchObject({ level: 30 });
+      expect(recovered.failedRounds).toBeGreaterThan(5);
+      const lines = read();
+      expect(lines.filter((l) => l.level === 40)).toHaveLength(1);
+      expect(lines).toHaveLength(2);
+      expect(logs.lines.join('\n')).not.toMatch(/"stack"/);
+    } finally {
+      logs.stop();
+      await sequencer.stop();
+      await db.destroy();
+    }
+  }, 30_000);
 });

@@ -127,7 +127,7 @@ describe('the witness program', () => {
     );
     expect(second.status, second.body).toBe(200);
     expect(storedState(dir, log.origin)?.size).toBe(7);
-    expect(w.lines.filter((l) => l.msg === 'cosigned').map((l) => [l.oldSize, l.size])).toEqual([
+    expect((await w.logged('cosigned', 2)).map((l) => [l.oldSize, l.size])).toEqual([
       [0, 3],
       [3, 7],
     ]);
@@ -239,9 +239,9 @@ describe('the witness program', () => {
 
     // Every refusal of a checkpoint the log signed is kept whole in the witness's log as evidence, with
     // what it had cosigned; one the log did not sign is noted without its body; an unknown log not at all.
-    const evidence = w.lines.filter((l) => l.msg === 'refused a checkpoint of a known log');
+    const evidence = await w.logged('refused a checkpoint of a known log', 8);
     expect(evidence.map((l) => l.status)).toEqual([400, 409, 409, 422, 422, 422, 422, 422]);
-    const unsigned = w.lines.filter((l) => l.msg === 'refused a checkpoint the log did not sign');
+    const unsigned = await w.logged('refused a checkpoint the log did not sign', 3);
     expect(unsigned.map((l) => [l.status, l.origin, l.checkpoint])).toEqual(
       Array(3).fill([403, log.origin, undefined]),
     );

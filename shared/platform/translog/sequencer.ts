@@ -6,7 +6,7 @@
 // twice, and running it again is always safe.
 import type { Knex } from 'knex';
 import { env } from '../env';
-import { logger } from '../log';
+import { roundLog } from '../log';
 import { checkpointAt, lockLog, logRoot, logSize, loggedKeys } from './pgLog';
 import type { NewLeaf } from './pgLog';
 import { appendEntries, signCheckpoint } from './serviceLog';
@@ -101,9 +101,11 @@ export function startLogSequencer(
     }
     await integrateAll(db);
   };
+  const rounds = roundLog('log sequencer round (the queue is kept)');
   const tick = async () => {
-    running = round().catch((err: Error) =>
-      logger.warn({ err: err.message }, 'log sequencer round failed; the queue is kept'),
+    running = round().then(
+      () => rounds.succeeded(),
+      (err: Error) => rounds.failed(err),
     );
     await running;
     if (!stopped) timer = setTimeout(tick, intervalMs);
