@@ -4,17 +4,16 @@
 //   npm run approve -- submit --url https://… --approval approval.json
 //   npm run approve -- approve --url https://… --proof prf_… --stage approval --identity me.json
 // Imports the approver's client only: no service configuration is read.
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import {
-  createIdentity,
   fetchApprovalTarget,
-  identityFromSecret,
   loadMembershipArtifacts,
   makeApproval,
   submitApproval,
 } from '../shared/workflows/approvalClient';
-import type { Approval, Identity } from '../shared/workflows/approvalClient';
+import type { Approval } from '../shared/workflows/approvalClient';
+import { newIdentity, output, printJson, readIdentityFile, requireOption } from './member';
 
 const usage = `usage:
   npm run approve -- identity [--out FILE]
@@ -41,24 +40,12 @@ const { positionals, values } = parseArgs({
   },
 });
 
-const print = (value: unknown) => process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
-
-function need(name: keyof typeof values): string {
-  const v = values[name];
-  if (typeof v !== 'string' || !v) throw new Error(`--${name} is required.\n\n${usage}`);
-  return v;
-}
-
-async function readIdentity(path: string): Promise<Identity> {
-  const raw = JSON.parse(readFileSync(path, 'utf8')) as { secret?: unknown };
-  if (typeof raw.secret !== 'string') throw new Error(`${path} holds no identity secret.`);
-  return identityFromSecret(raw.secret);
-}
+const need = (name: keyof typeof values): string => requireOption(values, name, usage);
 
 async function prove(): Promise<Approval> {
   const url = need('url');
   const [identity, target] = await Promise.all([
-    readIdentity(need('identity')),
+    readIdentityFile(need('identity')),
     fetchApprovalTarget(url, need('proof'), need('stage')),
   ]);
   const artifacts = await loadMembershipArtifacts(values.artifacts ?? url);
@@ -73,20 +60,11 @@ async function main(): Promise<void> {
     return;
   }
   switch (command) {
-    case 'identity': {
-      const identity = await createIdentity();
-      if (values.out) {
-        if (existsSync(values.out)) throw new Error(`${values.out} exists; not overwriting an identity.`);
-        writeFileSync(values.out, `${JSON.stringify(identity, null, 2)}\n`, { mode: 0o600 });
-      } else print(identity);
-      process.stderr.write(`identity commitment (give this, never the secret): ${identity.commitment}\n`);
-      return;
-    }
+    case 'identity':
+      return newIdentity(values.out);
     case 'prove': {
       const approval = await prove();
-      if (values.out) writeFileSync(values.out, `${JSON.stringify(approval)}\n`);
-      else print(approval);
-      return;
+      return output(values.out, approval);
     }
     case 'approve':
     case 'submit': {
@@ -97,7 +75,7 @@ async function main(): Promise<void> {
       const res = await submitApproval(need('url'), approval);
       if (res.status !== 200)
         throw new Error(`refused (${res.status}): ${String(res.body.code)}: ${String(res.body.detail)}`);
-      print(res.body);
+      printJson(res.body);
       return;
     }
     default:

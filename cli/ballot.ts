@@ -4,17 +4,16 @@
 //   npm run ballot -- make --url https://… --proposal prop_… --identity me.json --choice yes --out ballot.json
 //   npm run ballot -- submit --url https://… --proposal prop_… --ballot ballot.json
 // Imports the voter's client only: no service configuration is read.
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import {
-  createIdentity,
   fetchBallotInfo,
-  identityFromSecret,
   loadBallotArtifacts,
   makeBallot,
   submitBallot,
 } from '../shared/governance/ballot-client';
-import type { Ballot, Identity } from '../shared/governance/ballot-client';
+import type { Ballot } from '../shared/governance/ballot-client';
+import { newIdentity, output, printJson, readIdentityFile, requireOption } from './member';
 
 const usage = `usage:
   npm run ballot -- identity [--out FILE]
@@ -42,25 +41,13 @@ const { positionals, values } = parseArgs({
   },
 });
 
-const print = (value: unknown) => process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
-
-function need(name: keyof typeof values): string {
-  const v = values[name];
-  if (typeof v !== 'string' || !v) throw new Error(`--${name} is required.\n\n${usage}`);
-  return v;
-}
-
-async function readIdentity(path: string): Promise<Identity> {
-  const raw = JSON.parse(readFileSync(path, 'utf8')) as { secret?: unknown };
-  if (typeof raw.secret !== 'string') throw new Error(`${path} holds no identity secret.`);
-  return identityFromSecret(raw.secret);
-}
+const need = (name: keyof typeof values): string => requireOption(values, name, usage);
 
 async function make(): Promise<Ballot> {
   const url = need('url');
   const proposalId = need('proposal');
   const [identity, info] = await Promise.all([
-    readIdentity(need('identity')),
+    readIdentityFile(need('identity')),
     fetchBallotInfo(url, proposalId),
   ]);
   const artifacts = await loadBallotArtifacts(values.artifacts ?? url);
@@ -75,20 +62,11 @@ async function main(): Promise<void> {
     return;
   }
   switch (command) {
-    case 'identity': {
-      const identity = await createIdentity();
-      if (values.out) {
-        if (existsSync(values.out)) throw new Error(`${values.out} exists; not overwriting an identity.`);
-        writeFileSync(values.out, `${JSON.stringify(identity, null, 2)}\n`, { mode: 0o600 });
-      } else print(identity);
-      process.stderr.write(`identity commitment (give this, never the secret): ${identity.commitment}\n`);
-      return;
-    }
+    case 'identity':
+      return newIdentity(values.out);
     case 'make': {
       const ballot = await make();
-      if (values.out) writeFileSync(values.out, `${JSON.stringify(ballot)}\n`);
-      else print(ballot);
-      return;
+      return output(values.out, ballot);
     }
     case 'vote':
     case 'submit': {
@@ -97,7 +75,7 @@ async function main(): Promise<void> {
       const res = await submitBallot(need('url'), need('proposal'), ballot);
       if (res.status !== 201)
         throw new Error(`refused (${res.status}): ${String(res.body.code)}: ${String(res.body.detail)}`);
-      print(res.body);
+      printJson(res.body);
       return;
     }
     default:

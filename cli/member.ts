@@ -1,0 +1,39 @@
+// What the members' command-line clients share (`npm run ballot`, `npm run approve`): the identity file,
+// whose secret is the member's key (written readable by its owner only, never overwritten), required
+// options, and JSON output.
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { createIdentity, identityFromSecret } from '../shared/zk/anonymity';
+import type { Identity } from '../shared/zk/anonymity';
+
+export const printJson = (value: unknown): void => {
+  process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+};
+
+/** The value of a required string option, or an error naming it, with the usage. */
+export function requireOption(values: Record<string, unknown>, name: string, usage: string): string {
+  const v = values[name];
+  if (typeof v !== 'string' || !v) throw new Error(`--${name} is required.\n\n${usage}`);
+  return v;
+}
+
+export async function readIdentityFile(path: string): Promise<Identity> {
+  const raw = JSON.parse(readFileSync(path, 'utf8')) as { secret?: unknown };
+  if (typeof raw.secret !== 'string') throw new Error(`${path} holds no identity secret.`);
+  return identityFromSecret(raw.secret);
+}
+
+/** Makes an identity, writes it to `out` (or prints it), and tells the commitment on stderr. */
+export async function newIdentity(out: string | undefined): Promise<void> {
+  const identity = await createIdentity();
+  if (out) {
+    if (existsSync(out)) throw new Error(`${out} exists; not overwriting an identity.`);
+    writeFileSync(out, `${JSON.stringify(identity, null, 2)}\n`, { mode: 0o600 });
+  } else printJson(identity);
+  process.stderr.write(`identity commitment (give this, never the secret): ${identity.commitment}\n`);
+}
+
+/** Writes a made document (a ballot, an approval) to `out`, or prints it. */
+export function output(out: string | undefined, value: unknown): void {
+  if (out) writeFileSync(out, `${JSON.stringify(value)}\n`);
+  else printJson(value);
+}
