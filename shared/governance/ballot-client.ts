@@ -3,16 +3,9 @@
 // stays here: the service receives a nullifier, a root, a ciphertext and a proof. Imports nothing of
 // the service (no configuration, database or keys): the CLI, the tests and the benchmark run it as a
 // voter would, and a native prover can be plugged in for speed.
-import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
-import { performance } from 'node:perf_hooks';
-import { WitnessCalculatorBuilder } from 'circom_runtime';
-import { utils as ffUtils } from 'ffjavascript';
-import * as snarkjs from 'snarkjs';
+import { loadMembershipArtifacts, proveMembership } from '../zk/anonymity';
 import {
-  BALLOT_CIRCUIT,
   BALLOT_TREE_DEPTH,
-  ballotSignals,
   createIdentity,
   encryptVote,
   identityFromSecret,
@@ -61,34 +54,8 @@ export interface MadeBallot extends Ballot {
 }
 
 /** Reads the circuit's wasm and zkey from a folder (circuits/artifacts) or the service's public copies. */
-export async function loadBallotArtifacts(
-  from: string,
-  fetchImpl: typeof fetch = fetch,
-): Promise<BallotArtifacts> {
-  const get = async (file: string): Promise<Uint8Array> => {
-    if (!/^https?:\/\//.test(from)) return new Uint8Array(await readFile(join(from, file)));
-    const res = await fetchImpl(new URL(`/circuits/${file}`, from));
-    if (!res.ok) throw new Error(`GET /circuits/${file}: ${res.status}`);
-    return new Uint8Array(await res.arrayBuffer());
-  };
-  const [wasm, zkey] = await Promise.all([get(`${BALLOT_CIRCUIT}.wasm`), get(`${BALLOT_CIRCUIT}.zkey`)]);
-  return { wasm, zkey };
-}
-
-interface WitnessCalculator {
-  calculateWTNSBin(input: unknown, sanityCheck: boolean): Promise<Uint8Array>;
-}
-const calculators = new WeakMap<Uint8Array, Promise<WitnessCalculator>>();
-
-/** One compiled witness calculator per wasm: compiling it costs more than a witness. */
-async function witness(wasm: Uint8Array, input: Record<string, unknown>): Promise<Uint8Array> {
-  let calc = calculators.get(wasm);
-  if (!calc) {
-    calc = WitnessCalculatorBuilder(wasm) as Promise<WitnessCalculator>;
-    calculators.set(wasm, calc);
-  }
-  return (await calc).calculateWTNSBin(ffUtils.unstringifyBigInts(input), true);
-}
+export const loadBallotArtifacts: (from: string, fetchImpl?: typeof fetch) => Promise<BallotArtifacts> =
+  loadMembershipArtifacts;
 
 /**
  * The circuit input for an identity's ballot: its path in the tree built from the public member list,
@@ -128,29 +95,21 @@ export async function makeBallot(options: {
   const { identity, info, choice, artifacts } = options;
   const ciphertext = encryptVote(Buffer.from(info.publicKey, 'base64url'), info.proposalId, choice);
   const voteHash = voteHashOf(ciphertext);
-  const { input, root, nullifier } = await ballotCircuitInput(
+  // One witness at a time per compiled calculator, in the shared core: proofs made at once never mix.
+  const proved = await proveMembership({
     identity,
-    info.members,
-    info.proposalId,
-    voteHash,
-  );
-  const start = performance.now();
-  const wtns = await witness(artifacts.wasm, input);
-  const witnessMs = performance.now() - start;
-  const proved = options.native
-    ? await options.native.prove(wtns)
-    : await snarkjs.groth16.prove({ type: 'mem', data: artifacts.zkey }, { type: 'mem', data: wtns });
-  const provingMs = performance.now() - start - witnessMs;
-  const expected = ballotSignals({ root, nullifier, scope: proposalScope(info.proposalId), voteHash });
-  if (proved.publicSignals.join() !== expected.join())
-    throw new Error('The prover returned public signals that are not this ballot’s.');
-  const { pi_a, pi_b, pi_c } = proved.proof as Groth16ProofJson;
+    members: info.members,
+    scope: proposalScope(info.proposalId),
+    message: voteHash,
+    artifacts,
+    native: options.native,
+  });
   return {
-    nullifier,
-    root,
+    nullifier: proved.nullifier,
+    root: proved.root,
     ciphertext: ciphertext.toString('base64url'),
-    proof: { pi_a, pi_b, pi_c, protocol: 'groth16', curve: 'bn128' },
-    timings: { witnessMs: Math.round(witnessMs), provingMs: Math.round(provingMs) },
+    proof: proved.proof,
+    timings: proved.timings,
   };
 }
 

@@ -159,4 +159,36 @@ describe('ballot proofs (full prove and verify: slower)', () => {
     ])
       expect(await verifyBallotProof(vkey, ballot.proof, ballotSignals(changed))).toBe(false);
   }, 120_000);
+
+  it('makes ballots of several voters at once, each with its own signals', async () => {
+    const artifacts = await loadBallotArtifacts('circuits/artifacts');
+    const ids = await Promise.all(Array.from({ length: 3 }, () => createIdentity()));
+    const key = generateKeyPairSync('x25519')
+      .privateKey.export({ format: 'der', type: 'pkcs8' })
+      .subarray(16);
+    const info = {
+      proposalId: 'prop_q',
+      roomId: 'room_r',
+      publicKey: ballotPublicKey(key).toString('base64url'),
+      members: ids.map((i) => i.commitment),
+    };
+    // One compiled witness calculator serves every ballot: made at once, they must not mix signals.
+    const ballots = await Promise.all(
+      ids.map((identity, i) =>
+        makeBallot({ identity, info, choice: ['yes', 'no', 'abstain'][i]!, artifacts }),
+      ),
+    );
+    expect(new Set(ballots.map((b) => b.nullifier)).size).toBe(3);
+    for (const [i, b] of ballots.entries()) {
+      const ciphertext = Buffer.from(b.ciphertext, 'base64url');
+      const signals = {
+        root: b.root,
+        nullifier: b.nullifier,
+        scope: proposalScope('prop_q'),
+        voteHash: voteHashOf(ciphertext),
+      };
+      expect(await verifyBallotProof(vkey, b.proof, ballotSignals(signals))).toBe(true);
+      expect(b.nullifier).toBe(String(await nullifierOf(ids[i]!.secret, proposalScope('prop_q'))));
+    }
+  }, 120_000);
 });
