@@ -84,10 +84,13 @@ export interface WorkerOptions {
 /**
  * BullMQ's lock, its renewal and the stalled check, from one period `lockDurationMs`: a job whose worker
  * died (SIGKILL, lost host) runs again on another worker within that period. The lock lives half the
- * period and is renewed every quarter, so it lapses at most half a period after the death; the stalled
- * check runs every third of the period and moves a job to wait at the first check after its lock lapsed
- * that comes at least one check after the job was first seen active: at most 1/2 + 1/3 of the period
- * after the death, a sixth of the period to spare for timers on a loaded host.
+ * period and is renewed every quarter, so it lapses at most half a period after the death. The stalled
+ * check moves a job to wait at the first check after its lock lapsed that comes after a check that saw
+ * it active with no renewal since; the check is timed every sixth of the period, and as workers share
+ * one check per interval (BullMQ's stalled-check key) a timer that fires early skips a turn, so checks
+ * come at most a third of the period apart: at most 1/2 + 1/3 of the period after the death.
+ * (test/platform/crash.test.ts holds it to the period; with a check every third of the period it took
+ * 2.7 s or, one skipped turn later, 4.0 s for a 4 s period.)
  */
 export function lockTimings(lockDurationMs: number): {
   lockDuration: number;
@@ -98,7 +101,7 @@ export function lockTimings(lockDurationMs: number): {
   return {
     lockDuration,
     lockRenewTime: Math.max(1, Math.floor(lockDurationMs / 4)),
-    stalledInterval: Math.max(1, Math.floor(lockDurationMs / 3)),
+    stalledInterval: Math.max(1, Math.floor(lockDurationMs / 6)),
   };
 }
 
