@@ -5,7 +5,7 @@ import type { Request, Response, NextFunction } from 'express';
 import helmet from 'helmet';
 import swaggerUi from 'swagger-ui-express';
 import { safeEqual } from '../shared/platform/crypto';
-import { AppError, unauthorized } from '../shared/platform/errors';
+import { AppError, forbidden, unauthorized } from '../shared/platform/errors';
 import { logger } from '../shared/platform/log';
 import { httpDuration, queueDepth, registry } from '../shared/platform/metrics';
 import { agentCardHandler } from './a2a/card';
@@ -21,6 +21,7 @@ import { exchangeDocument, platformDocument } from './http/openapi';
 import { errorMiddleware, notFoundMiddleware } from './http/problem';
 import { rateLimit, spendAuthFailure, tokenCheckedElsewhere } from './http/ratelimit';
 import { requestLog } from './http/request-log';
+import { httpTracing } from './http/tracing';
 import { queueDepths } from './http/health-checks';
 import { AGENT_EXCHANGE_VERSION } from './views/exchange';
 import { buildTables } from './tables';
@@ -44,6 +45,7 @@ export function createApp(deps: AppDeps, options: AppOptions = {}): express.Expr
   app.set('trust proxy', options.trustProxy ?? 0);
   app.set('query parser', 'simple');
 
+  app.use(httpTracing());
   app.use(requestLog(logger));
   app.use((req, res, next) => {
     const end = httpDuration.startTimer({ method: req.method });
@@ -117,6 +119,7 @@ export function createApp(deps: AppDeps, options: AppOptions = {}): express.Expr
 
   // Operational endpoints: they take no body.
   app.get('/metrics', async (req, res) => {
+    if (deps.metricsRefused) throw forbidden(deps.metricsRefused);
     if (deps.metricsToken && !safeEqual(bearerToken(req) ?? '', deps.metricsToken)) {
       if (req.headers.authorization !== undefined) await spendAuthFailure(deps, req, res);
       throw unauthorized('Metrics need Authorization: Bearer <METRICS_TOKEN>.', {

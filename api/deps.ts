@@ -14,6 +14,8 @@ export interface AppDeps {
   operatorToken?: string | undefined;
   /** When set, GET /metrics needs it as a Bearer token. */
   metricsToken?: string | undefined;
+  /** When set (production without METRICS_TOKEN or METRICS_PUBLIC), GET /metrics is refused with it. */
+  metricsRefused?: string | undefined;
   rateLimit: {
     enabled: boolean;
     ipPerMinute: number;

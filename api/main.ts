@@ -11,6 +11,8 @@ import { JobNotifier, closeJobEvents } from '../shared/jobs/notify';
 import { watchSigningKeys } from '../shared/platform/keyHistory';
 import { runProcess } from '../shared/platform/lifecycle';
 import { logger } from '../shared/platform/log';
+import { metricsAccess } from '../shared/platform/metrics';
+import { startTracing, stopTracing } from '../shared/platform/tracing';
 import { Queues } from '../shared/platform/queues';
 import { createRedis, waitReady } from '../shared/platform/redis';
 import { Shutdown } from '../shared/platform/shutdown';
@@ -24,6 +26,7 @@ import type { AppDeps } from './deps';
 export function depsFromEnv(): AppDeps {
   const db = createDb();
   const redis = createRedis('api');
+  const metrics = metricsAccess(env);
   return {
     db,
     redis,
@@ -31,7 +34,8 @@ export function depsFromEnv(): AppDeps {
     notifier: new JobNotifier(),
     urls: tableBases(env),
     operatorToken: env.OPERATOR_TOKEN,
-    metricsToken: env.METRICS_TOKEN,
+    metricsToken: 'token' in metrics ? metrics.token : undefined,
+    metricsRefused: 'refused' in metrics ? metrics.refused : undefined,
     rateLimit: {
       enabled: env.RATE_LIMIT_ENABLED,
       ipPerMinute: env.RATE_LIMIT_IP_PER_MINUTE,
@@ -58,6 +62,8 @@ export async function startWeb(): Promise<{ server: Server; shutdown: Shutdown }
   // The web process verifies policy proofs: it starts only with artifacts it may trust (or is told to).
   const setup = await assertCircuitSetup();
   const shutdown = new Shutdown();
+  // Before any store is opened, so its queues and pool are traced; closed last, flushing the spans.
+  if (startTracing('web')) shutdown.register('tracing', stopTracing);
   const deps = depsFromEnv();
   shutdown.register('deps', () => closeDeps(deps));
   // Its keys go into the key history first; a retired or revoked one stops the start here.
@@ -105,6 +111,7 @@ export async function startWeb(): Promise<{ server: Server; shutdown: Shutdown }
       'circuit keys come from the insecure development setup: policy proofs are forgeable',
     );
   }
+  if (deps.metricsRefused) logger.error(deps.metricsRefused);
   const { port } = server.address() as AddressInfo;
   logger.info({ port, host: env.HOST, insecureSetup: setup.insecure }, 'web listening');
   return { server, shutdown };

@@ -3,7 +3,6 @@
 import type { Processor, Worker } from 'bullmq';
 import { createDb } from '../shared/platform/db/knex';
 import type { Db } from '../shared/platform/db/knex';
-import { explainListenError } from '../shared/platform/failures';
 import { closeEgress } from '../shared/platform/egress';
 import { env, refuseConfig } from '../shared/platform/env';
 import { chainSettingIssues } from '../shared/chains/settings';
@@ -11,13 +10,14 @@ import { closeJobEvents } from '../shared/jobs/notify';
 import { watchSigningKeys } from '../shared/platform/keyHistory';
 import { runProcess } from '../shared/platform/lifecycle';
 import { logger } from '../shared/platform/log';
-import { startMetricsServer } from '../shared/platform/metrics';
+import { listenMetrics, metricsAccess } from '../shared/platform/metrics';
 import { a2aPushFormat } from '../shared/a2a/pushes';
 import { startWebhookRelay } from '../shared/deliveries/webhooks';
 import { Queues } from '../shared/platform/queues';
 import type { QueueName } from '../shared/platform/queues';
 import { createRedis } from '../shared/platform/redis';
 import { Shutdown } from '../shared/platform/shutdown';
+import { startTracing, stopTracing } from '../shared/platform/tracing';
 import { startLogSequencer } from '../shared/platform/translog/sequencer';
 import {
   Witnessing,
@@ -74,6 +74,8 @@ export interface WorkerOptions {
 
 export async function startWorkerProcess(options: WorkerOptions = {}): Promise<WorkerProcess> {
   const shutdown = new Shutdown();
+  // Before any store is opened, so its queues and pool are traced; closed last, flushing the spans.
+  if (startTracing('worker')) shutdown.register('tracing', stopTracing);
   const db = createDb();
   const workerRedis = createRedis('worker');
   const queueRedis = createRedis('api');
@@ -131,16 +133,11 @@ export async function startWorkerProcess(options: WorkerOptions = {}): Promise<W
   shutdown.register('webhook-relay', () => webhookRelay.stop());
 
   if (env.WORKER_METRICS_PORT !== undefined) {
-    const port = env.WORKER_METRICS_PORT;
-    const host = env.WORKER_METRICS_HOST;
-    const server = startMetricsServer({ port, host, token: env.METRICS_TOKEN });
-    await new Promise<void>((resolve, reject) => {
-      server.once('listening', resolve);
-      server.once('error', (err) =>
-        reject(
-          explainListenError(err, { port, host, variable: 'WORKER_METRICS_PORT (npm start: PORT+1)' }) ?? err,
-        ),
-      );
+    const server = await listenMetrics({
+      port: env.WORKER_METRICS_PORT,
+      host: env.WORKER_METRICS_HOST,
+      access: metricsAccess(env),
+      variable: 'WORKER_METRICS_PORT (npm start: PORT+1)',
     }).catch(async (err: unknown) => {
       await shutdown.run('start failed');
       throw err;

@@ -6,6 +6,8 @@ import type { Processor } from 'bullmq';
 import { env } from '../shared/platform/env';
 import { isOutageOfOurs } from '../shared/platform/errors';
 import { logger } from '../shared/platform/log';
+import { jobWait, jobsFailed, jobsStalled } from '../shared/platform/metrics';
+import { queueTelemetry } from '../shared/platform/tracing';
 import type { QueueName } from '../shared/platform/queues';
 import type { RedisClient } from '../shared/platform/redis';
 
@@ -105,6 +107,21 @@ export function lockTimings(lockDurationMs: number): {
   };
 }
 
+/**
+ * The time a job waited for its first worker: from when it was added, or when the delay it was added
+ * with ran out, to when a worker took it up. Later runs (retries, rechecks, stalls) wait for reasons of
+ * their own and are not counted.
+ */
+export function observeWait(queue: QueueName, processor: Processor): Processor {
+  return (job, token, signal) => {
+    if (job.attemptsStarted <= 1 && job.processedOn !== undefined) {
+      const ready = job.timestamp + (job.opts.delay ?? 0);
+      jobWait.observe({ queue }, Math.max(0, job.processedOn - ready) / 1000);
+    }
+    return processor(job, token, signal);
+  };
+}
+
 export function startWorker(
   queue: QueueName,
   processor: Processor,
@@ -113,7 +130,8 @@ export function startWorker(
 ): Worker {
   const outage =
     opts.outage ?? new OutageBackoff(env.WORKER_OUTAGE_RETRY_MIN_MS, env.WORKER_OUTAGE_RETRY_MAX_MS);
-  const worker = new Worker(queue, outageTolerant(queue, processor, outage), {
+  const telemetry = queueTelemetry();
+  const worker = new Worker(queue, observeWait(queue, outageTolerant(queue, processor, outage)), {
     // Shown in Bull Board and kept on each job (processedBy): which process ran it, or held it when it died.
     name: `${hostname()}:${process.pid}`,
     connection,
@@ -124,13 +142,18 @@ export function startWorker(
     // Redis); a job is failed for stalls only after this many, which an outage alone does not reach.
     maxStalledCount: env.WORKER_MAX_STALLED_COUNT,
     autorun: true,
+    // With traces on, each job's processing is a span in the trace of the request that queued it.
+    ...(telemetry ? { telemetry } : {}),
   });
   worker.on('failed', (job, err) => {
+    const final = !job || err instanceof UnrecoverableError || job.attemptsMade >= (job.opts.attempts ?? 1);
+    jobsFailed.inc({ queue, final: String(final) });
     logger.warn(
       { queue, jobId: job?.id, attempt: job?.attemptsMade, err: err.message },
       'job attempt failed',
     );
   });
+  worker.on('stalled', () => jobsStalled.inc({ queue }));
   worker.on('error', (err) => logger.error({ queue, err: err.message }, 'worker error'));
   return worker;
 }

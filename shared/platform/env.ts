@@ -101,10 +101,35 @@ export const envSchema = z.object({
   TRIAL_PER_ADDRESS_PER_DAY: positiveInt.default(3),
   /** A TRIAL challenge must be signed and used within this many seconds of issue. */
   TRIAL_CHALLENGE_TTL_SECONDS: positiveInt.default(600),
-  /** When set, GET /metrics (web and worker) needs Authorization: Bearer <METRICS_TOKEN>. */
+  /**
+   * When set, GET /metrics (web, worker and prover) needs Authorization: Bearer <METRICS_TOKEN>. In
+   * production metrics are refused without it unless METRICS_PUBLIC says they may be read by anyone.
+   */
   METRICS_TOKEN: z.string().min(16, 'at least 16 characters').optional(),
+  /** In production, serve /metrics without METRICS_TOKEN (a network that only the scraper reaches). */
+  METRICS_PUBLIC: bool.default(false),
   /** Interface of the worker's own /metrics listener. */
   WORKER_METRICS_HOST: z.string().default('127.0.0.1'),
+  /** Port of the prover's own /metrics endpoint; unset: none. */
+  PROVER_METRICS_PORT: port.optional(),
+  /** Interface of the prover's own /metrics listener. */
+  PROVER_METRICS_HOST: z.string().default('127.0.0.1'),
+  /**
+   * OpenTelemetry traces: the OTLP/HTTP collector's base address (spans go to <it>/v1/traces). Traces
+   * are on when this, OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or OTEL_TRACES_EXPORTER=otlp is set; off otherwise.
+   */
+  OTEL_EXPORTER_OTLP_ENDPOINT: url.optional(),
+  /** The full address spans are posted to, instead of <OTEL_EXPORTER_OTLP_ENDPOINT>/v1/traces. */
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: url.optional(),
+  /** Headers sent with each export, e.g. a collector's credential: key=value pairs joined by commas. */
+  OTEL_EXPORTER_OTLP_HEADERS: z
+    .string()
+    .regex(/^[^=,\s]+=[^,]*(?:,[^=,\s]+=[^,]*)*$/, 'key=value pairs joined by commas')
+    .optional(),
+  /** `otlp` turns traces on (default address http://localhost:4318); `none` keeps them off even with an endpoint. */
+  OTEL_TRACES_EXPORTER: z.enum(['otlp', 'none']).optional(),
+  /** The service name on every span; default: proof-exchange-<process type> (web, worker, prover). */
+  OTEL_SERVICE_NAME: z.string().min(1).max(100).optional(),
   /** How long a provider status probe is reused before the provider is asked again. */
   PROVIDER_STATUS_CACHE_MS: z.coerce.number().int().min(0).default(5_000),
   /** BullMQ key prefix; wrap in braces (e.g. {px}) for Redis Cluster hash tags. */

@@ -5,6 +5,7 @@ import type { JobsOptions } from 'bullmq';
 import { z } from 'zod';
 import { env } from './env';
 import type { RedisClient } from './redis';
+import { queueTelemetry } from './tracing';
 
 const rowId = z
   .string()
@@ -62,10 +63,13 @@ export class Queues {
   get<Q extends QueueName>(name: Q): Queue {
     let queue = this.queues.get(name);
     if (!queue) {
+      const telemetry = queueTelemetry();
       queue = new Queue(name, {
         connection: this.connection,
         prefix: this.prefix,
         defaultJobOptions: defaultJobOptions(),
+        // With traces on, each job carries the trace context of the request that queued it.
+        ...(telemetry ? { telemetry } : {}),
       });
       queue.on('error', () => undefined); // surfaced through add() failures and readiness
       this.queues.set(name, queue);

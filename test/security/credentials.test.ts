@@ -122,7 +122,7 @@ describe('metrics', () => {
     const server = startMetricsServer({
       port: 0,
       host: parseEnv({}).WORKER_METRICS_HOST,
-      token: 'metrics-token-0123456789',
+      access: { token: 'metrics-token-0123456789' },
     });
     await new Promise((r) => server.once('listening', r));
     try {

@@ -10,10 +10,17 @@ import { closeJobEvents } from '../../shared/jobs/notify';
 import { watchSigningKeys } from '../../shared/platform/keyHistory';
 import { runProcess } from '../../shared/platform/lifecycle';
 import { logger } from '../../shared/platform/log';
-import { jobDuration, jobsProcessed } from '../../shared/platform/metrics';
+import {
+  jobDuration,
+  jobsProcessed,
+  listenMetrics,
+  metricsAccess,
+  proofDuration,
+} from '../../shared/platform/metrics';
 import { Queues, queueCatalog } from '../../shared/platform/queues';
 import { createRedis } from '../../shared/platform/redis';
 import { Shutdown } from '../../shared/platform/shutdown';
+import { startTracing, stopTracing } from '../../shared/platform/tracing';
 import { startWorker } from '../pool';
 import { env, refuseConfig } from '../../shared/platform/env';
 import { chainSettingIssues } from '../../shared/chains/settings';
@@ -47,6 +54,7 @@ export function proofsProcessor(db: Db, queues: Queues): Processor {
     const handler = kinds.get(kind)?.handle;
     if (!handler) throw new UnrecoverableError(`no handler for proof kind ${kind}`);
     const end = jobDuration.startTimer({ queue: 'proofs' });
+    const endProof = proofDuration.startTimer({ kind });
     try {
       const out = await handler(proofId, {
         db,
@@ -57,10 +65,12 @@ export function proofsProcessor(db: Db, queues: Queues): Processor {
         },
       });
       end({ outcome: 'done' });
+      endProof({ outcome: 'done' });
       jobsProcessed.inc({ queue: 'proofs', outcome: 'done' });
       return out;
     } catch (err) {
       end({ outcome: 'error' });
+      endProof({ outcome: 'error' });
       jobsProcessed.inc({ queue: 'proofs', outcome: 'error' });
       if (!isOutageOfOurs(err))
         logger.warn({ proofId, kind, err: (err as Error).message }, 'proof attempt failed');
@@ -102,6 +112,8 @@ export async function startProverProcess(concurrency = env.PROVER_CONCURRENCY ??
   // Checked before any key is loaded or connection opened: a refused setup ends the process at once.
   const setup = await assertCircuitSetup();
   const shutdown = new Shutdown();
+  // Before any store is opened, so its queues and pool are traced; closed last, flushing the spans.
+  if (startTracing('prover')) shutdown.register('tracing', stopTracing);
   const db = createDb();
   // Its keys go into the key history before anything is loaded; a retired or revoked one stops it here.
   const keys = await watchSigningKeys(db).catch(async (err: unknown) => {
@@ -139,6 +151,18 @@ export async function startProverProcess(concurrency = env.PROVER_CONCURRENCY ??
       { ptau: setup.ptau.file, allowInsecureCircuits: setup.allowInsecureCircuits },
       'circuit keys come from the insecure development setup: policy proofs are forgeable',
     );
+  }
+  if (env.PROVER_METRICS_PORT !== undefined) {
+    const server = await listenMetrics({
+      port: env.PROVER_METRICS_PORT,
+      host: env.PROVER_METRICS_HOST,
+      access: metricsAccess(env),
+      variable: 'PROVER_METRICS_PORT',
+    }).catch(async (err: unknown) => {
+      await shutdown.run('start failed');
+      throw err;
+    });
+    shutdown.register('metrics', () => new Promise((r) => server.close(r)));
   }
   await worker.waitUntilReady();
   logger.info(

@@ -4,6 +4,7 @@ import type { Knex } from 'knex';
 import pg from 'pg';
 import { env } from '../env';
 import { logger } from '../log';
+import { traceQueries } from '../tracing';
 
 // int8 (bigint, counts) as JS strings would leak into responses; parse counts explicitly where needed.
 pg.types.setTypeParser(pg.types.builtins.NUMERIC, (v) => v);
@@ -13,7 +14,7 @@ export type Db = Knex;
 export function createDb(url = env.DATABASE_URL, options: { poolMax?: number } = {}): Db {
   if (!url)
     throw new Error('DATABASE_URL is not set (npm start resolves an embedded Postgres when it is unset)');
-  return knexFactory({
+  const db = knexFactory({
     client: 'pg',
     connection: { connectionString: url, connectionTimeoutMillis: 3000, application_name: 'proof-exchange' },
     pool: {
@@ -31,6 +32,8 @@ export function createDb(url = env.DATABASE_URL, options: { poolMax?: number } =
       debug: () => undefined,
     },
   });
+  traceQueries(db);
+  return db;
 }
 
 /** Runs fn in a transaction; the common shape of every state change. */
