@@ -9,6 +9,10 @@ import { StartupFailure, explainListenError } from './failures';
 
 export const registry = new Registry();
 collectDefaultMetrics({ register: registry, prefix: 'px_' });
+// prom-client names three of its gauges `_total`, which Prometheus keeps for counters (promtool's lint
+// says so); the same counts stay in px_nodejs_active_resources, by type.
+for (const name of ['handles', 'requests', 'resources'])
+  registry.removeSingleMetric(`px_nodejs_active_${name}_total`);
 
 export const httpDuration = new Histogram({
   name: 'px_http_request_duration_seconds',

@@ -1,0 +1,245 @@
+// Metrics of every process type (web, worker, prover) parse and lint clean with promtool, behind the
+// token; production refuses them without one; the alert rules check and pass their unit tests; every
+// metric the dashboard and the rules name is served by some process.
+import { spawn, spawnSync } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sha256Hex } from '../../shared/platform/crypto';
+import { parseEnv } from '../../shared/platform/env';
+import { StartupFailure } from '../../shared/platform/failures';
+import { metricsAccess, startMetricsServer } from '../../shared/platform/metrics';
+import { bearer, eventually, testApp, waitForJob } from '../helpers';
+import type { TestApp } from '../helpers';
+
+const TOKEN = 'metrics-token-0123456789';
+const PROMTOOL = process.env.PROMTOOL ?? '/usr/bin/promtool';
+
+let app: TestApp;
+const children: ChildProcess[] = [];
+const scraped = new Map<'web' | 'worker' | 'prover', string>();
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as AddressInfo;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+function start(entry: string, extra: Record<string, string>): ChildProcess {
+  const child = spawn(process.execPath, ['--import', 'tsx', entry], {
+    env: { ...process.env, METRICS_TOKEN: TOKEN, SWEEP_INTERVAL_MS: '60000', ...extra },
+    stdio: 'ignore',
+  });
+  children.push(child);
+  return child;
+}
+
+const scrape = (port: number, auth?: string) =>
+  fetch(`http://127.0.0.1:${port}/metrics`, auth ? { headers: { authorization: auth } } : {});
+
+/** Waits for a spawned process's listener, then checks the token is needed. */
+async function scrapeProcess(port: number, child: ChildProcess): Promise<string> {
+  const text = await eventually(
+    async () => {
+      if (child.exitCode !== null) throw new Error(`process exited with ${child.exitCode}`);
+      const res = await scrape(port, `Bearer ${TOKEN}`).catch(() => undefined);
+      return res?.status === 200 ? res.text() : false;
+    },
+    60_000,
+    100,
+  );
+  expect((await scrape(port)).status).toBe(401);
+  expect((await scrape(port, 'Bearer wrong-token-0123456789')).status).toBe(401);
+  return text;
+}
+
+/** `promtool check metrics`: the exposition parses, and its names follow the Prometheus conventions. */
+function promtoolCheckMetrics(text: string): string {
+  const run = spawnSync(PROMTOOL, ['check', 'metrics'], { input: text, encoding: 'utf8' });
+  return run.status === 0 ? '' : `${run.stdout}${run.stderr}`.trim() || `exit ${run.status}`;
+}
+
+/** The sample names each family of an exposition serves (a histogram's _bucket, _sum and _count). */
+function servedNames(text: string): Set<string> {
+  const names = new Set<string>();
+  for (const m of text.matchAll(/^# TYPE (\S+) (\S+)$/gm)) {
+    const [, name, type] = m as unknown as [string, string, string];
+    names.add(name);
+    if (type === 'histogram') for (const s of ['_bucket', '_sum', '_count']) names.add(name + s);
+    if (type === 'summary') for (const s of ['_sum', '_count']) names.add(name + s);
+  }
+  return names;
+}
+
+// Both process types start at once (each takes seconds to load); the tests below wait on their listeners.
+let worker: Promise<{ port: number; child: ChildProcess }>;
+let prover: Promise<{ port: number; child: ChildProcess }>;
+beforeAll(() => {
+  app = testApp({ metricsToken: TOKEN });
+  worker = freePort().then((port) => ({
+    port,
+    child: start('workers/main.ts', { WORKER_METRICS_PORT: String(port) }),
+  }));
+  prover = freePort().then((port) => ({
+    port,
+    child: start('workers/prover/main.ts', { PROVER_METRICS_PORT: String(port), PROVER_CONCURRENCY: '1' }),
+  }));
+});
+afterAll(async () => {
+  for (const c of children) c.kill('SIGKILL');
+  await app.close();
+});
+
+describe('metrics of every process type', () => {
+  it('web: served behind the token, parsed and linted by promtool', async () => {
+    await app.request.get('/api/pricing').expect(200);
+    expect((await app.request.get('/metrics')).status).toBe(401);
+    const res = await app.request.get('/metrics').set(bearer(TOKEN)).expect(200);
+    expect(res.text).toMatch(/^px_queue_jobs\{queue="proofs",state="waiting"\} \d+$/m);
+    expect(promtoolCheckMetrics(res.text)).toBe('');
+    scraped.set('web', res.text);
+  });
+
+  it('worker: its own listener, with the wait and outcome of the jobs it ran', async () => {
+    const { port, child } = await worker;
+    await scrapeProcess(port, child);
+    const created = await app.request
+      .post('/api/jobs')
+      .send({ service: 'attest.timestamp', input: { digest: sha256Hex('observed') } })
+      .expect(202);
+    const job = await waitForJob(
+      app.request,
+      created.body.job.id as string,
+      created.body.accessToken as string,
+    );
+    expect(job.status).toBe('succeeded');
+    const text = await eventually(async () => {
+      const t = await (await scrape(port, `Bearer ${TOKEN}`)).text();
+      return /^px_job_wait_seconds_count\{queue="jobs"\} [1-9]/m.test(t) ? t : false;
+    });
+    expect(text).toMatch(/^px_jobs_processed_total\{queue="jobs",outcome="succeeded"\} [1-9]/m);
+    expect(text).toContain('# TYPE px_jobs_stalled_total counter');
+    expect(promtoolCheckMetrics(text)).toBe('');
+    scraped.set('worker', text);
+  });
+
+  it('prover: its own listener on PROVER_METRICS_PORT, with the proof time histogram', async () => {
+    const { port, child } = await prover;
+    const text = await scrapeProcess(port, child);
+    expect(text).toContain('# TYPE px_proof_duration_seconds histogram');
+    expect(promtoolCheckMetrics(text)).toBe('');
+    scraped.set('prover', text);
+  }, 90_000);
+
+  it('promtool itself refuses a malformed or misnamed exposition (the check can fail)', () => {
+    expect(promtoolCheckMetrics('# TYPE px_things counter\npx_things 1\n')).toMatch(/_total/);
+    expect(promtoolCheckMetrics('px_broken{ 1\n')).not.toBe('');
+  });
+});
+
+describe('who may read metrics', () => {
+  it('in production: only with METRICS_TOKEN, or when METRICS_PUBLIC says anyone may', () => {
+    const prod = { NODE_ENV: 'production' as const, METRICS_PUBLIC: false };
+    expect(metricsAccess(prod)).toHaveProperty('refused');
+    expect(metricsAccess({ ...prod, NODE_ENV: 'development', APP_ENV: 'production' })).toHaveProperty(
+      'refused',
+    );
+    expect(metricsAccess({ ...prod, METRICS_TOKEN: TOKEN })).toEqual({ token: TOKEN });
+    expect(metricsAccess({ ...prod, METRICS_PUBLIC: true })).toEqual({ open: true });
+    expect(metricsAccess({ NODE_ENV: 'development', METRICS_PUBLIC: false })).toEqual({ open: true });
+    expect(parseEnv({ METRICS_PUBLIC: 'true' }).METRICS_PUBLIC).toBe(true);
+    expect(parseEnv({}).METRICS_PUBLIC).toBe(false);
+  });
+
+  it('a worker or prover listener does not start in production without the token', () => {
+    const access = metricsAccess({ NODE_ENV: 'production', METRICS_PUBLIC: false });
+    expect(() => startMetricsServer({ port: 0, host: '127.0.0.1', access })).toThrow(StartupFailure);
+    expect(() => startMetricsServer({ port: 0, host: '127.0.0.1', access })).toThrow(/METRICS_TOKEN/);
+  });
+
+  it('the web refuses /metrics in production without the token, whatever the caller sends', async () => {
+    const access = metricsAccess({ NODE_ENV: 'production', METRICS_PUBLIC: false });
+    const refused = testApp({
+      metricsToken: undefined,
+      metricsRefused: (access as { refused: string }).refused,
+    });
+    try {
+      for (const auth of [undefined, `Bearer ${TOKEN}`, 'Bearer anything-at-all-0123']) {
+        const req = refused.request.get('/metrics');
+        const res = await (auth ? req.set('Authorization', auth) : req);
+        expect(res.status).toBe(403);
+        expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
+        expect(res.text).not.toContain('px_');
+        expect(res.body.detail).toMatch(/METRICS_TOKEN/);
+      }
+    } finally {
+      await refused.close();
+    }
+  });
+});
+
+describe('alert rules and dashboard', () => {
+  const rules = 'ops/prometheus/alerts.yml';
+  const dashboard = JSON.parse(readFileSync('ops/grafana/proof-exchange.json', 'utf8')) as {
+    panels: Array<{ title: string; type: string; targets?: Array<{ expr: string }> }>;
+  };
+  const panelExprs = dashboard.panels.flatMap((p) => (p.targets ?? []).map((t) => t.expr));
+
+  it('promtool checks the rules and passes their unit tests', () => {
+    const check = spawnSync(PROMTOOL, ['check', 'rules', rules], { encoding: 'utf8' });
+    expect(`${check.stdout}${check.stderr}`).toMatch(/SUCCESS: \d+ rules found/);
+    expect(check.status).toBe(0);
+    const unit = spawnSync(PROMTOOL, ['test', 'rules', 'ops/prometheus/alerts.test.yml'], {
+      encoding: 'utf8',
+    });
+    expect(`${unit.stdout}${unit.stderr}`).toMatch(/SUCCESS/);
+    expect(unit.status).toBe(0);
+  });
+
+  it('every dashboard query parses as PromQL', () => {
+    expect(panelExprs.length).toBeGreaterThan(10);
+    const dir = mkdtempSync(join(tmpdir(), 'px-dash-'));
+    try {
+      const file = join(dir, 'dashboard.rules.yml');
+      const lines = ['groups:', '  - name: dashboard', '    rules:'];
+      panelExprs.forEach((expr, i) => {
+        const promql = expr.replaceAll('$__rate_interval', '5m').replaceAll('$queue', '.*');
+        lines.push(`      - record: dashboard:panel_${i}`, `        expr: ${JSON.stringify(promql)}`);
+      });
+      writeFileSync(file, `${lines.join('\n')}\n`);
+      const check = spawnSync(PROMTOOL, ['check', 'rules', file], { encoding: 'utf8' });
+      expect(`${check.stdout}${check.stderr}`).toContain(`SUCCESS: ${panelExprs.length} rules found`);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('names only metrics some process serves', () => {
+    expect([...scraped.keys()].sort()).toEqual(['prover', 'web', 'worker']);
+    const served = new Set([...scraped.values()].flatMap((t) => [...servedNames(t)]));
+    const ruleText = readFileSync(rules, 'utf8');
+    const named = (text: string) => [...text.matchAll(/\b(px_[a-z0-9_]+)/g)].map((m) => m[1]!);
+    const wanted = new Set([...panelExprs.flatMap(named), ...named(ruleText)]);
+    for (const family of [
+      'px_queue_jobs',
+      'px_job_wait_seconds_bucket',
+      'px_jobs_processed_total',
+      'px_job_attempts_failed_total',
+      'px_jobs_stalled_total',
+      'px_proof_duration_seconds_bucket',
+    ])
+      expect(wanted, `the dashboard and rules use ${family}`).toContain(family);
+    expect([...wanted].filter((n) => !served.has(n))).toEqual([]);
+    // Besides its own, the rules use only `up`, which Prometheus writes for each target.
+    expect(ruleText.match(/\bup\{/g)?.length).toBe(1);
+  });
+});
