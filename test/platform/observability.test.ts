@@ -17,7 +17,7 @@ import { bearer, eventually, testApp, waitForJob } from '../helpers';
 import type { TestApp } from '../helpers';
 
 const TOKEN = 'metrics-token-0123456789';
-const PROMTOOL = process.env.PROMTOOL ?? '/usr/bin/promtool';
+const PROMTOOL = 'promtool'; // Debian's prometheus package (.ci/run installs it)
 
 let app: TestApp;
 const children: ChildProcess[] = [];

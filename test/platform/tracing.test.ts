@@ -5,7 +5,10 @@ import type { AddressInfo } from 'node:net';
 import { SpanKind } from '@opentelemetry/api';
 import { InMemorySpanExporter } from '@opentelemetry/sdk-trace-base';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
+import express from 'express';
+import supertest from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { httpTracing } from '../../api/http/tracing';
 import { sha256Hex } from '../../shared/platform/crypto';
 import {
   otlpExporter,
@@ -98,6 +101,26 @@ describe('a trace from the request to the worker', () => {
     });
     const rows = await worker.db('jobs').where({ id: jobId }).first();
     expect(rows).toBeDefined();
+  });
+
+  it('names no route on the span of a sealed action (a ballot, a bid), as the metrics count none', async () => {
+    const mini = express();
+    mini.use(httpTracing());
+    mini.post('/api/rooms/:id/ballots', (_req, res) => {
+      res.locals.sealed = true;
+      res.status(202).json({ ok: true });
+    });
+    mini.get('/api/rooms/:id', (_req, res) => {
+      res.json({ ok: true });
+    });
+    await supertest(mini).post('/api/rooms/r1/ballots').expect(202);
+    await supertest(mini).get('/api/rooms/r1').expect(200);
+    const servers = memory.getFinishedSpans().filter((s) => s.kind === SpanKind.SERVER);
+    const sealed = servers.find((s) => s.name === 'POST')!;
+    expect(sealed, 'the sealed request has a span of its method only').toBeDefined();
+    expect(sealed.attributes['http.route']).toBeUndefined();
+    expect(JSON.stringify(servers.map((s) => [s.name, s.attributes]))).not.toContain('ballots');
+    expect(servers.some((s) => s.attributes['http.route'] === '/api/rooms/:id')).toBe(true);
   });
 
   it('exports spans as OTLP JSON to the configured endpoint', async () => {
