@@ -110,7 +110,7 @@ export type MetricsAccess = { token: string } | { open: true } | { refused: stri
  * need METRICS_TOKEN, or METRICS_PUBLIC=true where only the scraper reaches the listener.
  */
 export function metricsAccess(
-  e: Pick<Env, 'METRICS_TOKEN' | 'METRICS_PUBLIC' | 'NODE_ENV' | 'APP_ENV'>,
+  e: Pick<Env, 'METRICS_TOKEN' | 'METRICS_PUBLIC'> & Parameters<typeof isProduction>[0],
 ): MetricsAccess {
   if (e.METRICS_TOKEN) return { token: e.METRICS_TOKEN };
   if (!isProduction(e) || e.METRICS_PUBLIC) return { open: true };
