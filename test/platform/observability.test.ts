@@ -8,12 +8,13 @@ import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { UnrecoverableError } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sha256Hex } from '../../shared/platform/crypto';
 import { parseEnv } from '../../shared/platform/env';
 import { StartupFailure } from '../../shared/platform/failures';
-import { metricsAccess, startMetricsServer } from '../../shared/platform/metrics';
-import { bearer, eventually, testApp, waitForJob } from '../helpers';
+import { metricsAccess, registry, startMetricsServer } from '../../shared/platform/metrics';
+import { bearer, eventually, testApp, testQueueWorker, waitForJob } from '../helpers';
 import type { TestApp } from '../helpers';
 
 const TOKEN = 'metrics-token-0123456789';
@@ -130,6 +131,8 @@ describe('metrics of every process type', () => {
     expect(text).toContain('# TYPE px_jobs_stalled_total counter');
     expect(promtoolCheckMetrics(text)).toBe('');
     scraped.set('worker', text);
+    // Done with it: the tests below run their own workers on the same queues.
+    child.kill('SIGKILL');
   });
 
   it('prover: its own listener on PROVER_METRICS_PORT, with the proof time histogram', async () => {
@@ -138,11 +141,63 @@ describe('metrics of every process type', () => {
     expect(text).toContain('# TYPE px_proof_duration_seconds histogram');
     expect(promtoolCheckMetrics(text)).toBe('');
     scraped.set('prover', text);
+    child.kill('SIGKILL');
   }, 90_000);
 
   it('promtool itself refuses a malformed or misnamed exposition (the check can fail)', () => {
     expect(promtoolCheckMetrics('# TYPE px_things counter\npx_things 1\n')).toMatch(/_total/);
     expect(promtoolCheckMetrics('px_broken{ 1\n')).not.toBe('');
+  });
+});
+
+describe('job metrics of the worker pool', () => {
+  const value = async (name: string, labels: Record<string, string>) => {
+    const metric = await registry.getSingleMetric(name)!.get();
+    const match = metric.values.find((v) =>
+      Object.entries(labels).every(([k, want]) => String(v.labels[k]) === want),
+    );
+    return match?.value ?? 0;
+  };
+
+  it('counts a job found without a live worker as stalled', async () => {
+    // A worker that takes the job and then dies without a word (its lock is never renewed again).
+    let taken!: () => void;
+    const tookIt = new Promise<void>((r) => (taken = r));
+    const doomed = testQueueWorker('jobs', () => () => (taken(), new Promise<never>(() => undefined)), {
+      lockDurationMs: 1000,
+    });
+    await app.deps.queues.enqueue('jobs', { jobId: 'job_stalled1' });
+    await tookIt;
+    await doomed.worker.close(true);
+    const before = await value('px_jobs_stalled_total', { queue: 'jobs' });
+    const next = testQueueWorker('jobs', () => async () => 'ran', { lockDurationMs: 1000 });
+    try {
+      await eventually(async () => (await value('px_jobs_stalled_total', { queue: 'jobs' })) > before);
+    } finally {
+      await next.close();
+      await doomed.close();
+    }
+  });
+
+  it('counts failed attempts, telling the last one (final) from those retried', async () => {
+    const worker = testQueueWorker('checkouts', () => async (job) => {
+      if (job.attemptsMade === 0) throw new Error('first attempt fails');
+      throw new UnrecoverableError('second attempt can never succeed');
+    });
+    const retried = await value('px_job_attempts_failed_total', { queue: 'checkouts', final: 'false' });
+    const final = await value('px_job_attempts_failed_total', { queue: 'checkouts', final: 'true' });
+    try {
+      await app.deps.queues.enqueue('checkouts', { checkoutId: 'chk_failing1' });
+      await eventually(
+        async () =>
+          (await value('px_job_attempts_failed_total', { queue: 'checkouts', final: 'true' })) === final + 1,
+      );
+      expect(await value('px_job_attempts_failed_total', { queue: 'checkouts', final: 'false' })).toBe(
+        retried + 1,
+      );
+    } finally {
+      await worker.close();
+    }
   });
 });
 
