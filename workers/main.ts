@@ -10,7 +10,7 @@ import { closeJobEvents } from '../shared/jobs/notify';
 import { watchSigningKeys } from '../shared/platform/keyHistory';
 import { runProcess } from '../shared/platform/lifecycle';
 import { logger } from '../shared/platform/log';
-import { listenMetrics, metricsAccess } from '../shared/platform/metrics';
+import { assertMetricsAllowed, listenMetrics, metricsAccess } from '../shared/platform/metrics';
 import { a2aPushFormat } from '../shared/a2a/pushes';
 import { startWebhookRelay } from '../shared/deliveries/webhooks';
 import { Queues } from '../shared/platform/queues';
@@ -73,6 +73,7 @@ export interface WorkerOptions {
 }
 
 export async function startWorkerProcess(options: WorkerOptions = {}): Promise<WorkerProcess> {
+  if (env.WORKER_METRICS_PORT !== undefined) assertMetricsAllowed(metricsAccess(env));
   const shutdown = new Shutdown();
   // Before any store is opened, so its queues and pool are traced; closed last, flushing the spans.
   if (startTracing('worker')) shutdown.register('tracing', stopTracing);

@@ -120,6 +120,15 @@ export function metricsAccess(
   };
 }
 
+/** Stops a process's start when its metrics listener would be refused (checked before anything opens). */
+export function assertMetricsAllowed(access: MetricsAccess): void {
+  if ('refused' in access)
+    throw new StartupFailure(
+      'metrics would be readable by anyone in production (no METRICS_TOKEN)',
+      'set METRICS_TOKEN (at least 16 characters), or METRICS_PUBLIC=true when only the scraper can reach the metrics port',
+    );
+}
+
 /**
  * A process's own /metrics listener (the worker's, the prover's): on `host` (loopback unless the
  * operator says otherwise), and behind the token as a Bearer credential when one is configured. A
@@ -127,11 +136,7 @@ export function metricsAccess(
  */
 export function startMetricsServer(opts: { port: number; host: string; access: MetricsAccess }): http.Server {
   const { access } = opts;
-  if ('refused' in access)
-    throw new StartupFailure(
-      'metrics would be readable by anyone in production (no METRICS_TOKEN)',
-      'set METRICS_TOKEN (at least 16 characters), or METRICS_PUBLIC=true when only the scraper can reach the metrics port',
-    );
+  assertMetricsAllowed(access);
   return http
     .createServer(async (req, res) => {
       if ('token' in access) {

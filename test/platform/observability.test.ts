@@ -84,6 +84,7 @@ function servedNames(text: string): Set<string> {
 // Both process types start at once (each takes seconds to load); the tests below wait on their listeners.
 let worker: Promise<{ port: number; child: ChildProcess }>;
 let prover: Promise<{ port: number; child: ChildProcess }>;
+let productionWorker: Promise<{ port: number; code: number | null; output: string }>;
 beforeAll(() => {
   app = testApp({ metricsToken: TOKEN });
   worker = freePort().then((port) => ({
@@ -94,6 +95,24 @@ beforeAll(() => {
     port,
     child: start('workers/prover/main.ts', { PROVER_METRICS_PORT: String(port), PROVER_CONCURRENCY: '1' }),
   }));
+  productionWorker = freePort().then((port) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'workers/main.ts'], {
+      env: {
+        ...process.env,
+        NODE_ENV: 'production',
+        BASE_URL: 'https://exchange.example',
+        METRICS_TOKEN: '',
+        WORKER_METRICS_PORT: String(port),
+        LOG_LEVEL: 'info',
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    children.push(child);
+    let output = '';
+    child.stdout!.on('data', (c: Buffer) => (output += c.toString()));
+    child.stderr!.on('data', (c: Buffer) => (output += c.toString()));
+    return new Promise((r) => child.once('exit', (code) => r({ port, code, output })));
+  });
 });
 afterAll(async () => {
   for (const c of children) c.kill('SIGKILL');
@@ -133,7 +152,7 @@ describe('metrics of every process type', () => {
     scraped.set('worker', text);
     // Done with it: the tests below run their own workers on the same queues.
     child.kill('SIGKILL');
-  });
+  }, 90_000);
 
   it('prover: its own listener on PROVER_METRICS_PORT, with the proof time histogram', async () => {
     const { port, child } = await prover;
@@ -151,6 +170,15 @@ describe('metrics of every process type', () => {
 });
 
 describe('job metrics of the worker pool', () => {
+  // The processes above consume the same queues: they are gone before these tests run their own workers.
+  beforeAll(async () => {
+    await Promise.all(
+      children
+        .filter((c) => c.exitCode === null && c.signalCode === null)
+        .map((c) => new Promise((r) => (c.once('exit', r), c.kill('SIGKILL')))),
+    );
+  });
+
   const value = async (name: string, labels: Record<string, string>) => {
     const metric = await registry.getSingleMetric(name)!.get();
     const match = metric.values.find((v) =>
@@ -220,6 +248,13 @@ describe('who may read metrics', () => {
     expect(() => startMetricsServer({ port: 0, host: '127.0.0.1', access })).toThrow(StartupFailure);
     expect(() => startMetricsServer({ port: 0, host: '127.0.0.1', access })).toThrow(/METRICS_TOKEN/);
   });
+
+  it('a production worker asked for a metrics port without the token stops, saying what to set', async () => {
+    const { port, code, output } = await productionWorker;
+    expect(code).not.toBe(0);
+    expect(output).toMatch(/METRICS_TOKEN/);
+    expect(await scrape(port).catch(() => 'unreachable')).toBe('unreachable');
+  }, 60_000);
 
   it('the web refuses /metrics in production without the token, whatever the caller sends', async () => {
     const access = metricsAccess({ NODE_ENV: 'production', METRICS_PUBLIC: false });

@@ -11,6 +11,7 @@ import { watchSigningKeys } from '../../shared/platform/keyHistory';
 import { runProcess } from '../../shared/platform/lifecycle';
 import { logger } from '../../shared/platform/log';
 import {
+  assertMetricsAllowed,
   jobDuration,
   jobsProcessed,
   listenMetrics,
@@ -111,6 +112,7 @@ export async function prepareProving(): Promise<ProverBackend> {
 export async function startProverProcess(concurrency = env.PROVER_CONCURRENCY ?? Math.max(1, cpus().length)) {
   // Checked before any key is loaded or connection opened: a refused setup ends the process at once.
   const setup = await assertCircuitSetup();
+  if (env.PROVER_METRICS_PORT !== undefined) assertMetricsAllowed(metricsAccess(env));
   const shutdown = new Shutdown();
   // Before any store is opened, so its queues and pool are traced; closed last, flushing the spans.
   if (startTracing('prover')) shutdown.register('tracing', stopTracing);
