@@ -35,12 +35,20 @@ export function tracesUrl(e: TracingEnv): string | undefined {
   return base ? `${base.replace(/\/+$/, '')}/v1/traces` : undefined;
 }
 
+/** A percent-encoded part of OTEL_EXPORTER_OTLP_HEADERS; a malformed escape is kept as written. */
+function decoded(text: string): string {
+  try {
+    return decodeURIComponent(text.trim());
+  } catch {
+    return text.trim();
+  }
+}
+
 function parseHeaders(spec: string | undefined): Record<string, string> {
   const headers: Record<string, string> = {};
   for (const pair of (spec ?? '').split(',')) {
     const at = pair.indexOf('=');
-    if (at > 0)
-      headers[decodeURIComponent(pair.slice(0, at).trim())] = decodeURIComponent(pair.slice(at + 1).trim());
+    if (at > 0) headers[decoded(pair.slice(0, at))] = decoded(pair.slice(at + 1));
   }
   return headers;
 }
@@ -77,7 +85,9 @@ export function startTracing(
   });
   provider.register();
   telemetry = new BullMQOtel({ tracerName: TRACER });
-  logger.info({ processType, url: opts.exporter ? undefined : tracesUrl(e) }, 'traces on');
+  // The collector's origin only: a path or user part of the address may carry a credential.
+  const url = opts.exporter ? undefined : tracesUrl(e);
+  logger.info({ processType, collector: url ? new URL(url).origin : 'in process' }, 'traces on');
   return true;
 }
 

@@ -124,12 +124,17 @@ describe('a trace from the request to the worker', () => {
   });
 
   it('exports spans as OTLP JSON to the configured endpoint', async () => {
-    const received: Array<{ path: string; type: string; body: string }> = [];
+    const received: Array<{ path: string; type: string; key: unknown; body: string }> = [];
     const receiver = http.createServer((req, res) => {
       let body = '';
       req.on('data', (c: Buffer) => (body += c.toString()));
       req.on('end', () => {
-        received.push({ path: req.url ?? '', type: req.headers['content-type'] ?? '', body });
+        received.push({
+          path: req.url ?? '',
+          type: req.headers['content-type'] ?? '',
+          key: req.headers['x-collector-key'],
+          body,
+        });
         res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
       });
     });
@@ -142,7 +147,7 @@ describe('a trace from the request to the worker', () => {
       expect(tracesUrl({})).toBeUndefined();
       const exporter = otlpExporter({
         OTEL_EXPORTER_OTLP_ENDPOINT: base,
-        OTEL_EXPORTER_OTLP_HEADERS: 'x-collector-key=k1',
+        OTEL_EXPORTER_OTLP_HEADERS: 'x-collector-key=k%201',
       })!;
       const spans = memory.getFinishedSpans();
       expect(spans.length).toBeGreaterThan(0);
@@ -152,6 +157,7 @@ describe('a trace from the request to the worker', () => {
       expect(received).toHaveLength(1);
       expect(received[0]!.path).toBe('/v1/traces');
       expect(received[0]!.type).toMatch(/^application\/json/);
+      expect(received[0]!.key).toBe('k 1');
       const sent = JSON.parse(received[0]!.body) as {
         resourceSpans: Array<{ scopeSpans: Array<{ spans: Array<{ traceId: string }> }> }>;
       };
