@@ -8,7 +8,7 @@ import { RpcUnreachableError, endpointName, httpRequest, jsonRpc } from '../chai
 import type { Env } from '../platform/env';
 import { env } from '../platform/env';
 import { logger } from '../platform/log';
-import { adapterFor } from '../chains';
+import { adapterFor, endpointNetwork } from '../chains';
 import type { ChainSettings } from '../chains';
 import type { Asset, AssetSettings, ChainFamily } from '../chains/assets';
 import { chainFamilies, enabledAssets, treasuryFor } from '../chains/assets';
@@ -191,22 +191,18 @@ export async function chainReadiness(
  * by family; assets left on another network beside ones it serves are named in the detail.
  */
 export async function chainNetworkReadiness(
-  settings: ChainSettings & AssetSettings = env,
+  settings: ChainSettings & AssetSettings & Pick<Env, 'PROVIDER_TIMEOUT_MS'> = env,
 ): Promise<{ ok: boolean; detail: string }> {
   const byFamily = new Map<ChainFamily, Asset[]>();
   for (const asset of enabledAssets(settings))
     byFamily.set(asset.family, [...(byFamily.get(asset.family) ?? []), asset]);
   const results = await Promise.all(
     [...byFamily].map(async ([family, assets]) => {
-      const lookup = adapterFor(family, settings);
-      if (!lookup.configured) return null;
-      let served: string;
-      try {
-        served = await lookup.adapter.network();
-      } catch (err) {
-        logger.debug({ family, err: (err as Error).message }, 'chain network probe failed');
+      if (!adapterFor(family, settings).configured) return null;
+      // Bounded like every probe; an endpoint that does not answer fails chainAdapters as well.
+      const served = await endpointNetwork(family, settings, settings.PROVIDER_TIMEOUT_MS);
+      if (served === undefined)
         return { family, ok: false, text: `${family}: the endpoint did not say which network it serves` };
-      }
       const wanted = [...new Set(assets.map((a) => a.network))];
       const off = assets.filter((a) => a.network !== served).map((a) => a.id);
       if (!wanted.includes(served))
