@@ -13,7 +13,7 @@ import { scanSealedColumn, scanSealedColumns } from '../../shared/platform/seale
 import type { SealedColumn } from '../../shared/platform/sealed-columns';
 import { keyRing, openSecret, sealSecret, secretPlaceAad } from '../../shared/platform/sealing';
 import { assertDatabaseStart, sealedKeyCheck } from '../../shared/platform/startup-checks';
-import { releaseReport } from '../../workers/release';
+import { releaseLines, releaseReport } from '../../workers/release';
 import { sealedColumns } from '../../workers/startup';
 import { sealedColumns as webSealedColumns } from '../../api/wiring';
 import { testApp } from '../helpers';
@@ -123,6 +123,9 @@ describe('a rotated ballot key', () => {
       ['rooms.salt_sealed', 1, 0],
     ]);
     expect(first.problems).toEqual([]);
+    expect(releaseLines(first)).toContain(
+      'sealed 2 row(s) of proposals.key_wrapped again under the current BALLOT_KEY',
+    );
     // Idempotent: a second run finds every row current.
     const again = await releaseReport(app.deps.db);
     expect(again.sealed.every((r) => r.resealed === 0)).toBe(true);
