@@ -9,7 +9,7 @@ import { sealLegacyRoomSalts } from '../shared/governance/rooms';
 import { developmentSettlementIssues } from '../shared/payments/development';
 import type { Db } from '../shared/platform/db/knex';
 import { env, isProduction, refuseConfig } from '../shared/platform/env';
-import type { Env } from '../shared/platform/env';
+import type { Env, ProductionSettings } from '../shared/platform/env';
 import { scanSealedColumns, unopenableLines } from '../shared/platform/sealed-columns';
 import type { ColumnReport } from '../shared/platform/sealed-columns';
 import { productionSettingIssues, refuseStart } from '../shared/platform/startup-checks';
@@ -26,7 +26,7 @@ export interface ReleaseReport {
 
 export async function releaseReport(
   db: Db,
-  settings: Pick<Env, 'ALLOW_DEVELOPMENT_SETTLEMENTS' | 'NODE_ENV' | 'APP_ENV'> = env,
+  settings: Pick<Env, 'ALLOW_DEVELOPMENT_SETTLEMENTS'> & ProductionSettings = env,
 ): Promise<ReleaseReport> {
   const applied = await migrateLatest(db);
   await syncServiceCatalog(db);

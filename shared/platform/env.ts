@@ -374,8 +374,11 @@ export const envSchema = z.object({
 
 export type Env = z.infer<typeof envSchema>;
 
+/** What says whether a process runs in production (isProduction reads nothing else). */
+export type ProductionSettings = Pick<Env, 'NODE_ENV' | 'APP_ENV'>;
+
 /** Production by either name: NODE_ENV, or the deployment's APP_ENV. */
-export function isProduction(e: Pick<Env, 'NODE_ENV' | 'APP_ENV'>): boolean {
+export function isProduction(e: ProductionSettings): boolean {
   return e.NODE_ENV === 'production' || e.APP_ENV === 'production';
 }
 

@@ -109,7 +109,8 @@ export function unopenableLines(reports: readonly ColumnReport[]): string[] {
     .map(
       (r) =>
         `${r.table}.${r.column}: ${r.unopenable} of ${r.sealed} row(s) open under no configured ${r.ring} ` +
-        `(${r.ring} or ${r.ring}_PREVIOUS; e.g. ${r.examples.join(', ')}); set ${r.ring} to the key they were ` +
-        `sealed with, or add it to ${r.ring}_PREVIOUS (npm run keys -- derived prints a key derived from a signing key)`,
+        `(${r.ring} or ${r.ring}_PREVIOUS; e.g. ${r.examples.join(', ')}): sealed under a key not listed, or ` +
+        `altered; add the key they were sealed with to ${r.ring}_PREVIOUS (npm run keys -- derived prints a ` +
+        `key derived from a signing key), docs/operations.md "Rotating a sealing or ballot key"`,
     );
 }

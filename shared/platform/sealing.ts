@@ -217,8 +217,10 @@ export const previousKeyTexts = (text: string | undefined): string[] =>
     .filter((t) => t !== '');
 
 /**
- * A variable's key ring: the current key, then each `<NAME>_PREVIOUS` entry, then, while the variable
- * is set, the key derived from the signing key (what sealed before the variable was first set).
+ * A variable's key ring: the current key, then each `<NAME>_PREVIOUS` entry. The key derived from the
+ * signing key is never tried beside a configured one: a deployment that first sets the variable lists
+ * the derived key's value (`npm run keys -- derived`) in `<NAME>_PREVIOUS` until `release` has moved
+ * what it sealed.
  */
 export type KeySettings = Partial<
   Pick<Env, 'SEALING_KEY' | 'SEALING_KEY_PREVIOUS' | 'BALLOT_KEY' | 'BALLOT_KEY_PREVIOUS' | 'PROOF_INPUT_KEY'>
@@ -230,7 +232,6 @@ export function keyRing(name: RingName, settings: KeySettings = env): KeyRing {
   const candidates = previousKeyTexts(settings[`${name}_PREVIOUS`]).map((value) =>
     purposeKey(purpose, { name: `${name}_PREVIOUS`, value }),
   );
-  if (settings[name]) candidates.push(purposeKey(purpose));
   const seen = new Set([current.toString('hex')]);
   const previous = candidates.filter((k) => {
     const hex = k.toString('hex');

@@ -2,7 +2,7 @@
 // the database must not hold (values sealed under a key it lacks, demo money). A problem stops the
 // start with one line each, saying what to set; nothing starts half-configured and answers 500 later.
 import type { Knex } from 'knex';
-import type { Env } from './env';
+import type { Env, ProductionSettings } from './env';
 import { env, isProduction, underTestRunner } from './env';
 import { StartupRefused } from './failures';
 import { isSeed } from './keys';
@@ -77,7 +77,7 @@ export const sealedKeyCheck =
 export async function assertDatabaseStart(
   db: Knex,
   checks: readonly DatabaseCheck[],
-  settings: Pick<Env, 'NODE_ENV' | 'APP_ENV'> = env,
+  settings: ProductionSettings = env,
 ): Promise<void> {
   if (!isProduction(settings)) return;
   const issues = (await Promise.all(checks.map((c) => c(db)))).flat();
