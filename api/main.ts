@@ -19,9 +19,11 @@ import { Shutdown } from '../shared/platform/shutdown';
 import { tableBases } from '../shared/platform/urls';
 import { assertCircuitSetup } from '../shared/zk/setup';
 import { logCeremonyTranscripts } from '../shared/zk/ceremonyLog';
+import { assertDatabaseStart, productionSettingIssues, refuseStart } from '../shared/platform/startup-checks';
 import { createApp } from './app';
 import { createWebServer } from './http/server';
 import type { AppDeps } from './deps';
+import { databaseChecks } from './wiring';
 
 export function depsFromEnv(): AppDeps {
   const db = createDb();
@@ -66,11 +68,14 @@ export async function startWeb(): Promise<{ server: Server; shutdown: Shutdown }
   if (startTracing('web')) shutdown.register('tracing', stopTracing);
   const deps = depsFromEnv();
   shutdown.register('deps', () => closeDeps(deps));
-  // Its keys go into the key history first; a retired or revoked one stops the start here.
-  const keys = await watchSigningKeys(deps.db).catch(async (err: unknown) => {
-    await shutdown.run('start failed');
-    throw err;
-  });
+  // Its keys go into the key history first; a retired or revoked one stops the start here, as does a
+  // database it would answer 500s from (sealed under a key it lacks) or that holds demo money.
+  const keys = await assertDatabaseStart(deps.db, databaseChecks)
+    .then(() => watchSigningKeys(deps.db))
+    .catch(async (err: unknown) => {
+      await shutdown.run('start failed');
+      throw err;
+    });
   shutdown.register('signing keys', () => keys.stop());
   if (!(await waitReady(deps.redis, 5000)))
     logger.warn('Redis is not answering yet; jobs are kept in Postgres until it does');
@@ -119,5 +124,6 @@ export async function startWeb(): Promise<{ server: Server; shutdown: Shutdown }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   refuseConfig(chainSettingIssues(env));
+  refuseStart(productionSettingIssues(env, 'web'));
   await runProcess('web', startWeb);
 }

@@ -2,12 +2,19 @@
 // the keys they issue, the readiness checks of what they need, and the verifiers of the packages they
 // publish (the verify page checks pasted bundles with them). createApp wires the first two.
 import { checkAuctionPackage } from '../shared/auctions/package';
+import { deliverySealedColumns } from '../shared/deliveries/secrets';
+import { ballotSealedColumns } from '../shared/governance/ballot-key';
+import { developmentSettlementIssues } from '../shared/payments/development';
+import { env } from '../shared/platform/env';
+import type { SealedColumn } from '../shared/platform/sealed-columns';
+import { sealedKeyCheck } from '../shared/platform/startup-checks';
+import type { DatabaseCheck } from '../shared/platform/startup-checks';
 import { resolveApiKey } from '../shared/exchange/agents';
 import { BALLOT_CIRCUIT } from '../shared/governance/ballot-protocol';
 import { governancePackageChecker } from '../shared/governance/package';
 import { resolveLicenseToken } from '../shared/licensing/licenses';
 import type { PackageCheckers } from '../shared/platform/translog/bundle';
-import { chainReadiness } from '../shared/providers/probes';
+import { chainNetworkReadiness, chainReadiness } from '../shared/providers/probes';
 import { checkTreasuryPackage } from '../shared/treasury/package';
 import { workflowPackageChecker } from '../shared/workflows/package';
 import { loadVerificationKey } from '../shared/zk/verify';
@@ -34,6 +41,17 @@ export const readinessChecks: ReadinessChecks = [
   ['circuitArtifacts', () => circuitReadiness()],
   // Payments are verified on chain: every configured chain endpoint must answer.
   ['chainAdapters', () => chainReadiness()],
+  // ... and serve the network of the assets they settle (a devnet node behind a mainnet asset is not ready).
+  ['chainNetworks', () => chainNetworkReadiness()],
+];
+
+/** Every column sealed under SEALING_KEY or BALLOT_KEY (workers/startup.ts lists the same). */
+export const sealedColumns: readonly SealedColumn[] = [...deliverySealedColumns, ...ballotSealedColumns];
+
+/** What a production web process checks of the database before it listens. */
+export const databaseChecks: readonly DatabaseCheck[] = [
+  sealedKeyCheck(sealedColumns),
+  (db) => developmentSettlementIssues(db, env),
 ];
 
 /** Each published package kind's offline verifier, for bundles (cli/verify.ts lists the same). */

@@ -26,6 +26,7 @@ import {
   witnessSettingIssues,
 } from '../shared/platform/translog/witnessing';
 import type { CheckpointLog } from '../shared/platform/translog/witnessing';
+import { assertDatabaseStart, productionSettingIssues, refuseStart } from '../shared/platform/startup-checks';
 import { startChainFollower } from './chain-follower';
 import { startWorker } from './pool';
 import { checkoutsProcessor, checkoutsSweepTarget } from './processors/licensing';
@@ -34,6 +35,7 @@ import { jobsProcessor, jobsSweepTarget } from './processors/jobs';
 import { paymentsProcessor, paymentsSweepTarget } from './processors/payments';
 import { workflowPackageKind } from './prover/workflows';
 import { blindPolicyKind } from './prover/zk';
+import { databaseChecks } from './startup';
 import { Sweeper } from './sweeper';
 import type { SweepTarget } from './sweeper';
 
@@ -82,11 +84,14 @@ export async function startWorkerProcess(options: WorkerOptions = {}): Promise<W
   const queueRedis = createRedis('api');
   const queues = new Queues(queueRedis);
   shutdown.register('db', () => db.destroy());
-  // Its keys go into the key history first; a retired or revoked one stops the start here.
-  const keys = await watchSigningKeys(db).catch(async (err: unknown) => {
-    await shutdown.run('start failed');
-    throw err;
-  });
+  // Its keys go into the key history first; a retired or revoked one stops the start here, as does a
+  // database holding values sealed under a key it lacks, or demo money.
+  const keys = await assertDatabaseStart(db, databaseChecks)
+    .then(() => watchSigningKeys(db))
+    .catch(async (err: unknown) => {
+      await shutdown.run('start failed');
+      throw err;
+    });
   shutdown.register('signing keys', () => keys.stop());
   shutdown.register('egress', () => closeEgress());
   shutdown.register('redis', async () => {
@@ -153,5 +158,6 @@ export async function startWorkerProcess(options: WorkerOptions = {}): Promise<W
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   refuseConfig([...chainSettingIssues(env), ...witnessSettingIssues(env)]);
+  refuseStart(productionSettingIssues(env, 'worker'));
   await runProcess('worker', startWorkerProcess);
 }

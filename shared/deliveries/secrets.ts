@@ -4,7 +4,8 @@
 // own row and column; only the deliveries worker opens them, just before a POST, and never logs them.
 import type { Knex } from 'knex';
 import type { Db } from '../platform/db/knex';
-import { openSecret, sealSecret } from '../platform/sealing';
+import type { SealedColumn } from '../platform/sealed-columns';
+import { openSecret, sealSecret, secretPlaceAad } from '../platform/sealing';
 import type { SecretPlace } from '../platform/sealing';
 
 type Conn = Db | Knex.Transaction;
@@ -104,3 +105,20 @@ export async function deliveryKeys(
     },
   };
 }
+
+/** What SEALING_KEY seals here, for `release`'s re-seal and report. */
+export const deliverySealedColumns: readonly SealedColumn[] = [
+  ...(['secret_sealed', 'token_sealed', 'auth_credentials_sealed'] as const).map((column): SealedColumn => ({
+    table: 'job_webhooks',
+    column,
+    ring: 'SEALING_KEY',
+    idColumn: 'job_id',
+    aad: (row) => secretPlaceAad(subscription(row.id, column)),
+  })),
+  {
+    table: 'logistics_requests',
+    column: 'webhook_secret_sealed',
+    ring: 'SEALING_KEY',
+    aad: (row) => secretPlaceAad(ownSecret(row.id)),
+  },
+];

@@ -1,5 +1,6 @@
 // Revenue from confirmed payments: summed from the signed receipts (the amounts exactly as receipted),
 // by asset, service, period and referral. Sums are numeric in SQL and strings here: never floats.
+// Payments settled on a development chain (payments.development) are left out.
 import type { Db } from '../platform/db/knex';
 
 export interface RevenueQuery {
@@ -20,7 +21,9 @@ function base(db: Db, q: RevenueQuery) {
   const query = db('receipts as r')
     .join('payments as p', 'p.id', 'r.payment_id')
     .join('jobs as j', 'j.id', 'r.job_id')
-    .where('p.status', 'confirmed');
+    .where('p.status', 'confirmed')
+    // Demo money from npm start's chain is receipted like any payment, and never revenue.
+    .where('p.development', false);
   if (q.from) query.where('r.issued_at', '>=', q.from);
   if (q.to) query.where('r.issued_at', '<', q.to);
   return query;

@@ -15,6 +15,7 @@ import { serviceSigningKey } from '../platform/keys';
 import { logger } from '../platform/log';
 import type { Queues } from '../platform/queues';
 import type { ChainFamily } from '../chains/assets';
+import { developmentNetworks } from '../chains/development';
 import { verifyRequestFor } from './binding';
 import { paymentView } from './views';
 import type { PaymentRow, PaymentSettings, PaymentStatus, QuoteRow, Settlement } from './rows';
@@ -432,13 +433,16 @@ async function writeVerdicts(trx: Knex.Transaction, todo: readonly ToSettle[]): 
     `update payments p set status = v.status, settlement = v.settlement, reason = v.reason,
        detail = v.detail, amount_received = v.amount_received, output = v.output,
        confirmations = v.confirmations, block_time = v.block_time,
-       payer = coalesce(p.payer, v.payer), next_check_at = null, settled_at = now(), updated_at = now()
+       payer = coalesce(p.payer, v.payer), next_check_at = null, settled_at = now(), updated_at = now(),
+       development = p.development or p.chain = any(?::text[])
      from unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::numeric[], ?::text[], ?::int[],
                  ?::timestamptz[], ?::text[])
        as v(id, status, settlement, reason, detail, amount_received, output, confirmations, block_time, payer)
      where p.id = v.id and p.status = 'verifying'
      returning p.*`,
     [
+      // Settled on npm start's chain: demo money, marked so it never counts as revenue.
+      developmentNetworks(env),
       todo.map((t) => t.payment.id),
       v.map((x) => x.status),
       v.map((x) => x.settlement ?? null),

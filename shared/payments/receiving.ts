@@ -36,6 +36,7 @@ export async function recentInflows(db: Db, limit = 20) {
   const rows = (await db('receipts as r')
     .join('payments as p', 'p.id', 'r.payment_id')
     .where('p.status', 'confirmed')
+    .where('p.development', false)
     .orderBy('r.issued_at', 'desc')
     .orderBy('r.id', 'desc')
     .limit(limit)

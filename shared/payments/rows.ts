@@ -62,6 +62,8 @@ export interface PaymentRow {
   updated_at: Date;
   next_check_at: Date | null;
   settled_at: Date | null;
+  /** Settled on a development chain (npm start's): demo money, never revenue. */
+  development: boolean;
 }
 
 export type PaymentSettings = Pick<

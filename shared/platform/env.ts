@@ -63,6 +63,11 @@ export const envSchema = z.object({
    * key. Set it in production, so the signing key can rotate without touching the sealed secrets.
    */
   SEALING_KEY: z.string().optional(),
+  /**
+   * Keys SEALING_KEY had before (comma-separated, same forms): what they sealed still opens, and
+   * `release` seals it again under SEALING_KEY. Drop one once `release` reports no row under it.
+   */
+  SEALING_KEY_PREVIOUS: z.string().optional(),
   /** Proxy hops in front of the web process whose X-Forwarded-For is trusted (0: none). */
   TRUST_PROXY: z.coerce.number().int().min(0).max(10).default(0),
   /**
@@ -374,6 +379,13 @@ export const envSchema = z.object({
   PAYMENT_GATE_SPREAD: positiveInt.default(9_999),
   /** AES-256-GCM key (32 bytes, hex or base64) wrapping per-proposal ballot keys; default: derived from the signing key. */
   BALLOT_KEY: z.string().optional(),
+  /** Keys BALLOT_KEY had before (comma-separated): as SEALING_KEY_PREVIOUS, for proposals' and rooms' keys. */
+  BALLOT_KEY_PREVIOUS: z.string().optional(),
+  /**
+   * In production, start on a database holding payments settled on the local development chain of
+   * `npm start` (demo money, never counted as revenue); refused unless set.
+   */
+  ALLOW_DEVELOPMENT_SETTLEMENTS: bool.default(false),
   /** Advanced payroll/payout module; off by default (the service never moves funds itself). */
   PRIVATE_PAYOUT_ENABLED: bool.default(false),
   /** Verify every native proof before storing it; a failed check falls back to snarkjs and is logged. */
@@ -387,8 +399,11 @@ export const envSchema = z.object({
 
 export type Env = z.infer<typeof envSchema>;
 
+/** What says whether a process runs in production (isProduction reads nothing else). */
+export type ProductionSettings = Pick<Env, 'NODE_ENV' | 'APP_ENV'>;
+
 /** Production by either name: NODE_ENV, or the deployment's APP_ENV. */
-export function isProduction(e: Pick<Env, 'NODE_ENV' | 'APP_ENV'>): boolean {
+export function isProduction(e: ProductionSettings): boolean {
   return e.NODE_ENV === 'production' || e.APP_ENV === 'production';
 }
 
@@ -532,6 +547,9 @@ export function parseEnv(source: Record<string, string | undefined>): Env {
   return parsed.data;
 }
 
+/** Whether the test runner loaded this process: a refusal at start throws instead of exiting. */
+export const underTestRunner = (): boolean => Boolean(process.env.VITEST);
+
 /**
  * Stops a process at start on wrong settings: one line per issue on stderr, exit 78. Under the test
  * runner it throws instead. Product lines check the settings only they can parse with it (each
@@ -540,7 +558,7 @@ export function parseEnv(source: Record<string, string | undefined>): Env {
 export function refuseConfig(issues: readonly string[]): void {
   if (issues.length === 0) return;
   const err = new ConfigError([...issues]);
-  if (!process.env.VITEST) {
+  if (!underTestRunner()) {
     process.stderr.write(`${err.message}\n`);
     process.exit(78);
   }

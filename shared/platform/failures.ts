@@ -13,6 +13,17 @@ export class StartupFailure extends Error {
   }
 }
 
+/**
+ * A production start refused for reasons the operator fixes in the deployment: one line per problem,
+ * each naming its fix, and nothing else on stderr.
+ */
+export class StartupRefused extends StartupFailure {
+  constructor(readonly lines: readonly string[]) {
+    super(lines.join(' '), 'see the lines above', true);
+    this.name = 'StartupRefused';
+  }
+}
+
 type SystemError = Error & { code?: string; address?: string; port?: number; syscall?: string };
 
 const codeOf = (err: unknown): string | undefined =>

@@ -17,6 +17,16 @@ function decodeSeed(text: string, variable: string): Buffer {
   return seed;
 }
 
+/** Whether a setting holds a 32-byte ed25519 seed (hex or base64); never says the value. */
+export function isSeed(text: string): boolean {
+  try {
+    decodeSeed(text, 'seed');
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /**
  * Development key: made once under DATA_DIR and shared by every local process, so receipts and
  * attestations signed by the worker verify against the key the web process publishes.

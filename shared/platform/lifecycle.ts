@@ -2,7 +2,7 @@
 // the IPC channel it was given) that it is ready — or, when it cannot start, logs one line saying what
 // failed and how to fix it, tells the supervisor the same, and exits 1. Without a supervisor (Procfile
 // dynos) only the log line is written.
-import { StartupFailure } from './failures';
+import { StartupFailure, StartupRefused } from './failures';
 import { logger } from './log';
 import type { Shutdown } from './shutdown';
 
@@ -37,7 +37,8 @@ export async function runProcess(name: string, start: () => Promise<{ shutdown: 
             `${name} failed while starting (${(err as Error)?.message ?? String(err)})`,
             'the log lines above say more',
           );
-    if (failure.plain) process.stderr.write(`${failure.what.replace(/\s+/g, ' ')}\n`);
+    if (failure instanceof StartupRefused) process.stderr.write(failure.lines.map((l) => `${l}\n`).join(''));
+    else if (failure.plain) process.stderr.write(`${failure.what.replace(/\s+/g, ' ')}\n`);
     else logger.fatal({ fix: failure.fix }, `${name} could not start: ${failure.what}`);
     await tell({ px: 'failed', what: failure.what, fix: failure.fix });
     process.exit(1);

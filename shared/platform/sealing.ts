@@ -13,6 +13,7 @@ import {
 } from 'node:crypto';
 import type { KeyObject } from 'node:crypto';
 import { env } from './env';
+import type { Env } from './env';
 import { serviceKeyForDerivation } from './keys';
 
 const VERSION = 1;
@@ -43,7 +44,7 @@ export function open(key: Uint8Array, aad: string, sealed: Uint8Array): Buffer {
  * A configured key: 32 bytes, hex or base64 — or the 64 bytes `npm run keys -- derived` prints, the
  * signing key's signature a key was derived from, so pinning it keeps that key when the signing key changes.
  */
-function decodeKey(name: string, text: string): Buffer {
+export function decodeKey(name: string, text: string): Buffer {
   const t = text.trim();
   const key = /^(?:[0-9a-fA-F]{64}|[0-9a-fA-F]{128})$/.test(t)
     ? Buffer.from(t, 'hex')
@@ -182,6 +183,117 @@ const secretAad = (p: SecretPlace): string =>
 export const sealSecret = (place: SecretPlace, plain: string): Buffer =>
   seal(secretsKey(), secretAad(place), plain);
 
-/** Throws when the ciphertext was made for another place or under another key. */
+/** The associated data of a sealed secret's place, for re-sealing it (sealed-columns.ts). */
+export const secretPlaceAad = secretAad;
+
+/** Throws when the ciphertext was made for another place or under none of the SEALING_KEY ring. */
 export const openSecret = (place: SecretPlace, sealed: Uint8Array): string =>
-  open(secretsKey(), secretAad(place), sealed).toString('utf8');
+  openWithRing(keyRing('SEALING_KEY'), secretAad(place), sealed).plain.toString('utf8');
+
+// ---------------------------------------------------------------------------------------------------
+// Key history: a sealing key and the keys it replaced.
+//
+// A sealed value carries no key id: `open` tries the current key, then each earlier one. AES-GCM
+// authenticates, so a wrong key fails for certain rather than opening to garbage, and a try costs
+// one AES pass over a few dozen bytes; the stored format (and every value sealed before the history
+// existed) stays as it is, and the database does not say which key sealed what.
+
+/** The variables that have a history: each names its earlier keys in `<NAME>_PREVIOUS`. */
+export type RingName = 'SEALING_KEY' | 'BALLOT_KEY';
+
+export interface KeyRing {
+  name: RingName;
+  /** Seals everything new. */
+  current: Buffer;
+  /** Open what was sealed before, in the order listed; never seal. */
+  previous: Buffer[];
+}
+
+/** The entries of a `<NAME>_PREVIOUS` list (comma-separated, each in a key's own forms). */
+export const previousKeyTexts = (text: string | undefined): string[] =>
+  (text ?? '')
+    .split(',')
+    .map((t) => t.trim())
+    .filter((t) => t !== '');
+
+/**
+ * A variable's key ring: the current key, then each `<NAME>_PREVIOUS` entry. The key derived from the
+ * signing key is never tried beside a configured one: a deployment that first sets the variable lists
+ * the derived key's value (`npm run keys -- derived`) in `<NAME>_PREVIOUS` until `release` has moved
+ * what it sealed.
+ */
+export type KeySettings = Partial<
+  Pick<Env, 'SEALING_KEY' | 'SEALING_KEY_PREVIOUS' | 'BALLOT_KEY' | 'BALLOT_KEY_PREVIOUS' | 'PROOF_INPUT_KEY'>
+>;
+
+export function keyRing(name: RingName, settings: KeySettings = env): KeyRing {
+  const purpose = derivedKeyPurposes[name];
+  const current = purposeKey(purpose, { name, value: settings[name] });
+  const candidates = previousKeyTexts(settings[`${name}_PREVIOUS`]).map((value) =>
+    purposeKey(purpose, { name: `${name}_PREVIOUS`, value }),
+  );
+  const seen = new Set([current.toString('hex')]);
+  const previous = candidates.filter((k) => {
+    const hex = k.toString('hex');
+    if (seen.has(hex)) return false;
+    seen.add(hex);
+    return true;
+  });
+  return { name, current, previous };
+}
+
+/** A sealed value none of a ring's keys opens: altered, misplaced, or sealed under a key not configured. */
+export class SealedUnopenable extends Error {
+  constructor(readonly ring: RingName) {
+    super(`opens under none of the ${ring} keys (${ring}, ${ring}_PREVIOUS)`);
+    this.name = 'SealedUnopenable';
+  }
+}
+
+/** Opens under the current key, else an earlier one; `index` 0 is the current key. */
+export function openWithRing(
+  ring: KeyRing,
+  aad: string,
+  sealed: Uint8Array,
+): { plain: Buffer; index: number } {
+  const keys = [ring.current, ...ring.previous];
+  for (let index = 0; index < keys.length; index++) {
+    try {
+      return { plain: open(keys[index]!, aad, sealed), index };
+    } catch {
+      // the next key
+    }
+  }
+  throw new SealedUnopenable(ring.name);
+}
+
+/**
+ * The key settings' forms, for the start-up checks: each key and each entry of its history must decode
+ * to a key. Never prints a value.
+ */
+export function sealingKeyIssues(settings: KeySettings): string[] {
+  const issues: string[] = [];
+  const form = '32 bytes as 64 hex characters or base64 (openssl rand -hex 32)';
+  for (const name of ['SEALING_KEY', 'BALLOT_KEY', 'PROOF_INPUT_KEY'] as const) {
+    const value = settings[name];
+    if (value) {
+      try {
+        decodeKey(name, value);
+      } catch {
+        issues.push(`${name} is malformed; set it to ${form}`);
+      }
+    }
+  }
+  for (const name of ['SEALING_KEY', 'BALLOT_KEY'] as const) {
+    previousKeyTexts(settings[`${name}_PREVIOUS`]).forEach((value, i) => {
+      try {
+        decodeKey(`${name}_PREVIOUS`, value);
+      } catch {
+        issues.push(
+          `${name}_PREVIOUS entry ${i + 1} is malformed; list earlier keys as ${form}, joined by commas`,
+        );
+      }
+    });
+  }
+  return issues;
+}

@@ -8,8 +8,10 @@ import { RpcUnreachableError, endpointName, httpRequest, jsonRpc } from '../chai
 import type { Env } from '../platform/env';
 import { env } from '../platform/env';
 import { logger } from '../platform/log';
-import type { ChainFamily } from '../chains/assets';
-import { chainFamilies, treasuryFor } from '../chains/assets';
+import { adapterFor, endpointNetwork } from '../chains';
+import type { ChainSettings } from '../chains';
+import type { Asset, AssetSettings, ChainFamily } from '../chains/assets';
+import { chainFamilies, enabledAssets, treasuryFor } from '../chains/assets';
 
 /** Why a provider is or is not reachable: a stable code, the same whatever the endpoint. */
 export const probeReasons = [
@@ -180,6 +182,48 @@ export async function chainReadiness(
   return down.length
     ? { ok: false, detail: down.map(([f, p]) => `${f}: ${p.reason}`).join('; ') }
     : { ok: true, detail: configured.map(([f, p]) => `${f} ${p.latencyMs} ms`).join(', ') };
+}
+
+/**
+ * Every configured chain endpoint serves the network of the assets it settles: each is asked which
+ * network it serves (an EVM node its chain id, as CAIP-2) and compared with its family's enabled assets.
+ * An endpoint serving none of their networks (a devnet node behind mainnet assets) is a failure, listed
+ * by family; assets left on another network beside ones it serves are named in the detail.
+ */
+export async function chainNetworkReadiness(
+  settings: ChainSettings & AssetSettings & Pick<Env, 'PROVIDER_TIMEOUT_MS'> = env,
+): Promise<{ ok: boolean; detail: string }> {
+  const byFamily = new Map<ChainFamily, Asset[]>();
+  for (const asset of enabledAssets(settings))
+    byFamily.set(asset.family, [...(byFamily.get(asset.family) ?? []), asset]);
+  const results = await Promise.all(
+    [...byFamily].map(async ([family, assets]) => {
+      if (!adapterFor(family, settings).configured) return null;
+      // Bounded like every probe; an endpoint that does not answer fails chainAdapters as well.
+      const served = await endpointNetwork(family, settings, settings.PROVIDER_TIMEOUT_MS);
+      if (served === undefined)
+        return { family, ok: false, text: `${family}: the endpoint did not say which network it serves` };
+      const wanted = [...new Set(assets.map((a) => a.network))];
+      const off = assets.filter((a) => a.network !== served).map((a) => a.id);
+      if (!wanted.includes(served))
+        return {
+          family,
+          ok: false,
+          text: `${family}: the endpoint serves ${served}, its assets need ${wanted.join(' or ')}`,
+        };
+      return {
+        family,
+        ok: true,
+        text: `${family} ${served}${off.length ? ` (${off.join(', ')} on another network, not offered)` : ''}`,
+      };
+    }),
+  );
+  const probed = results.filter((r) => r !== null);
+  if (probed.length === 0) return { ok: true, detail: 'no chain endpoint settles an enabled asset' };
+  const failed = probed.filter((r) => !r.ok);
+  return failed.length
+    ? { ok: false, detail: failed.map((r) => r.text).join('; ') }
+    : { ok: true, detail: probed.map((r) => r.text).join(', ') };
 }
 
 export async function probeHttp(url: string, settings: Pick<Env, 'PROVIDER_TIMEOUT_MS'>) {

@@ -17,6 +17,7 @@ const entries = { web: 'api/main.ts', prover: 'workers/prover/main.ts' } as cons
 const production = {
   NODE_ENV: 'production',
   SERVICE_SIGNING_KEY: '7'.repeat(64),
+  LOG_SIGNING_KEY: '8'.repeat(64),
   BASE_URL: 'https://exchange.example',
   HOST: '127.0.0.1',
   PORT: '0',

@@ -38,6 +38,12 @@ import {
 import type { NativeProverLike, ProverBackend } from '../../shared/zk/index';
 import { assertCircuitSetup } from '../../shared/zk/setup';
 import { expireHeldProofs } from '../../shared/zk/holds';
+import {
+  assertDatabaseStart,
+  productionSettingIssues,
+  refuseStart,
+} from '../../shared/platform/startup-checks';
+import { databaseChecks } from '../startup';
 import type { ProofKind } from './kinds';
 import { workflowPackageKind } from './workflows';
 import { blindPolicyKind, useProverBackend } from './zk';
@@ -118,10 +124,12 @@ export async function startProverProcess(concurrency = env.PROVER_CONCURRENCY ??
   if (startTracing('prover')) shutdown.register('tracing', stopTracing);
   const db = createDb();
   // Its keys go into the key history before anything is loaded; a retired or revoked one stops it here.
-  const keys = await watchSigningKeys(db).catch(async (err: unknown) => {
-    await db.destroy();
-    throw err;
-  });
+  const keys = await assertDatabaseStart(db, databaseChecks)
+    .then(() => watchSigningKeys(db))
+    .catch(async (err: unknown) => {
+      await db.destroy();
+      throw err;
+    });
   const backend = await prepareProving();
   // snarkjs keeps curve worker threads alive; registered first so it runs after the worker stopped.
   shutdown.register('curves', () => terminateCurves());
@@ -176,5 +184,6 @@ export async function startProverProcess(concurrency = env.PROVER_CONCURRENCY ??
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   refuseConfig(chainSettingIssues(env));
+  refuseStart(productionSettingIssues(env, 'prover'));
   await runProcess('prover', () => startProverProcess());
 }

@@ -1,0 +1,85 @@
+// What a production process checks before it serves: every key and setting its type needs, and what
+// the database must not hold (values sealed under a key it lacks, demo money). A problem stops the
+// start with one line each, saying what to set; nothing starts half-configured and answers 500 later.
+import type { Knex } from 'knex';
+import type { Env, ProductionSettings } from './env';
+import { env, isProduction, underTestRunner } from './env';
+import { StartupRefused } from './failures';
+import { isSeed } from './keys';
+import { scanSealedColumns, unopenableLines } from './sealed-columns';
+import type { SealedColumn } from './sealed-columns';
+import { sealingKeyIssues } from './sealing';
+
+/** The Procfile's process types. */
+export type ProcessKind = 'web' | 'worker' | 'prover' | 'release';
+
+const PREFIX = 'Refusing to start in production: ';
+const SEED = 'a 32-byte ed25519 seed as 64 hex characters or base64 (openssl rand -hex 32)';
+
+/** Each problem of a process type's settings in production, in words naming the fix; none elsewhere. */
+export function productionSettingIssues(e: Env, kind: ProcessKind): string[] {
+  if (!isProduction(e)) return [];
+  const issues: string[] = [];
+  if (!e.DATABASE_URL)
+    issues.push(
+      `DATABASE_URL is not set; point it at the deployment's Postgres (postgres://user:password@host/db)`,
+    );
+  if (kind !== 'release' && !e.REDIS_URL && !e.REDIS_CLUSTER_NODES)
+    issues.push(
+      "REDIS_URL is not set; point it at the deployment's Redis (redis:// or rediss://), or set REDIS_CLUSTER_NODES",
+    );
+  // Every process signs (receipts, packages, licenses) or derives its sealing keys from the signing key.
+  if (!e.SERVICE_SIGNING_KEY)
+    issues.push(`SERVICE_SIGNING_KEY is not set; set it to ${SEED}, the same in every process`);
+  else if (!isSeed(e.SERVICE_SIGNING_KEY)) issues.push(`SERVICE_SIGNING_KEY is malformed; set it to ${SEED}`);
+  // The web publishes the log's checkpoints, the worker signs them: both need the log's own key.
+  if (e.LOG_SIGNING_KEY && !isSeed(e.LOG_SIGNING_KEY))
+    issues.push(`LOG_SIGNING_KEY is malformed; set it to ${SEED}, not the signing key's`);
+  else if (!e.LOG_SIGNING_KEY && (kind === 'web' || kind === 'worker'))
+    issues.push(
+      `LOG_SIGNING_KEY is not set; set it to ${SEED} of its own (the transparency log signs with it)`,
+    );
+  if (kind === 'web' && !e.OPERATOR_TOKEN)
+    issues.push(
+      'OPERATOR_TOKEN is not set; operator routes (Bull Board, revenue, administration) would answer 503 operator_disabled: set it to a random string of 16 or more characters (openssl rand -hex 32)',
+    );
+  issues.push(...sealingKeyIssues(e));
+  return issues;
+}
+
+/**
+ * Stops a process whose settings are wrong: one line per problem on stderr, exit 78 (EX_CONFIG), as
+ * for any setting. Under the test runner it throws instead.
+ */
+export function refuseStart(issues: readonly string[]): void {
+  if (issues.length === 0) return;
+  const lines = issues.map((i) => `${PREFIX}${i}`);
+  if (!underTestRunner()) {
+    process.stderr.write(lines.map((l) => `${l}\n`).join(''));
+    process.exit(78);
+  }
+  throw new StartupRefused(lines);
+}
+
+/** A check of what the database holds; each line says what is wrong and what fixes it. */
+export type DatabaseCheck = (db: Knex) => Promise<string[]>;
+
+/** How many rows of each sealed column a starting process opens: enough to tell a wrong key, and quick. */
+const SAMPLE = 50;
+
+/** Sealed columns whose sampled rows open under no configured key (a wrong key, or one left out of its history). */
+export const sealedKeyCheck =
+  (columns: readonly SealedColumn[]): DatabaseCheck =>
+  async (db) =>
+    unopenableLines(await scanSealedColumns(db, columns, { reseal: false, limit: SAMPLE }));
+
+/** Runs the checks in production; a problem refuses the start (thrown, so the process closes what it opened). */
+export async function assertDatabaseStart(
+  db: Knex,
+  checks: readonly DatabaseCheck[],
+  settings: ProductionSettings = env,
+): Promise<void> {
+  if (!isProduction(settings)) return;
+  const issues = (await Promise.all(checks.map((c) => c(db)))).flat();
+  if (issues.length > 0) throw new StartupRefused(issues.map((i) => `${PREFIX}${i}`));
+}
