@@ -5,6 +5,7 @@ import { checkAuctionPackage } from '../shared/auctions/package';
 import { resolveApiKey } from '../shared/exchange/agents';
 import { BALLOT_CIRCUIT } from '../shared/governance/ballot-protocol';
 import { governancePackageChecker } from '../shared/governance/package';
+import { resolveOrganizationKey } from '../shared/licensing/keys';
 import { resolveLicenseToken } from '../shared/licensing/licenses';
 import type { PackageCheckers } from '../shared/platform/translog/bundle';
 import { chainReadiness } from '../shared/providers/probes';
@@ -25,6 +26,8 @@ export const keyResolvers: KeyResolvers = {
   },
   // A license key, from a confirmed checkout or a TRIAL.
   lk_: (token, deps) => resolveLicenseToken(deps.db, token),
+  // An organization's API key: its license, with the key's scopes.
+  rk_: (token, deps) => resolveOrganizationKey(deps.db, token),
 };
 
 /** What /api/v1/readiness checks, in the order it lists them: the platform's, then the lines'. */
