@@ -171,21 +171,29 @@ export async function resolveOrganizationKey(
   const row = (await db('organization_keys as k')
     .join('licenses as l', 'l.id', 'k.license_id')
     .where('k.key_hash', organizationKeyHash(token))
-    .first('k.id as key_id', 'k.scopes', 'k.revoked_at as key_revoked_at', 'k.last_used_at', 'l.*')) as
+    // Aliased: the license's own `key_id` (its signing key) must not shadow the API key's id.
+    .first(
+      'l.*',
+      'k.id as api_key_id',
+      'k.scopes as api_key_scopes',
+      'k.revoked_at as api_key_revoked_at',
+      'k.last_used_at as api_key_last_used_at',
+    )) as
     | (LicenseRow & {
-        key_id: string;
-        scopes: KeyScope[];
-        key_revoked_at: Date | null;
-        last_used_at: Date | null;
+        api_key_id: string;
+        api_key_scopes: KeyScope[];
+        api_key_revoked_at: Date | null;
+        api_key_last_used_at: Date | null;
       })
     | undefined;
   if (!row) return null;
-  if (row.key_revoked_at) throw new AppError(401, 'key_revoked', 'This API key has been revoked.');
+  if (row.api_key_revoked_at) throw new AppError(401, 'key_revoked', 'This API key has been revoked.');
   refuseUnusable(row, now);
   // At most one write a minute per key, and none at all when the row read says it is recent.
-  if (!row.last_used_at || now.getTime() - new Date(row.last_used_at).getTime() >= 60_000) {
+  const used = row.api_key_last_used_at;
+  if (!used || now.getTime() - new Date(used).getTime() >= 60_000) {
     void db('organization_keys')
-      .where('id', row.key_id)
+      .where('id', row.api_key_id)
       .andWhere((q) =>
         q.whereNull('last_used_at').orWhere('last_used_at', '<', db.raw("now() - interval '1 minute'")),
       )
@@ -197,7 +205,7 @@ export async function resolveOrganizationKey(
     licenseId: row.id,
     tier: row.tier,
     organization: row.organization,
-    scopes: [...row.scopes],
-    keyId: row.key_id,
+    scopes: [...row.api_key_scopes],
+    keyId: row.api_key_id,
   };
 }
