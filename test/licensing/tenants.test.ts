@@ -152,6 +152,65 @@ describe('organization API keys', () => {
     expect(await count('rooms')).toBe(rooms);
   });
 
+  it('can do no more than its license, and replays no other key’s answer', async () => {
+    const starter = await grantLicense(app.deps.db, 'Starter');
+    const admin = await makeKey(starter.auth, ['admin']);
+    // Starter grants workflows only: an admin key of it still cannot use governance.
+    expectProblem(await makeRoom(admin.auth), 403, 'license_product_not_included');
+    // The same Idempotency-Key from another key of the organization is a new request, not a replay.
+    const body = { name: 'twin', scopes: ['read'] };
+    const first = await app.request
+      .post('/api/v1/organization/keys')
+      .set(starter.auth)
+      .set('Idempotency-Key', 'tenants-idem-key-0001')
+      .send(body)
+      .expect(201);
+    const again = await app.request
+      .post('/api/v1/organization/keys')
+      .set(starter.auth)
+      .set('Idempotency-Key', 'tenants-idem-key-0001')
+      .send(body)
+      .expect(201);
+    expect(again.body.apiKey).toBe(first.body.apiKey);
+    const other = await app.request
+      .post('/api/v1/organization/keys')
+      .set(admin.auth)
+      .set('Idempotency-Key', 'tenants-idem-key-0001')
+      .send(body)
+      .expect(201);
+    expect(other.body.apiKey).not.toBe(first.body.apiKey);
+    // The operator holds no license: it has no keys of its own to manage.
+    expectProblem(
+      await app.request.post('/api/v1/organization/keys').set(OPERATOR).send(body),
+      400,
+      'license_required',
+    );
+  });
+
+  it('over A2A an organization key needs admin: a read key creates no task', async () => {
+    const org = await grantLicense(app.deps.db, 'Business');
+    const reader = await makeKey(org.auth, ['read']);
+    const jobs = await count('jobs');
+    const res = await app.request
+      .post('/a2a/jsonrpc')
+      .set(reader.auth)
+      .set('A2A-Version', '1.0')
+      .send({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'SendMessage',
+        params: {
+          message: {
+            messageId: 'b7c1a0de-0000-4000-8000-000000000001',
+            role: 'ROLE_USER',
+            parts: [{ data: { service: 'attest.timestamp', input: { digest: 'ab'.repeat(32) } } }],
+          },
+        },
+      });
+    expectProblem(res, 403, 'insufficient_scope');
+    expect(await count('jobs')).toBe(jobs);
+  });
+
   it('records when a key was last used, at most once a minute', async () => {
     const org = await grantLicense(app.deps.db, 'Business');
     const k = await makeKey(org.auth, ['read']);
@@ -257,6 +316,37 @@ describe('operator license administration', () => {
     const shown = await app.request.get(`/api/v1/admin/licenses/${org.id}`).set(OPERATOR).expect(200);
     expect(shown.body.rotatedAt).toEqual(expect.any(String));
     expect(JSON.stringify(shown.body)).not.toContain(fresh);
+  });
+
+  it('issues paid tiers only by hand, and the operator lists its own items', async () => {
+    expectProblem(
+      await app.request
+        .post('/api/v1/admin/licenses')
+        .set(OPERATOR)
+        .send({ organization: 'X', tier: 'TRIAL' }),
+      400,
+      'validation_failed',
+    );
+    const roomId = (await makeRoom(OPERATOR, 'Operator room').expect(201)).body.roomId as string;
+    const org = await grantLicense(app.deps.db, 'Business');
+    await makeRoom(org.auth, 'Org room').expect(201);
+    const mine = await app.request.get('/api/governance/rooms?limit=100').set(OPERATOR).expect(200);
+    const names = mine.body.items.map((r: { name: string }) => r.name);
+    expect(names).not.toContain('Org room');
+    expect(mine.body.items.map((r: { roomId: string }) => r.roomId)).toContain(roomId);
+  });
+
+  it('drops the sealed copy of the key the checkout opened, on rotation and on revocation', async () => {
+    for (const action of ['rotate', 'revoke']) {
+      const org = await grantLicense(app.deps.db, 'Business');
+      const { checkout_id } = await app.deps.db('licenses').where({ id: org.id }).first();
+      await app.deps
+        .db('checkouts')
+        .where({ id: checkout_id })
+        .update({ license_box: Buffer.from('sealed') });
+      await app.request.post(`/api/v1/admin/licenses/${org.id}/${action}`).set(OPERATOR).expect(200);
+      expect((await app.deps.db('checkouts').where({ id: checkout_id }).first()).license_box).toBeNull();
+    }
   });
 
   it('a revoked license is refused with its keys, and cannot be resumed or rotated', async () => {
