@@ -1,5 +1,5 @@
-// `npm run admin -- licenses issue|list|show|suspend|resume|revoke|rotate …`, `agent-keys list|revoke|
-// rotate …`, `audit`: the operator's hand on tenants, through the operator API (/api/v1/admin/…) of the
+// `npm run admin -- licenses issue|list|show|suspend|resume|revoke|rotate …`, `org-keys list|revoke …`,
+// `agent-keys list|revoke|rotate …`, `audit`: the operator's hand on tenants, through the operator API (/api/v1/admin/…) of the
 // service at PX_URL (or --url) with OPERATOR_TOKEN (or --token). A new key is printed once, on its own
 // line; the service keeps only its hash. docs/tenants.md has the procedures.
 import { randomBytes } from 'node:crypto';
@@ -10,6 +10,8 @@ const usage = `usage: npm run admin -- [--url URL] [--token TOKEN] [--json] <com
   licenses list [--organization NAME] [--status active|suspended|revoked|expired] [--limit N] [--cursor C]
   licenses show <licenseId>
   licenses suspend|resume|revoke|rotate <licenseId>
+  org-keys list <licenseId> [--limit N] [--cursor C]
+  org-keys revoke <licenseId> --key <keyId>
   agent-keys list [--agent agt_…] [--limit N] [--cursor C]
   agent-keys revoke|rotate <keyId>
   audit [--license lic_…] [--limit N] [--cursor C]
@@ -109,6 +111,27 @@ function route(words: string[], flags: Map<string, string>): Call {
         break;
     }
   }
+  if (group === 'org-keys') {
+    switch (verb) {
+      case 'list':
+        return {
+          method: 'GET',
+          path: `${one('/api/v1/admin/licenses')}/keys`,
+          query: pick(flags, paging),
+        };
+      case 'revoke': {
+        const keyId = flags.get('key');
+        pick(flags, { key: 'key' });
+        if (!keyId) throw new UsageError('org-keys revoke needs --key key_…');
+        return {
+          method: 'POST',
+          path: `${one('/api/v1/admin/licenses')}/keys/${encodeURIComponent(keyId)}/revoke`,
+        };
+      }
+      default:
+        break;
+    }
+  }
   if (group === 'agent-keys') {
     switch (verb) {
       case 'list':
@@ -157,6 +180,12 @@ function agentKeyLine(k: Json): string {
   return `${String(k.keyId)}  ${String(k.agentId)}  ${state}  last used ${String(k.lastUsedAt ?? 'never')}  ${String(k.agentName)}`;
 }
 
+function organizationKeyLine(k: Json): string {
+  const state = k.revokedAt ? `revoked ${String(k.revokedAt)}` : 'in use';
+  const scopes = (k.scopes as string[]).join(',');
+  return `${String(k.keyId)}  ${String(k.prefix)}  ${scopes}  ${state}  last used ${String(k.lastUsedAt ?? 'never')}  ${String(k.name)}`;
+}
+
 /** What a reply says to a person: one line per item, the new key on a line of its own. */
 function render(call: Call, body: Json, io: AdminIo): void {
   const items = body.items as Json[] | undefined;
@@ -164,6 +193,7 @@ function render(call: Call, body: Json, io: AdminIo): void {
     for (const item of items) {
       if ('licenseId' in item && 'tier' in item) io.out(licenseLine(item));
       else if ('agentId' in item) io.out(agentKeyLine(item));
+      else if ('scopes' in item) io.out(organizationKeyLine(item));
       else
         io.out(`${String(item.at)}  ${String(item.actor)}  ${String(item.action)}  ${String(item.target)}`);
     }
@@ -174,6 +204,7 @@ function render(call: Call, body: Json, io: AdminIo): void {
   if (license) io.out(licenseLine(license));
   if (body.key) io.out(agentKeyLine(body.key as Json));
   if (!license && !body.key && 'agentId' in body) io.out(agentKeyLine(body));
+  if (!license && !body.key && 'scopes' in body) io.out(organizationKeyLine(body));
   const secret = (body.licenseKey ?? body.apiKey) as string | undefined;
   if (secret) {
     io.err(

@@ -533,6 +533,17 @@ describe('npm run admin', () => {
     const fresh = rotated.out.find((l) => l.startsWith('lk_'))!;
     expectProblem(await app.request.get('/api/v1/commercial/license').set(bearer(key)), 401, 'unauthorized');
 
+    // The organization's keys, as the operator sees them: a prefix, never the key; one revoked at once.
+    const orgKey = await makeKey(bearer(fresh), ['read']);
+    const keys = await admin('org-keys', 'list', licenseId);
+    expect(keys.code).toBe(0);
+    expect(keys.out).toHaveLength(1);
+    expect(keys.out[0]).toContain(orgKey.keyId);
+    expect(keys.out[0]).toContain(orgKey.key.slice(0, 11));
+    expect(keys.out.join('\n')).not.toContain(orgKey.key);
+    expect((await admin('org-keys', 'revoke', licenseId, '--key', orgKey.keyId)).code).toBe(0);
+    expectProblem(await app.request.get('/api/governance/rooms').set(orgKey.auth), 401, 'key_revoked');
+
     const revoked = await admin('licenses', 'revoke', licenseId);
     expect(revoked.code).toBe(0);
     expect(revoked.out[0]).toContain('revoked');
@@ -545,6 +556,8 @@ describe('npm run admin', () => {
     const audit = await admin('audit', '--license', licenseId, '--json');
     expect(JSON.parse(audit.out.join('\n')).items.map((a: { action: string }) => a.action)).toEqual([
       'license.revoke',
+      'organization_key.revoke',
+      'organization_key.create',
       'license.rotate',
       'license.resume',
       'license.suspend',

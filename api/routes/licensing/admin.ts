@@ -13,6 +13,8 @@ import {
   suspendLicense,
 } from '../../../shared/licensing/admin';
 import { listActions } from '../../../shared/licensing/audit';
+import { listOrganizationKeys, revokeOrganizationKey } from '../../../shared/licensing/keys';
+import { keyScopes } from '../../../shared/licensing/scopes';
 import { licenseTypes, productLines } from '../../../shared/licensing/tiers';
 import { listAgentKeys, revokeAgentKey, rotateAgentKey } from '../../../shared/exchange/agent-keys';
 import { idPattern } from '../../../shared/platform/ids';
@@ -56,6 +58,18 @@ const agentKeySchema = z
     revokedAt: z.string().nullable(),
   })
   .meta({ id: 'AdminAgentKey' });
+
+const organizationKeySchema = z
+  .object({
+    keyId: z.string(),
+    name: z.string(),
+    scopes: z.array(z.enum(keyScopes)),
+    prefix: z.string(),
+    createdAt: z.string(),
+    lastUsedAt: z.string().nullable(),
+    revokedAt: z.string().nullable(),
+  })
+  .meta({ id: 'AdminOrganizationKey' });
 
 const actionSchema = z
   .object({
@@ -214,6 +228,42 @@ export function adminRoutes(table: RouteTable): RouteTable {
         status: 200,
         headers: noStore,
         body: await rotateLicense(deps.db, params.licenseId),
+      }),
+    })
+    .add({
+      method: 'get',
+      path: '/api/v1/admin/licenses/{licenseId}/keys',
+      operationId: 'adminListOrganizationKeys',
+      summary: 'An organization’s API keys, newest first (cursor pagination); a prefix, never a key',
+      tags,
+      auth: 'operator',
+      params: z.strictObject({ licenseId: licenseIdSchema }),
+      query: z.strictObject(listQueryShape),
+      responses: { 200: { description: 'A page of keys', schema: page(organizationKeySchema) } },
+      problems: { 400: ['invalid_cursor'], 404: ['not_found'] },
+      handler: async ({ params, query, deps }) => {
+        await showLicense(deps.db, params.licenseId); // 404 for a license that does not exist
+        return {
+          status: 200,
+          headers: noStore,
+          body: await listOrganizationKeys(deps.db, params.licenseId, query),
+        };
+      },
+    })
+    .add({
+      method: 'post',
+      path: '/api/v1/admin/licenses/{licenseId}/keys/{keyId}/revoke',
+      operationId: 'adminRevokeOrganizationKey',
+      summary: 'Revoke one of an organization’s API keys: refused from the next request on',
+      tags,
+      auth: 'operator',
+      params: z.strictObject({ licenseId: licenseIdSchema, keyId: keyIdSchema }),
+      responses: { 200: { description: 'The key as it now is', schema: organizationKeySchema } },
+      problems: { 404: ['not_found'] },
+      handler: async ({ params, deps }) => ({
+        status: 200,
+        headers: noStore,
+        body: await revokeOrganizationKey(deps.db, params.licenseId, params.keyId, 'operator'),
       }),
     })
     .add({
