@@ -3,7 +3,7 @@
 // action is never done without its record, nor recorded without being done. Never a secret in it.
 import type { Knex } from 'knex';
 import type { Db } from '../platform/db/knex';
-import { decodeListCursor, listPage } from '../platform/paging';
+import { decodeListCursor, invalidCursor, listPage } from '../platform/paging';
 import type { ListPage } from '../platform/paging';
 
 export interface AdminActionRow {
@@ -61,6 +61,8 @@ export async function listActions(
   opts: { licenseId?: string | undefined; limit: number; cursor?: string | undefined },
 ): Promise<ListPage<AdminAction>> {
   const after = decodeListCursor(opts.cursor, 'audit');
+  // The audit's ids are numbers: a cursor naming anything else was not made here.
+  if (after !== undefined && !/^\d{1,18}$/.test(after)) throw invalidCursor();
   const q = db('admin_actions')
     .select('*')
     .orderBy('id', 'desc')

@@ -13,7 +13,8 @@ export const listQueryShape = {
   cursor: z.string().min(1).max(512).optional(),
 };
 
-const cursorSchema = z.strictObject({ l: z.string().max(32), id: z.string().min(1).max(64) });
+// Ids are a lowercase prefix and a ULID, or a number: nothing else reaches a query.
+const cursorSchema = z.strictObject({ l: z.string().max(32), id: z.string().regex(/^[0-9a-z_]{1,64}$/) });
 
 export interface ListPage<T> {
   items: T[];
@@ -22,6 +23,11 @@ export interface ListPage<T> {
 
 const encode = (list: string, id: string) =>
   Buffer.from(JSON.stringify({ l: list, id })).toString('base64url');
+
+export const invalidCursor = () =>
+  badRequest('invalid_cursor', 'The cursor is not one this list returned; start again without it.', [
+    { path: 'query.cursor', message: 'unknown cursor' },
+  ]);
 
 /** The id a cursor of `list` ends after; undefined without a cursor; 400 invalid_cursor for any other. */
 export function decodeListCursor(text: string | undefined, list: string): string | undefined {
@@ -33,11 +39,7 @@ export function decodeListCursor(text: string | undefined, list: string): string
     parsed = undefined;
   }
   const result = cursorSchema.safeParse(parsed);
-  if (!result.success || result.data.l !== list) {
-    throw badRequest('invalid_cursor', 'The cursor is not one this list returned; start again without it.', [
-      { path: 'query.cursor', message: 'unknown cursor' },
-    ]);
-  }
+  if (!result.success || result.data.l !== list) throw invalidCursor();
   return result.data.id;
 }
 

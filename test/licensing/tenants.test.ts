@@ -450,6 +450,19 @@ describe('organization lists', () => {
     );
     expectProblem(await app.request.get('/api/auctions?cursor=bm9wZQ').set(a.auth), 400, 'invalid_cursor');
     expectProblem(await app.request.get('/api/auctions?limit=101').set(a.auth), 400, 'validation_failed');
+    const nul = Buffer.from(JSON.stringify({ l: 'rooms', id: 'room_\u0000' })).toString('base64url');
+    expectProblem(
+      await app.request.get('/api/governance/rooms').query({ cursor: nul }).set(a.auth),
+      400,
+      'invalid_cursor',
+    );
+    // A cursor shaped as the audit's but naming no number is refused, not a database error.
+    const forged = Buffer.from(JSON.stringify({ l: 'audit', id: 'x' })).toString('base64url');
+    expectProblem(
+      await app.request.get('/api/v1/admin/audit').query({ cursor: forged }).set(OPERATOR),
+      400,
+      'invalid_cursor',
+    );
   });
 });
 
