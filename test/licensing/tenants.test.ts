@@ -146,6 +146,11 @@ describe('organization API keys', () => {
       .set(org.auth)
       .expect(200);
     expect(revoked.body.revokedAt).toEqual(expect.any(String));
+    const again = await app.request
+      .post(`/api/v1/organization/keys/${k.keyId}/revoke`)
+      .set(org.auth)
+      .expect(200);
+    expect(again.body.revokedAt).toBe(revoked.body.revokedAt);
     expectProblem(await app.request.get('/api/governance/rooms').set(k.auth), 401, 'key_revoked');
     const rooms = await count('rooms');
     expectProblem(await makeRoom(k.auth), 401, 'key_revoked');
