@@ -6,6 +6,7 @@ import { blindPolicyRoutes } from './routes/zk';
 import { licensingRoutes } from './routes/licensing/index';
 import { governanceRoutes } from './routes/governance/index';
 import { healthRoutes, readinessRoutes } from './routes/health';
+import { organizationListRoutes } from './routes/organization-lists';
 import { jobRoutes } from './routes/jobs/index';
 import { gateRoutes, paymentRoutes } from './routes/payments/index';
 import { siteRoutes } from './routes/site';
@@ -26,10 +27,12 @@ export function buildTables(): RouteTables {
     commercial: providerStatusRoutes(
       gateRoutes(licensingRoutes(readinessRoutes(new RouteTable('commercial'), readinessChecks))),
     ),
-    site: auctionRoutes(
-      treasuryCoordinationRoutes(
-        coordinationStatusRoutes(
-          governanceRoutes(blindPolicyRoutes(workflowRoutes(siteRoutes(new RouteTable('site'))))),
+    site: organizationListRoutes(
+      auctionRoutes(
+        treasuryCoordinationRoutes(
+          coordinationStatusRoutes(
+            governanceRoutes(blindPolicyRoutes(workflowRoutes(siteRoutes(new RouteTable('site'))))),
+          ),
         ),
       ),
     ),

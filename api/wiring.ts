@@ -12,6 +12,7 @@ import type { DatabaseCheck } from '../shared/platform/startup-checks';
 import { resolveApiKey } from '../shared/exchange/agents';
 import { BALLOT_CIRCUIT } from '../shared/governance/ballot-protocol';
 import { governancePackageChecker } from '../shared/governance/package';
+import { resolveOrganizationKey } from '../shared/licensing/keys';
 import { resolveLicenseToken } from '../shared/licensing/licenses';
 import type { PackageCheckers } from '../shared/platform/translog/bundle';
 import { chainNetworkReadiness, chainReadiness } from '../shared/providers/probes';
@@ -32,6 +33,8 @@ export const keyResolvers: KeyResolvers = {
   },
   // A license key, from a confirmed checkout or a TRIAL.
   lk_: (token, deps) => resolveLicenseToken(deps.db, token),
+  // An organization's API key: its license, with the key's scopes.
+  rk_: (token, deps) => resolveOrganizationKey(deps.db, token),
 };
 
 /** What /api/v1/readiness checks, in the order it lists them: the platform's, then the lines'. */

@@ -104,7 +104,7 @@ export function agentCard(base: string): AgentCard {
             scheme: 'Bearer',
             bearerFormat: 'lk_…',
             description:
-              'Optional. A license key: its prepaid credit, when enough, pays a priced task at once; the key opens the tasks it creates.',
+              'Optional. A license key, or an organization key (rk_…) with the admin scope: the license’s prepaid credit, when enough, pays a priced task at once; the key opens the tasks it creates. An organization key without admin is refused (403 insufficient_scope).',
           },
         },
       },

@@ -13,6 +13,7 @@ import type { Request, RequestHandler, Response } from 'express';
 import { z } from 'zod';
 import { AppError, unauthorized, validationFailed } from '../../shared/platform/errors';
 import type { AppDeps } from '../deps';
+import { requireScope } from '../../shared/licensing/scopes';
 import { authenticate } from '../http/auth';
 import { closedSignal } from '../http/closed';
 import { guardInput } from '../http/input-guard';
@@ -141,6 +142,8 @@ function prelude(deps: AppDeps, transport: Transport): RequestHandler {
         let principal;
         try {
           principal = await authenticate(req, deps, 'job');
+          // A task is an exchange job, paid from the license's credit: an organization key needs admin.
+          if (principal.kind === 'license') requireScope(principal.scopes, 'admin', undefined);
         } catch (err) {
           sendProblem(res, toAppError(err), req.originalUrl);
           return;

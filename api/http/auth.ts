@@ -5,6 +5,7 @@ import type { Request, RequestHandler } from 'express';
 import { capabilityPrefixes } from '../../shared/platform/capabilities';
 import { safeEqual } from '../../shared/platform/crypto';
 import type { JobAccess } from '../../shared/jobs/access';
+import type { LicensePrincipal } from '../../shared/licensing/licenses';
 import { AppError, unauthorized } from '../../shared/platform/errors';
 import type { AppDeps } from '../deps';
 
@@ -35,9 +36,13 @@ export type Principal =
   | { kind: 'operator' }
   /** `network`: the tag of the client network that registered the agent (null for agents made before). */
   | { kind: 'agent'; agentId: string; keyId: string; network: string | null }
-  | { kind: 'license'; licenseId: string; tier: string; organization: string };
+  /** A license key, or one of its organization's API keys (rk_…) with the scopes it was given. */
+  | LicensePrincipal;
 
-/** Resolves a bearer credential of one prefix (ak_… agent keys, lk_… license keys) to a principal. */
+/**
+ * Resolves a bearer credential of one prefix (ak_… agent keys, lk_… license keys, rk_… organization
+ * keys) to a principal.
+ */
 export type KeyResolver = (token: string, deps: AppDeps) => Promise<Principal | null>;
 /** A resolver for each key prefix the product lines issue (the prefix ends with `_`). */
 export type KeyResolvers = Readonly<Record<`${string}_`, KeyResolver>>;

@@ -6,6 +6,7 @@ import type { RouteConfig } from '@asteasolutions/zod-to-openapi';
 import { z } from 'zod';
 import { statusTitles } from '../../shared/platform/errors';
 import type { CapabilityKind } from '../../shared/platform/capabilities';
+import { requiredScope } from '../../shared/licensing/scopes';
 import type { RouteTables } from '../tables';
 import type { AuthMode } from './auth';
 import { problemSchema } from './route';
@@ -17,7 +18,10 @@ type Security = Array<Record<string, string[]>>;
 const securitySchemes = {
   operatorToken: 'The operator token (OPERATOR_TOKEN).',
   agentKey: 'An agent API key (ak_…), issued once by registerAgent.',
-  licenseKey: 'A license key (lk_…) from a confirmed checkout or a TRIAL.',
+  licenseKey:
+    'A license key (lk_…) from a confirmed checkout, a TRIAL or the operator. It is its organization’s admin key: every route a license may use, with every scope.',
+  organizationKey:
+    'An organization’s API key (rk_…), made by an admin key of the organization (POST /api/v1/organization/keys) and shown once. It acts as its license within its scopes; the scope a route needs is listed beside it (`read`: any scope of the route’s line, or `read`, or `admin`; a line: that line or `admin`; `admin`: admin).',
   checkoutSecret:
     'A checkout’s client secret (cs_…), returned once by prepareCheckout: it opens that one checkout.',
   gateSecret:
@@ -39,9 +43,9 @@ export const securityOf: Record<AuthMode, Security> = {
   operator: only('operatorToken'),
   'operator-optional': optional('operatorToken'),
   agent: only('agentKey'),
-  'agent-optional': optional('agentKey', 'licenseKey'),
-  job: optional('jobToken', 'agentKey', 'licenseKey', 'operatorToken'),
-  'operator-or-license': only('operatorToken', 'licenseKey'),
+  'agent-optional': optional('agentKey', 'licenseKey', 'organizationKey'),
+  job: optional('jobToken', 'agentKey', 'licenseKey', 'organizationKey', 'operatorToken'),
+  'operator-or-license': only('operatorToken', 'licenseKey', 'organizationKey'),
   'provider-token': only('paymentsProviderToken'),
 };
 
@@ -56,8 +60,14 @@ const capabilitySchemes: Partial<Record<CapabilityKind, Scheme>> = {
  * alternative. A capability route answers without one (404 for the resource, or its public part), so
  * where the mode is public the empty requirement stays first.
  */
-export function securityOfRoute(spec: Pick<AnyRoute, 'auth' | 'capability'>): Security {
-  const base = securityOf[spec.auth ?? 'public'];
+export function securityOfRoute(
+  spec: Pick<AnyRoute, 'auth' | 'capability'> & Partial<Pick<AnyRoute, 'method' | 'product' | 'scope'>>,
+): Security {
+  // An organization key's requirement names the scope the route needs (a role, as OpenAPI 3.1 allows).
+  const scope = requiredScope(spec.method ?? 'get', spec.product, spec.scope);
+  const base = securityOf[spec.auth ?? 'public'].map((r) =>
+    'organizationKey' in r ? { organizationKey: [scope] } : r,
+  );
   const scheme = spec.capability && capabilitySchemes[spec.capability];
   if (!scheme) return base;
   return [...(base.length === 0 ? [{}] : base), { [scheme]: [] }];
@@ -74,6 +84,9 @@ const tagDescriptions: Record<string, string> = {
   Agreements: 'Terms between two agents, accepted with a wallet signature over their hash.',
   'Revenue and treasury': 'Revenue from confirmed receipts (operator) and the treasury’s addresses.',
   Commercial: 'Licenses through a crypto checkout, the TRIAL, and the randomized-amount payment gate.',
+  Organization: 'An organization’s own API keys, each with a name and scopes, shown once.',
+  Administration:
+    'The operator’s administration: licenses issued by hand, suspended, resumed, revoked and rotated; agents’ keys; the audit.',
   Status: 'Readiness, providers, privacy claims and the state of advanced modules.',
   'Proof workflows': 'Workflows from templates, their audited stages, public verification and the log.',
   'Blind policy proofs': 'Groth16 proofs that private inputs satisfy a policy, and their verification.',
@@ -123,7 +136,9 @@ export function pipelineProblems(
     case 'operator-or-license':
       // A license key that was ours but expired or was revoked (or its signing key was) is refused
       // with its own code.
-      add(out, 401, 'license_expired', 'license_revoked', 'license_key_revoked');
+      add(out, 401, 'license_expired', 'license_revoked', 'license_key_revoked', 'license_suspended');
+      add(out, 401, 'key_revoked');
+      add(out, 403, 'insufficient_scope');
       break;
     default:
       break;

@@ -33,9 +33,16 @@ export const clientAddress = (req: Request): string =>
 /** The client network as it may be stored: a keyed hash, never the address. */
 export const clientTag = (req: Request): string => networkTag(clientAddress(req));
 
-/** Who a request is, for scopes (idempotency keys, A2A message ids): the caller, else its network. */
+/**
+ * Who a request is, for scopes (idempotency keys, A2A message ids): the caller, else its network. Each
+ * key of an organization is a caller of its own, so no key replays what another key was answered.
+ */
 export const callerKey = (principal: Principal | null, req: Request): string =>
-  principal && principal.kind !== 'anonymous' ? principalKey(principal) : `addr:${clientTag(req)}`;
+  principal && principal.kind !== 'anonymous'
+    ? principal.kind === 'license' && principal.keyId
+      ? `${principalKey(principal)}:${principal.keyId}`
+      : principalKey(principal)
+    : `addr:${clientTag(req)}`;
 
 /**
  * Whose budget a request spends: a license or the operator its own; an agent the network it was

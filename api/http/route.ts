@@ -5,6 +5,8 @@ import type { Request, Response, RequestHandler } from 'express';
 import { z } from 'zod';
 import type { CapabilityKind } from '../../shared/platform/capabilities';
 import { requireProductLine, spendQuota } from '../../shared/licensing/entitlements';
+import { requireScope, requiredScope } from '../../shared/licensing/scopes';
+import type { KeyScope } from '../../shared/licensing/scopes';
 import type { ProductLine } from '../../shared/licensing/tiers';
 import { validationFailed } from '../../shared/platform/errors';
 import type { AppDeps } from '../deps';
@@ -73,6 +75,11 @@ export interface RouteSpec<P extends ZObject, Q extends ZObject, B extends z.Zod
   capability?: CapabilityKind;
   /** The product line a license must grant to use this route. */
   product?: ProductLine;
+  /**
+   * The scope an organization's key needs here, where the rule (`requiredScope`: GET needs `read`, a
+   * write the product line, a write outside every line `admin`) does not fit.
+   */
+  scope?: KeyScope;
   /** A license spends one unit of the product line's quota here (refunded if nothing is created). */
   quota?: boolean;
   params?: P;
@@ -132,6 +139,9 @@ export class RouteTable {
       const handler: RequestHandler = async (req, res) => {
         guardInput(req.params, 'params');
         const auth = await authenticate(req, deps, spec.auth ?? 'public');
+        // Before the idempotency layer: a key without the scope never gets even a replayed answer.
+        if (auth.kind === 'license')
+          requireScope(auth.scopes, requiredScope(spec.method, spec.product, spec.scope), spec.product);
         if (spec.budget) await spendRouteBudget(deps, spec.budget, req, res, auth);
         if (spec.method === 'post' && (await idempotent(deps, req, res, spec.secretReply === true))) return;
         const params = parsePart(spec.params ?? empty, req.params, 'params');

@@ -151,6 +151,8 @@ export function blindPolicyRoutes(table: RouteTable): RouteTable {
         'Checks the inputs first (400 validation_failed / unknown_policy, 422 policy_not_satisfied, nothing stored), then queues the proof for the prover. The answer carries the salts of the commitments: they are returned once and kept nowhere, so keep them to open a commitment later. Open to anyone; an agent key, when sent, is recorded on the proof. Without a license a caller may prove PROVE_ANON_PER_MINUTE times a minute per client network (an IPv4 address or an IPv6 /64; a free agent counts as the network that registered it) (429 rate_limited), and one network or license may have PROVE_MAX_IN_FLIGHT proofs queued or running (429 too_many_in_flight).',
       tags,
       auth: 'agent-optional',
+      // Blind policy proofs serve proof workflows: an organization key needs that line (or admin).
+      scope: 'workflows',
       budget: {
         name: 'prove-anon',
         points: (deps) => deps.rateLimit.proveAnonPerMinute ?? env.PROVE_ANON_PER_MINUTE,

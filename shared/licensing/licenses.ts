@@ -13,6 +13,8 @@ import { boxKeyPair, openFrom, sealTo } from '../platform/sealing';
 import { initialCredit } from './entitlements';
 import { signLicense, verifyLicense } from './license-token';
 import type { CheckoutRow, LicenseRow } from './rows';
+import { LICENSE_KEY_SCOPES } from './scopes';
+import type { KeyScope } from './scopes';
 import { findTier } from './tiers';
 
 const iso = (d: Date | string | null | undefined) => (d ? new Date(d).toISOString() : null);
@@ -41,11 +43,16 @@ export async function issueLicense(
   trx: Knex.Transaction,
   checkout: CheckoutRow,
   at: Date,
+  /** A license issued by hand: its own expiry and the operator's note. */
+  terms: { expiresAt?: Date; note?: string | null } = {},
 ): Promise<{ license: LicenseRow; token: string; sealed: boolean }> {
   const tier = findTier(checkout.license_type);
   if (!tier) throw new Error(`no license tier ${checkout.license_type}`);
   const id = newId('lic');
-  const expiresAt = new Date(at.getTime() + tier.periodDays * 86_400_000);
+  const expiresAt = terms.expiresAt ?? new Date(at.getTime() + tier.periodDays * 86_400_000);
+  const periodDays = terms.expiresAt
+    ? Math.max(1, Math.ceil((expiresAt.getTime() - at.getTime()) / 86_400_000))
+    : tier.periodDays;
   const key = serviceSigningKey();
   const token = signLicense(
     {
@@ -53,7 +60,7 @@ export async function issueLicense(
       checkoutId: checkout.id,
       tier: checkout.license_type,
       organization: checkout.organization,
-      periodDays: tier.periodDays,
+      periodDays,
       issuedAt: at.toISOString(),
       expiresAt: expiresAt.toISOString(),
       nonce: randomBytes(16).toString('base64url'),
@@ -67,12 +74,13 @@ export async function issueLicense(
       tier: checkout.license_type,
       organization: checkout.organization,
       organization_key: checkout.organization_key,
-      period_days: tier.periodDays,
+      period_days: periodDays,
       token_hash: licenseTokenHash(token),
       key_id: key.keyId,
       issued_at: at,
       expires_at: expiresAt,
       credit_usd_cents: initialCredit(checkout.license_type),
+      note: terms.note ?? null,
     })
     .returning('*')) as LicenseRow[];
   if (!checkout.license_seal_key) return { license: row!, token, sealed: false };
@@ -96,7 +104,39 @@ export function openLicenseToken(
   ).toString('utf8');
 }
 
-export type LicensePrincipal = { kind: 'license'; licenseId: string; tier: string; organization: string };
+/**
+ * A license as a caller: the license key itself (the organization's admin key, `keyId` null) or one of
+ * the organization's API keys (`keyId`, with the scopes it was given).
+ */
+export type LicensePrincipal = {
+  kind: 'license';
+  licenseId: string;
+  tier: string;
+  organization: string;
+  scopes: readonly KeyScope[];
+  keyId: string | null;
+};
+
+/**
+ * Refuses a license that is revoked, suspended or expired, with its own 401: checked on every request
+ * from the row just read, so a revocation or suspension holds from the next request on.
+ */
+export function refuseUnusable(row: LicenseRow, now: Date): void {
+  if (row.revoked_at) throw new AppError(401, 'license_revoked', 'This license has been revoked.');
+  if (row.suspended_at)
+    throw new AppError(
+      401,
+      'license_suspended',
+      'This license is suspended; the operator who issued it can resume it.',
+    );
+  if (new Date(row.expires_at).getTime() <= now.getTime()) {
+    throw new AppError(
+      401,
+      'license_expired',
+      `This license expired at ${iso(row.expires_at)}; buy or renew one through the checkout.`,
+    );
+  }
+}
 
 /**
  * Resolves a bearer license token: a valid signature by this service, a stored license, not revoked,
@@ -115,6 +155,7 @@ export async function resolveLicenseToken(
   const row = (await db('licenses').where({ id: check.license.licenseId }).first()) as LicenseRow | undefined;
   if (!row || !safeEqual(licenseTokenHash(token), row.token_hash)) return null;
   if (row.revoked_at) throw new AppError(401, 'license_revoked', 'This license has been revoked.');
+  if (row.suspended_at) refuseUnusable(row, now);
   if (!check.valid && check.reason !== 'expired') {
     // The row records when the service issued it: a license issued before its key's revocation holds.
     const held = verifyLicense(token, trust, now, row.issued_at);
@@ -134,5 +175,12 @@ export async function resolveLicenseToken(
       `This license expired at ${iso(row.expires_at)}; buy or renew one through the checkout.`,
     );
   }
-  return { kind: 'license', licenseId: row.id, tier: row.tier, organization: row.organization };
+  return {
+    kind: 'license',
+    licenseId: row.id,
+    tier: row.tier,
+    organization: row.organization,
+    scopes: LICENSE_KEY_SCOPES,
+    keyId: null,
+  };
 }

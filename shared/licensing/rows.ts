@@ -13,7 +13,7 @@ export const checkoutStatuses = [
   'expired',
 ] as const;
 export type CheckoutStatus = (typeof checkoutStatuses)[number];
-export const checkoutSettlements = ['exact', 'overpaid', 'paid_late', 'trial'] as const;
+export const checkoutSettlements = ['exact', 'overpaid', 'paid_late', 'trial', 'manual'] as const;
 export type CheckoutSettlement = (typeof checkoutSettlements)[number];
 
 export interface CheckoutRow {
@@ -74,6 +74,11 @@ export interface LicenseRow {
   issued_at: Date;
   expires_at: Date;
   revoked_at: Date | null;
+  /** A suspended license is refused until it is resumed. */
+  suspended_at: Date | null;
+  /** The operator's note on a license issued by hand. */
+  note: string | null;
+  rotated_at: Date | null;
   credit_usd_cents: number;
 }
 

@@ -1,4 +1,4 @@
-// What anyone may read of workflows: the templates with their counts, and a workflow's public state.
+// What anyone may read of workflows: the templates, global totals, and a workflow's public state.
 import { chainHead, flattenTrail } from './chain';
 import { genesisOf } from './engine';
 import { loadRecords, packageRow, templateOrThrow, workflowByProofId } from './load';
@@ -15,34 +15,41 @@ export interface TemplateSummary {
   version: number;
   description: string;
   stages: Array<ReturnType<typeof stageRequirements>[number] & { policy: string | null }>;
-  counts: { active: number; completed: number; rejected: number; total: number };
 }
 
-/** The six templates with their stages and how many workflows of each are in each state. */
-export async function templateSummaries(db: Conn): Promise<TemplateSummary[]> {
-  const rows = (await db('workflows')
-    .select('template', 'status')
-    .count('* as n')
-    .groupBy('template', 'status')) as Array<{
-    template: string;
+export interface WorkflowTotals {
+  active: number;
+  completed: number;
+  rejected: number;
+  total: number;
+}
+
+/**
+ * The six templates with their stages. No count per template: on a service with few organizations, how
+ * many workflows of a template run says what one of them is doing (an organization lists its own).
+ */
+export function templateSummaries(): TemplateSummary[] {
+  return workflowTemplates.map((t) => ({
+    key: t.key,
+    name: t.name,
+    version: t.version,
+    description: t.description,
+    stages: stageRequirements(t).map((r, i) => ({ ...r, policy: t.stages[i]?.policy ?? null })),
+  }));
+}
+
+/** How many workflows are in each state, across every template and organization: one global figure. */
+export async function workflowTotals(db: Conn): Promise<WorkflowTotals> {
+  const rows = (await db('workflows').select('status').count('* as n').groupBy('status')) as Array<{
     status: WorkflowStatus;
     n: string | number;
   }>;
-  return workflowTemplates.map((t) => {
-    const counts = { active: 0, completed: 0, rejected: 0, total: 0 };
-    for (const r of rows.filter((r) => r.template === t.name)) {
-      counts[r.status] += Number(r.n);
-      counts.total += Number(r.n);
-    }
-    return {
-      key: t.key,
-      name: t.name,
-      version: t.version,
-      description: t.description,
-      stages: stageRequirements(t).map((r, i) => ({ ...r, policy: t.stages[i]?.policy ?? null })),
-      counts,
-    };
-  });
+  const totals = { active: 0, completed: 0, rejected: 0, total: 0 };
+  for (const r of rows) {
+    totals[r.status] += Number(r.n);
+    totals.total += Number(r.n);
+  }
+  return totals;
 }
 
 export interface PublicWorkflowState {

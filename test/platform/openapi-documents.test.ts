@@ -187,6 +187,18 @@ describe('declared security is what each route does', () => {
       operatorToken: OPERATOR,
       agentKey: agent.auth,
       licenseKey: license.auth,
+      // An organization's admin key acts as its license on every route a license may use.
+      organizationKey: {
+        Authorization: `Bearer ${
+          (
+            await app.request
+              .post('/api/v1/organization/keys')
+              .set(license.auth)
+              .send({ name: 'documents', scopes: ['admin'] })
+              .expect(201)
+          ).body.apiKey
+        }`,
+      },
       // A job's access token opens one job; shaped as one, it gets past authentication everywhere
       // a job's token is listed (the job itself then answers 404 to any other).
       jobToken: { Authorization: `Bearer jt_${'A'.repeat(43)}` },
@@ -221,9 +233,16 @@ describe('declared security is what each route does', () => {
       'operator-optional': [{}, { operatorToken: [] }],
       operator: [{ operatorToken: [] }],
       agent: [{ agentKey: [] }],
-      'agent-optional': [{}, { agentKey: [] }, { licenseKey: [] }],
-      job: [{}, { jobToken: [] }, { agentKey: [] }, { licenseKey: [] }, { operatorToken: [] }],
-      'operator-or-license': [{ operatorToken: [] }, { licenseKey: [] }],
+      'agent-optional': [{}, { agentKey: [] }, { licenseKey: [] }, { organizationKey: [] }],
+      job: [
+        {},
+        { jobToken: [] },
+        { agentKey: [] },
+        { licenseKey: [] },
+        { organizationKey: [] },
+        { operatorToken: [] },
+      ],
+      'operator-or-license': [{ operatorToken: [] }, { licenseKey: [] }, { organizationKey: [] }],
       'provider-token': [{ paymentsProviderToken: [] }],
     };
     const tables = buildTables();
@@ -241,7 +260,12 @@ describe('declared security is what each route does', () => {
       gate: [{ gateSecret: [] }],
     };
     for (const r of routes) {
-      const mode = expected[r.auth ?? 'public']!;
+      // An organization key's requirement names the scope the route needs (GET: read; a write: its line,
+      // or admin outside every line; or the route's own).
+      const scope = r.scope ?? (r.method === 'get' ? 'read' : (r.product ?? 'admin'));
+      const mode = expected[r.auth ?? 'public']!.map((req) =>
+        'organizationKey' in req ? { organizationKey: [scope] } : req,
+      );
       const listed = r.capability
         ? [...(mode.length === 0 ? [{}] : mode), ...capability[r.capability]!]
         : mode;

@@ -1,9 +1,9 @@
 // A full run's database dump holds no working credential. The run: an agent registers; it creates a job
 // with a webhook (with an Idempotency-Key); an anonymous A2A task gets a push config carrying a token
 // and Authorization credentials; a logistics request asks for a signed webhook; a TRIAL license is
-// claimed and starts a workflow with plain policy parameters. The real jobs worker, webhook relay and
-// deliveries worker run in this process, and the loopback receiver checks each delivery's signature
-// with the secret the reply handed out. Then the whole database is dumped as text (every row, and
+// claimed, starts a workflow with plain policy parameters and makes an organization key. The real jobs
+// worker, webhook relay and deliveries worker run in this process, and the loopback receiver checks each
+// delivery's signature with the secret the reply handed out. Then the whole database is dumped as text (every row, and
 // pg_dump's where it is installed) and none of those values appears in any form that could be used,
 // nor in the logs.
 import { randomBytes, randomUUID } from 'node:crypto';
@@ -146,6 +146,18 @@ describe('a database dump after a full run', () => {
       .send({ template: 'Underwriting', policyParameters: { risk_assessment: { threshold } } })
       .expect(201);
     keep('workflow policy salt', workflow.body.policyGates[0].salts.thresholdSalt);
+    // An organization key of that license, shown once and used once.
+    const orgKey = keep(
+      'organization key',
+      (
+        await app.request
+          .post('/api/v1/organization/keys')
+          .set('Authorization', `Bearer ${licenseKey}`)
+          .send({ name: 'dump', scopes: ['read'] })
+          .expect(201)
+      ).body.apiKey,
+    );
+    await app.request.get('/api/proof-workflows').set('Authorization', `Bearer ${orgKey}`).expect(200);
 
     // The worker delivers: every job event to the webhook, the pushes, the requested result.
     const { publicKey } = (await app.request.get('/api/discovery').expect(200)).body.receiptPublicKey;

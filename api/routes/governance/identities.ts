@@ -32,6 +32,7 @@ export function identityRoutes(table: RouteTable): RouteTable {
         'Each member makes an identity (`npm run ballot -- identity`) and hands over only its commitment, Poseidon(secret). The tree (depth 10, up to 1024 identities) gets a new root; ballots are accepted against the last 8 roots.',
       tags,
       auth: 'operator-or-license',
+      scope: 'governance',
       params: z.strictObject({ roomId: roomIdSchema }),
       body: z.strictObject({ identityCommitments: z.array(identitySchema).min(1).max(1024) }),
       responses: {

@@ -9,7 +9,7 @@ import { policyGateCodes } from '../../../shared/workflows/policyGate';
 import { stageRecordSchema, stageStatuses, workflowEventSchema } from '../../../shared/workflows/records';
 import { servicePublicKey } from '../../../shared/workflows/seal';
 import { prepareWorkflow } from '../../../shared/workflows/prepare';
-import { publicState, templateSummaries } from '../../../shared/workflows/public';
+import { publicState, templateSummaries, workflowTotals } from '../../../shared/workflows/public';
 import { recordEvent } from '../../../shared/workflows/events';
 import { verifyGivenPackage, verifyStored } from '../../../shared/workflows/verify';
 import { templateNames } from '../../../shared/workflows/templates';
@@ -66,8 +66,18 @@ const templateSummarySchema = z.object({
       policy: z.string().nullable().describe('The policy a stage’s blind policy proof must be of'),
     }),
   ),
-  counts: z.object({ active: z.number(), completed: z.number(), rejected: z.number(), total: z.number() }),
 });
+
+const totalsSchema = z
+  .object({
+    active: z.number().int(),
+    completed: z.number().int(),
+    rejected: z.number().int(),
+    total: z.number().int(),
+  })
+  .describe(
+    'Workflows in each state across every template and organization: no figure per template or tenant',
+  );
 
 const reasonSchema = z.object({
   check: z.string(),
@@ -210,15 +220,17 @@ export function proofWorkflowRoutes(table: RouteTable): RouteTable {
       method: 'get',
       path: '/api/proof-workflows/status',
       operationId: 'proofWorkflowStatus',
-      summary: 'The six workflow templates with their stages and counts, or one workflow’s public state',
+      summary:
+        'The six workflow templates with their stages and global totals, or one workflow’s public state',
       tags,
       query: z.strictObject({ proofId: proofIdSchema.optional() }),
       responses: {
         200: {
-          description: 'Templates and counts, or (with proofId) the workflow’s public state',
+          description: 'Templates and global totals, or (with proofId) the workflow’s public state',
           schema: z.union([
             z.object({
               templates: z.array(templateSummarySchema),
+              totals: totalsSchema,
               signingKey: z.object({ keyId: z.string(), publicKey: z.string() }),
               circuitSetup: circuitSetupSchema,
             }),
@@ -236,7 +248,8 @@ export function proofWorkflowRoutes(table: RouteTable): RouteTable {
         return {
           status: 200,
           body: {
-            templates: await templateSummaries(deps.db),
+            templates: templateSummaries(),
+            totals: await workflowTotals(deps.db),
             signingKey: signingKey(),
             circuitSetup: circuitSetup(),
           },

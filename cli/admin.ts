@@ -1,0 +1,284 @@
+// `npm run admin -- licenses issue|list|show|suspend|resume|revoke|rotate …`, `org-keys list|revoke …`,
+// `agent-keys list|revoke|rotate …`, `audit`: the operator's hand on tenants, through the operator API (/api/v1/admin/…) of the
+// service at PX_URL (or --url) with OPERATOR_TOKEN (or --token). A new key is printed once, on its own
+// line; the service keeps only its hash. docs/tenants.md has the procedures.
+import { randomBytes } from 'node:crypto';
+import { env } from '../shared/platform/env';
+
+const usage = `usage: npm run admin -- [--url URL] [--token TOKEN] [--json] <command>
+  licenses issue --organization NAME --tier Starter|Business|Enterprise [--expires ISO] [--note TEXT] [--email EMAIL]
+  licenses list [--organization NAME] [--status active|suspended|revoked|expired] [--limit N] [--cursor C]
+  licenses show <licenseId>
+  licenses suspend|resume|revoke|rotate <licenseId>
+  org-keys list <licenseId> [--limit N] [--cursor C]
+  org-keys revoke <licenseId> --key <keyId>
+  agent-keys list [--agent agt_…] [--limit N] [--cursor C]
+  agent-keys revoke|rotate <keyId>
+  audit [--license lic_…] [--limit N] [--cursor C]
+The service is PX_URL (its API_URL) and the credential OPERATOR_TOKEN, unless --url and --token say otherwise.`;
+
+export class UsageError extends Error {}
+
+export interface AdminIo {
+  out: (line: string) => void;
+  err: (line: string) => void;
+}
+
+interface Parsed {
+  words: string[];
+  flags: Map<string, string>;
+  json: boolean;
+}
+
+function parse(args: string[]): Parsed {
+  const words: string[] = [];
+  const flags = new Map<string, string>();
+  let json = false;
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i]!;
+    if (a === '--json') json = true;
+    else if (a.startsWith('--')) {
+      const value = args[i + 1];
+      if (value === undefined || value.startsWith('--')) throw new UsageError(`${a} needs a value`);
+      flags.set(a.slice(2), value);
+      i++;
+    } else words.push(a);
+  }
+  return { words, flags, json };
+}
+
+/** The flags a command takes, as query or body fields; any other flag is a usage error. */
+function pick(flags: Map<string, string>, allowed: Record<string, string>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, value] of flags) {
+    if (name === 'url' || name === 'token') continue;
+    const field = allowed[name];
+    if (!field) throw new UsageError(`unknown option --${name}`);
+    out[field] = value;
+  }
+  return out;
+}
+
+interface Call {
+  method: 'GET' | 'POST';
+  path: string;
+  query?: Record<string, string>;
+  body?: Record<string, unknown>;
+}
+
+function route(words: string[], flags: Map<string, string>): Call {
+  const [group, verb, id, ...extra] = words;
+  if (extra.length) throw new UsageError(`unexpected ${extra.join(' ')}`);
+  const one = (base: string) => {
+    if (!id) throw new UsageError(`${group} ${verb} needs an id`);
+    return `${base}/${encodeURIComponent(id)}`;
+  };
+  const none = () => {
+    if (id) throw new UsageError(`unexpected ${id}`);
+  };
+  const paging = { limit: 'limit', cursor: 'cursor' };
+  if (group === 'licenses') {
+    switch (verb) {
+      case 'issue': {
+        none();
+        const body: Record<string, unknown> = pick(flags, {
+          organization: 'organization',
+          tier: 'tier',
+          expires: 'expiresAt',
+          note: 'note',
+          email: 'email',
+        });
+        if (!body.organization || !body.tier) throw new UsageError('issue needs --organization and --tier');
+        return { method: 'POST', path: '/api/v1/admin/licenses', body };
+      }
+      case 'list':
+        none();
+        return {
+          method: 'GET',
+          path: '/api/v1/admin/licenses',
+          query: pick(flags, { ...paging, organization: 'organization', status: 'status' }),
+        };
+      case 'show':
+        pick(flags, {});
+        return { method: 'GET', path: one('/api/v1/admin/licenses') };
+      case 'suspend':
+      case 'resume':
+      case 'revoke':
+      case 'rotate':
+        pick(flags, {});
+        return { method: 'POST', path: `${one('/api/v1/admin/licenses')}/${verb}` };
+      default:
+        break;
+    }
+  }
+  if (group === 'org-keys') {
+    switch (verb) {
+      case 'list':
+        return {
+          method: 'GET',
+          path: `${one('/api/v1/admin/licenses')}/keys`,
+          query: pick(flags, paging),
+        };
+      case 'revoke': {
+        const keyId = flags.get('key');
+        pick(flags, { key: 'key' });
+        if (!keyId) throw new UsageError('org-keys revoke needs --key key_…');
+        return {
+          method: 'POST',
+          path: `${one('/api/v1/admin/licenses')}/keys/${encodeURIComponent(keyId)}/revoke`,
+        };
+      }
+      default:
+        break;
+    }
+  }
+  if (group === 'agent-keys') {
+    switch (verb) {
+      case 'list':
+        none();
+        return {
+          method: 'GET',
+          path: '/api/v1/admin/agent-keys',
+          query: pick(flags, { ...paging, agent: 'agentId' }),
+        };
+      case 'revoke':
+      case 'rotate':
+        pick(flags, {});
+        return { method: 'POST', path: `${one('/api/v1/admin/agent-keys')}/${verb}` };
+      default:
+        break;
+    }
+  }
+  if (group === 'audit' && verb === undefined) {
+    return {
+      method: 'GET',
+      path: '/api/v1/admin/audit',
+      query: pick(flags, { ...paging, license: 'licenseId' }),
+    };
+  }
+  throw new UsageError(`unknown command: ${words.join(' ') || '(none)'}`);
+}
+
+type Json = Record<string, unknown>;
+
+function licenseLine(l: Json): string {
+  return [
+    l.licenseId,
+    String(l.tier).padEnd(10),
+    String(l.status).padEnd(9),
+    `until ${String(l.expiresAt)}`,
+    String(l.source).padEnd(8),
+    l.organization,
+    l.note ? `— ${String(l.note)}` : '',
+  ]
+    .filter((p) => p !== '')
+    .join('  ');
+}
+
+function agentKeyLine(k: Json): string {
+  const state = k.revokedAt ? `revoked ${String(k.revokedAt)}` : 'in use';
+  return `${String(k.keyId)}  ${String(k.agentId)}  ${state}  last used ${String(k.lastUsedAt ?? 'never')}  ${String(k.agentName)}`;
+}
+
+function organizationKeyLine(k: Json): string {
+  const state = k.revokedAt ? `revoked ${String(k.revokedAt)}` : 'in use';
+  const scopes = (k.scopes as string[]).join(',');
+  return `${String(k.keyId)}  ${String(k.prefix)}  ${scopes}  ${state}  last used ${String(k.lastUsedAt ?? 'never')}  ${String(k.name)}`;
+}
+
+/** What a reply says to a person: one line per item, the new key on a line of its own. */
+function render(call: Call, body: Json, io: AdminIo): void {
+  const items = body.items as Json[] | undefined;
+  if (items) {
+    for (const item of items) {
+      if ('licenseId' in item && 'tier' in item) io.out(licenseLine(item));
+      else if ('agentId' in item) io.out(agentKeyLine(item));
+      else if ('scopes' in item) io.out(organizationKeyLine(item));
+      else
+        io.out(`${String(item.at)}  ${String(item.actor)}  ${String(item.action)}  ${String(item.target)}`);
+    }
+    if (body.nextCursor) io.out(`# more: --cursor ${String(body.nextCursor)}`);
+    return;
+  }
+  const license = (body.license ?? ('licenseId' in body ? body : undefined)) as Json | undefined;
+  if (license) io.out(licenseLine(license));
+  if (body.key) io.out(agentKeyLine(body.key as Json));
+  if (!license && !body.key && 'agentId' in body) io.out(agentKeyLine(body));
+  if (!license && !body.key && 'scopes' in body) io.out(organizationKeyLine(body));
+  const secret = (body.licenseKey ?? body.apiKey) as string | undefined;
+  if (secret) {
+    io.err(
+      `# the new key, shown this once (${call.path.endsWith('rotate') ? 'the old one is refused from now on' : 'keep it'}):`,
+    );
+    io.out(secret);
+  }
+}
+
+/** Runs one command; returns the exit status (0 done, 1 refused by the service, 2 usage). */
+export async function runAdmin(
+  args: string[],
+  io: AdminIo = {
+    out: (l) => process.stdout.write(`${l}\n`),
+    err: (l) => process.stderr.write(`${l}\n`),
+  },
+  defaults: { url?: string | undefined; token?: string | undefined } = {
+    url: env.PX_URL,
+    token: env.OPERATOR_TOKEN,
+  },
+): Promise<number> {
+  let call: Call;
+  let parsed: Parsed;
+  try {
+    parsed = parse(args);
+    call = route(parsed.words, parsed.flags);
+  } catch (err) {
+    if (!(err instanceof UsageError)) throw err;
+    io.err(`${err.message}\n${usage}`);
+    return 2;
+  }
+  const base = parsed.flags.get('url') ?? defaults.url;
+  const token = parsed.flags.get('token') ?? defaults.token;
+  if (!base || !token) {
+    io.err(`set PX_URL and OPERATOR_TOKEN (or pass --url and --token)\n${usage}`);
+    return 2;
+  }
+  const url = new URL(`${base.replace(/\/+$/, '')}${call.path}`);
+  for (const [k, v] of Object.entries(call.query ?? {})) url.searchParams.set(k, v);
+  const headers: Record<string, string> = { Authorization: `Bearer ${token}`, Accept: 'application/json' };
+  if (call.method === 'POST') {
+    headers['Content-Type'] = 'application/json';
+    headers['Idempotency-Key'] = randomBytes(18).toString('base64url');
+  }
+  const res = await fetch(url, {
+    method: call.method,
+    headers,
+    ...(call.method === 'POST' ? { body: JSON.stringify(call.body ?? {}) } : {}),
+  });
+  const text = await res.text();
+  let body: Json;
+  try {
+    body = JSON.parse(text) as Json;
+  } catch {
+    io.err(`${res.status}: ${text.slice(0, 200)}`);
+    return 1;
+  }
+  if (!res.ok) {
+    io.err(`${res.status} ${String(body.code ?? '')}: ${String(body.detail ?? body.title ?? '')}`);
+    return 1;
+  }
+  if (parsed.json) io.out(JSON.stringify(body, null, 2));
+  else render(call, body, io);
+  return 0;
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  runAdmin(process.argv.slice(2)).then(
+    (code) => {
+      process.exitCode = code;
+    },
+    (err: Error) => {
+      process.stderr.write(`${err.message}\n`);
+      process.exitCode = 1;
+    },
+  );
+}
