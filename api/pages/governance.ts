@@ -28,10 +28,11 @@ export async function renderPage(
   res: Response,
   what: string,
   render: () => Promise<[string, string] | [string, string, { csp: string }]>,
+  current?: string,
 ) {
   try {
     const [title, body, own] = await render();
-    if (!own) return sendPage(res, 200, title, body);
+    if (!own) return sendAnyPage(res, 200, title, body, { noStore: true, ...(current ? { current } : {}) });
     // A page with its own scripts (the voting page proves in WebAssembly) brings its own policy.
     res.status(200).setHeader('Content-Security-Policy', own.csp);
     res.setHeader('Cache-Control', 'no-store');
@@ -160,11 +161,96 @@ ${ballotForm(id, state.options)}`,
   ];
 }
 
+const INDEX_LIMIT = 100;
+
+/**
+ * Proposals whose vote has closed: their packages are on the public log already. A vote still in
+ * review or open is reached by the link its room shares, never listed (a listing would announce a
+ * room's business to everyone).
+ */
+async function governanceIndex(deps: AppDeps): Promise<[string, string]> {
+  const rows = (await deps
+    .db('proposals')
+    .whereIn('status', ['closed', 'executed'])
+    .orderBy('updated_at', 'desc')
+    .limit(INDEX_LIMIT)
+    .select('id', 'title', 'status', 'outcome', 'tally_proof_id')) as Array<{
+    id: string;
+    title: string;
+    status: string;
+    outcome: string | null;
+    tally_proof_id: string | null;
+  }>;
+  const list = rows.length
+    ? `<div class="table-wrap"><table id="proposals"><thead><tr><th>Proposal</th><th>Status</th><th>Outcome</th><th>Proof</th></tr></thead><tbody>${rows
+        .map(
+          (r) =>
+            `<tr data-proposal="${escapeHtml(r.id)}"><td><a href="/governance/proposals/${escapeHtml(r.id)}/">${escapeHtml(
+              r.title,
+            )}</a></td><td>${escapeHtml(r.status)}</td><td>${escapeHtml(r.outcome ?? '—')}</td><td>${
+              r.tally_proof_id
+                ? `<a class="hash" href="/proof-workflows/verify/${escapeHtml(r.tally_proof_id)}/">${escapeHtml(r.tally_proof_id)}</a>`
+                : '—'
+            }</td></tr>`,
+        )
+        .join('')}</tbody></table></div>`
+    : '<p id="proposals-empty">No vote has closed yet.</p>';
+  return [
+    'Governance',
+    `<h1>Governance</h1>
+<p class="lead">Private votes: Proposal → Review → Vote → Execution → Proof. Ballots are anonymous membership proofs; each closed vote publishes every ballot, the tally and a signed proof package anyone can recompute.</p>
+<p>Votes that have closed, newest first. A vote in review or open is reached by the link its room shares.</p>
+${list}`,
+  ];
+}
+
+/** Public auctions (not a room's own), newest first: status while bidding, the outcome once finalized. */
+async function auctionsIndex(deps: AppDeps): Promise<[string, string]> {
+  const rows = (await deps
+    .db('auctions')
+    .whereNull('room_id')
+    .orderBy('created_at', 'desc')
+    .limit(INDEX_LIMIT)
+    .select('id', 'title', 'status', 'pricing', 'proof_id')) as Array<{
+    id: string;
+    title: string;
+    status: string;
+    pricing: string;
+    proof_id: string | null;
+  }>;
+  const list = rows.length
+    ? `<div class="table-wrap"><table id="auctions"><thead><tr><th>Auction</th><th>Pricing</th><th>Status</th><th>Proof</th></tr></thead><tbody>${rows
+        .map(
+          (r) =>
+            `<tr data-auction="${escapeHtml(r.id)}"><td><a href="/auctions/${escapeHtml(r.id)}/">${escapeHtml(
+              r.title,
+            )}</a></td><td>${escapeHtml(r.pricing)}-price</td><td>${escapeHtml(r.status)}</td><td>${
+              r.proof_id
+                ? `<a class="hash" href="/proof-workflows/verify/${escapeHtml(r.proof_id)}/">${escapeHtml(r.proof_id)}</a>`
+                : '—'
+            }</td></tr>`,
+        )
+        .join('')}</tbody></table></div>`
+    : '<p id="auctions-empty">No public auction yet.</p>';
+  return [
+    'Auctions',
+    `<h1>Sealed auctions</h1>
+<p class="lead">Bids are committed while bidding is open and revealed after; nothing about bids is shown until the reveal window ends. Each finalized auction publishes every bid and a signed proof package.</p>
+${list}`,
+  ];
+}
+
 /** The governance and auction pages, mounted beside the verification pages. */
 export function coordinationPagesRouter(deps: AppDeps): express.Router {
   const router = express.Router();
   const proposalId = idPattern('prop');
   const auctionId = idPattern('auc');
+  router.get('/governance/', (_req, res) =>
+    renderPage(res, 'Governance', () => governanceIndex(deps), '/governance/'),
+  );
+  router.get('/auctions/', (_req, res) =>
+    renderPage(res, 'Auctions', () => auctionsIndex(deps), '/auctions/'),
+  );
   router.get('/governance/proposals/:proposalId/', (req, res) => {
     const id = String(req.params.proposalId);
     if (!proposalId.test(id)) return sendPage(res, 404, 'Proposal not found', '<h1>Proposal not found</h1>');
