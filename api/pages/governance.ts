@@ -85,7 +85,11 @@ ${ballotForm(id, state.options)}`,
     return [
       `Proposal ${id}`,
       `${heading}<p>Status: <strong data-status="review">review</strong>.</p>
-<p class="next" id="next">Voting opens when ${escapeHtml(state.reviewThreshold)} member${state.reviewThreshold === 1 ? '' : 's'} of the review committee approve; ${runs}. Reload this page then to vote.</p>`,
+<p class="next" id="next">Voting opens when ${escapeHtml(state.reviewThreshold)} ${
+        state.reviewThreshold === 1
+          ? 'member of the review committee approves'
+          : 'members of the review committee approve'
+      }; ${runs}. Reload this page then to vote.</p>`,
     ];
   }
   if (state.status === 'rejected')
