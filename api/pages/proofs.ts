@@ -12,8 +12,7 @@ import { verifyTreasuryPackage } from '../../shared/treasury/package';
 import type { Reason } from '../../shared/workflows/envelope';
 import { verifyUnderServiceTrust } from '../../shared/workflows/verify';
 import { insecureSetup } from '../../shared/zk/setup';
-import { verifyBlindPolicy } from '../../shared/zk/verify';
-import { loadVerificationKey } from '../../shared/zk/verify';
+import { loadVerificationKey, verifyBlindPolicy } from '../../shared/zk/verify';
 import { escapeHtml, yesNo } from './layout';
 
 export type ProofKind = 'workflow' | 'governance' | 'auction' | 'treasury' | 'blind-policy';
@@ -42,7 +41,7 @@ export async function resolveProofId(db: Db, id: string): Promise<ResolvedProof 
       .where('tally_proof_id', id)
       .orWhere('final_proof_id', id)
       .first('id', 'tally_proof_id', 'tally_package', 'final_package'),
-    db('auctions').where('proof_id', id).first('id', 'package', 'room_id'),
+    db('auctions').where('proof_id', id).first('id', 'package'),
     db('treasury_requests').where('proof_id', id).first('id'),
     db('proofs').where('id', id).first('id'),
   ]);

@@ -371,6 +371,18 @@ describe('one verify page for every proof, and the index pages', () => {
     expect(await a.locator(`a[href="/auctions/${auction.auctionId}/"]`).count()).toBe(1);
     await a.close();
 
+    // The same lookup as an API: the kind and where to verify it.
+    const asked = await request.get(`/api/proofs/${finalized.result.proofId}`).expect(200);
+    expect(asked.body).toEqual({
+      proofId: finalized.result.proofId,
+      kind: 'auction',
+      verifyPage: `/proof-workflows/verify/${finalized.result.proofId}/`,
+      page: `/auctions/${auction.auctionId}/`,
+    });
+    expect((await request.get(`/api/proofs/${wf.proofId}`).expect(200)).body.kind).toBe('workflow');
+    expect((await request.get('/api/proofs/prf_01jd3zzzzzzzzzzzzzzzzzzzzz').expect(404)).body.code).toBe(
+      'not_found',
+    );
     const unknown = await open('/proof-workflows/verify/prf_01jd3zzzzzzzzzzzzzzzzzzzzz/', 'verify-not-found');
     expect(await verdict(unknown)).toBe('not-found');
     expect(await unknown.locator('#verdict').innerText()).toContain('No proof of any kind has the id');
