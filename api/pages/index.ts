@@ -72,14 +72,29 @@ export type Verdict = 'verified' | 'insecure' | 'not-verified' | 'in-progress' |
  * visitor pasted: one that does not even claim to be a workflow package says nothing either way, while
  * a workflow package that no longer parses was broken, so it fails.
  */
+/**
+ * Whether a workflow's verdict rests on Groth16 proofs — proven approvals (membership proofs) or a
+ * blind policy proof as a stage's evidence — which keys from a development setup could forge.
+ */
+function restsOnZk(v: Verification, pasted?: unknown): boolean {
+  if (v.approvals === 'proven') return true;
+  const requirements =
+    v.package?.requirements ?? (pasted as { requirements?: unknown } | null | undefined)?.requirements;
+  return (
+    Array.isArray(requirements) &&
+    requirements.some(
+      (r) => (r as { requiresBlindPolicyProof?: unknown } | null)?.requiresBlindPolicyProof === true,
+    )
+  );
+}
+
 export function verdictOf(v: Verification, pasted?: unknown): Verdict {
   const claimsWorkflow = (pasted as { kind?: unknown } | null)?.kind === 'workflow';
   if (pasted !== undefined && !claimsWorkflow && v.reasons.some((r) => r.check === 'format'))
     return 'cannot-tell';
   const facts = v.existed && v.completed && v.approvalsMet && v.sequenceRespected && v.notAltered;
-  // Proven approvals are membership proofs: under keys from a development setup they could be forged.
   if (facts && v.signatureValid === true && v.inclusionValid !== false)
-    return v.approvals === 'proven' && insecureSetup() ? 'insecure' : 'verified';
+    return restsOnZk(v, pasted) && insecureSetup() ? 'insecure' : 'verified';
   if (facts && v.signatureValid === undefined && v.packageStatus === 'pending') return 'pending';
   // Still running, intact, and every unmet fact only not met yet (no rule broken, nothing altered).
   const onlyNotYet = v.reasons.every((r) => r.code === `not_${r.check}`);
