@@ -371,6 +371,20 @@ describe('one verify page for every proof, and the index pages', () => {
     expect(await a.locator(`a[href="/auctions/${auction.auctionId}/"]`).count()).toBe(1);
     await a.close();
 
+    // A blind policy proof is its holder's: by its id, the kind and how to verify it, nothing more.
+    const inputs = { value: '7391402581', threshold: '6173051947' };
+    const held = await request
+      .post('/api/proof-workflows/blind-policy/prove')
+      .send({ policy: 'threshold', inputs, hold: true })
+      .expect(202);
+    const bp = await open(`/proof-workflows/verify/${held.body.proof.id}/`, 'verify-blind-policy-by-id');
+    expect(await kind(bp)).toBe('blind-policy');
+    expect(await verdict(bp)).toBe('not-public');
+    const html = await bp.content();
+    for (const v of [...Object.values(inputs), ...Object.values(held.body.commitments as object)])
+      expect(html).not.toContain(String(v));
+    await bp.close();
+
     // The same lookup as an API: the kind and where to verify it.
     const asked = await request.get(`/api/proofs/${finalized.result.proofId}`).expect(200);
     expect(asked.body).toEqual({
