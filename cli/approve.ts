@@ -3,9 +3,11 @@
 //   npm run approve -- prove --url https://… --proof prf_… --stage approval --identity me.json [--out approval.json]
 //   npm run approve -- submit --url https://… --approval approval.json
 //   npm run approve -- approve --url https://… --proof prf_… --stage approval --identity me.json
-// Imports the approver's client only: no service configuration is read.
+// Imports the approver's client, and of the configuration only where the service answers (--url, else
+// PX_URL, else BASE_URL, else this machine's PORT).
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
+import { serviceUrl } from '../shared/platform/env';
 import {
   fetchApprovalTarget,
   loadMembershipArtifacts,
@@ -19,12 +21,13 @@ const usage = `usage:
   npm run approve -- identity [--out FILE]
       Makes an identity. Keep the file (its secret is your approvals' key); give the organization only
       the commitment it prints, for the approver set of the stages you approve.
-  npm run approve -- prove --url URL --proof PROOF_ID --stage KEY --identity FILE [--artifacts DIR] [--out FILE]
+  npm run approve -- prove [--url URL] --proof PROOF_ID --stage KEY --identity FILE [--artifacts DIR] [--out FILE]
       Fetches the stage's approval target (scope, content, the set's whole member list) and proves here.
-  npm run approve -- submit --url URL --approval FILE
-  npm run approve -- approve --url URL --proof PROOF_ID --stage KEY --identity FILE [--artifacts DIR]
+  npm run approve -- submit [--url URL] --approval FILE
+  npm run approve -- approve [--url URL] --proof PROOF_ID --stage KEY --identity FILE [--artifacts DIR]
       Proves and submits in one step; prints the recorded stage.
---artifacts reads ballot.wasm and ballot.zkey from a folder instead of the service.`;
+--artifacts reads ballot.wasm and ballot.zkey from a folder instead of the service.
+--url defaults to PX_URL, else BASE_URL, else http://127.0.0.1:PORT.`;
 
 const { positionals, values } = parseArgs({
   allowPositionals: true,
@@ -43,7 +46,7 @@ const { positionals, values } = parseArgs({
 const need = (name: keyof typeof values): string => requireOption(values, name, usage);
 
 async function prove(): Promise<Approval> {
-  const url = need('url');
+  const url = values.url ?? serviceUrl();
   const [identity, target] = await Promise.all([
     readIdentityFile(need('identity')),
     fetchApprovalTarget(url, need('proof'), need('stage')),
@@ -72,7 +75,7 @@ async function main(): Promise<void> {
         command === 'approve'
           ? await prove()
           : (JSON.parse(readFileSync(need('approval'), 'utf8')) as Approval);
-      const res = await submitApproval(need('url'), approval);
+      const res = await submitApproval(values.url ?? serviceUrl(), approval);
       if (res.status !== 200)
         throw new Error(`refused (${res.status}): ${String(res.body.code)}: ${String(res.body.detail)}`);
       printJson(res.body);

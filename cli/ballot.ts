@@ -3,10 +3,13 @@
 //   npm run ballot -- vote --url https://… --proposal prop_… --identity me.json --choice yes
 //   npm run ballot -- make --url https://… --proposal prop_… --identity me.json --choice yes --out ballot.json
 //   npm run ballot -- submit --url https://… --proposal prop_… --ballot ballot.json
-// Imports the voter's client only: no service configuration is read.
+// Imports the voter's client, and of the configuration only where the service answers (--url, else
+// PX_URL, else BASE_URL, else this machine's PORT).
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
+import { serviceUrl } from '../shared/platform/env';
 import {
+  assertChoice,
   fetchBallotInfo,
   loadBallotArtifacts,
   makeBallot,
@@ -19,13 +22,16 @@ const usage = `usage:
   npm run ballot -- identity [--out FILE]
       Makes an identity. Keep the file (its secret is your vote's key); give the room's administrator
       the commitment it prints, or register it with your wallet.
-  npm run ballot -- vote --url URL --proposal ID --identity FILE --choice OPTION [--artifacts DIR]
-      Fetches the proposal key and the room's member list, proves and encrypts here, submits, prints
-      the signed receipt.
-  npm run ballot -- make --url URL --proposal ID --identity FILE --choice OPTION [--artifacts DIR] [--out FILE]
-  npm run ballot -- submit --url URL --proposal ID --ballot FILE
+  npm run ballot -- options [--url URL] --proposal ID
+      Prints the proposal's question and its options: a choice must be exactly one of them.
+  npm run ballot -- vote [--url URL] --proposal ID --identity FILE --choice OPTION [--artifacts DIR]
+      Fetches the proposal key, its options and the room's member list, refuses a choice that is not
+      one of the options, proves and encrypts here, submits, prints the signed receipt.
+  npm run ballot -- make [--url URL] --proposal ID --identity FILE --choice OPTION [--artifacts DIR] [--out FILE]
+  npm run ballot -- submit [--url URL] --proposal ID --ballot FILE
       The same in two steps (make offline, submit from another network path).
---artifacts reads ballot.wasm and ballot.zkey from a folder instead of the service.`;
+--artifacts reads ballot.wasm and ballot.zkey from a folder instead of the service.
+--url defaults to PX_URL, else BASE_URL, else http://127.0.0.1:PORT.`;
 
 const { positionals, values } = parseArgs({
   allowPositionals: true,
@@ -42,16 +48,19 @@ const { positionals, values } = parseArgs({
 });
 
 const need = (name: keyof typeof values): string => requireOption(values, name, usage);
+const url = (): string => values.url ?? serviceUrl();
 
 async function make(): Promise<Ballot> {
-  const url = need('url');
   const proposalId = need('proposal');
+  const choice = need('choice');
   const [identity, info] = await Promise.all([
     readIdentityFile(need('identity')),
-    fetchBallotInfo(url, proposalId),
+    fetchBallotInfo(url(), proposalId),
   ]);
-  const artifacts = await loadBallotArtifacts(values.artifacts ?? url);
-  const { timings: _t, ...ballot } = await makeBallot({ identity, info, choice: need('choice'), artifacts });
+  // Before any proving: a choice that is none of the options would only make a spoiled ballot.
+  assertChoice(info, choice);
+  const artifacts = await loadBallotArtifacts(values.artifacts ?? url());
+  const { timings: _t, ...ballot } = await makeBallot({ identity, info, choice, artifacts });
   return ballot;
 }
 
@@ -64,6 +73,15 @@ async function main(): Promise<void> {
   switch (command) {
     case 'identity':
       return newIdentity(values.out);
+    case 'options': {
+      const res = await fetch(new URL(`/api/governance/proposals/${need('proposal')}`, url()), {
+        headers: { accept: 'application/json' },
+      });
+      const body = (await res.json()) as Record<string, unknown>;
+      if (!res.ok) throw new Error(`refused (${res.status}): ${String(body.code)}: ${String(body.detail)}`);
+      printJson({ title: body.title, status: body.status, options: body.options });
+      return;
+    }
     case 'make': {
       const ballot = await make();
       return output(values.out, ballot);
@@ -72,7 +90,7 @@ async function main(): Promise<void> {
     case 'submit': {
       const ballot =
         command === 'vote' ? await make() : (JSON.parse(readFileSync(need('ballot'), 'utf8')) as Ballot);
-      const res = await submitBallot(need('url'), need('proposal'), ballot);
+      const res = await submitBallot(url(), need('proposal'), ballot);
       if (res.status !== 201)
         throw new Error(`refused (${res.status}): ${String(res.body.code)}: ${String(res.body.detail)}`);
       printJson(res.body);

@@ -3,25 +3,14 @@
 // until the job has run, and prints the receipt's address as its last line. Development only: demo money.
 import { parseArgs } from 'node:util';
 import { DemoPayError, demoPay } from './stack/demo-pay';
-import { env } from '../shared/platform/env';
+import { env, serviceUrl } from '../shared/platform/env';
 
 const usage = `usage: npm run demo:pay -- <job id> <job token> [--url URL] [--timeout SECONDS]
   Pays the job's quote in the local development chain's demo stablecoin from the demo payer,
   submits the transaction, waits until the job succeeded and prints the receipt URL.
   <job token> the accessToken createJob answered with (or the key that created the job)
-  --url      the service (default: BASE_URL, else http://127.0.0.1:PORT)
+  --url      the service (default: PX_URL, else BASE_URL, else http://127.0.0.1:PORT)
   --timeout  how long to wait in all (default 120)`;
-
-/** Where this checkout's web answers: BASE_URL, else its own port on this machine. */
-function defaultUrl(): string {
-  if (env.BASE_URL) return env.BASE_URL;
-  const host = ['0.0.0.0', '::', ''].includes(env.HOST)
-    ? '127.0.0.1'
-    : env.HOST.includes(':')
-      ? `[${env.HOST}]`
-      : env.HOST;
-  return `http://${host}:${env.PORT}`;
-}
 
 async function main(): Promise<number> {
   const { positionals, values } = parseArgs({
@@ -41,7 +30,7 @@ async function main(): Promise<number> {
     const result = await demoPay({
       jobId: positionals[0]!,
       token: positionals[1]!,
-      serviceUrl: values.url ?? defaultUrl(),
+      serviceUrl: values.url ?? serviceUrl(),
       dataDir: env.DATA_DIR,
       timeoutMs: timeout * 1000,
       say: (line) => process.stdout.write(`${line}\n`),

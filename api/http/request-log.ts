@@ -1,5 +1,6 @@
 // The request log: one line per request when its response is done, at a level set by the outcome
-// (5xx or an error: error; 4xx: info; success: debug; a sealed action that succeeds: none, since the
+// (5xx or an error: error; 4xx and success: debug — a caller's mistake is the caller's, and at info
+// every browser's /favicon.ico or a scanner's probe would fill the operator's terminal; a sealed action that succeeds: none, since the
 // lines would count ballots and bids; a 503, expected while a backing service is down: debug, the
 // outage itself logged once at warn when it starts and once when it ends, api/http/outage-log.ts). The line names the request (id, method, path as received), the
 // status and the time taken; never headers or bodies. Every request gets an id (the caller's
@@ -25,7 +26,7 @@ declare global {
 
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
 
-type Level = 'error' | 'info' | 'debug' | 'silent';
+type Level = 'error' | 'debug' | 'silent';
 
 const bindingsKey = Symbol('requestLogBindings');
 const ownKey = Symbol('requestLogger');
@@ -55,7 +56,7 @@ export const sealedAction = (res: Response): void => {
 function levelOf(res: Response, err: unknown): Level {
   if (!err && res.statusCode === 503) return 'debug';
   if (err || res.statusCode >= 500) return 'error';
-  if (res.statusCode >= 400) return 'info';
+  if (res.statusCode >= 400) return 'debug';
   return res.locals.sealed ? 'silent' : 'debug';
 }
 

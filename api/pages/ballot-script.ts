@@ -5,17 +5,59 @@
 // stays in the page. The whole member tree is fetched (never one member's path). No Poseidon is needed
 // here: the service publishes every tree node, and the circuit computes the root and nullifier itself.
 import { BALLOT_CIRCUIT, VOTE_PLAINTEXT_BYTES } from '../../shared/governance/ballot-protocol';
+import { escapeHtml } from './layout';
 
-/** The Content-Security-Policy of the voting page: its own scripts, WebAssembly, and this origin only. */
+/**
+ * The Content-Security-Policy of the voting page: this origin's stylesheet (no inline styles), its own
+ * scripts, WebAssembly, and this origin only.
+ */
 export const BALLOT_PAGE_CSP =
-  "default-src 'none'; style-src 'unsafe-inline'; script-src 'self' 'unsafe-inline' 'wasm-unsafe-eval'; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
+  "default-src 'none'; style-src 'self'; img-src 'self'; script-src 'self' 'unsafe-inline' 'wasm-unsafe-eval'; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
 
-export const ballotForm = (proposalId: string): string => `<h2>Vote in this browser</h2>
+/**
+ * Counts the time remaining down in the browser, from what the server rendered (so the visitor's clock
+ * does not matter), and says what happens when it reaches zero.
+ */
+const countdown = `<script>
+(function () {
+  var el = document.getElementById('time-remaining');
+  if (!el) return;
+  var units = { d: 86400, h: 3600, min: 60, s: 1 };
+  var left = 0, re = /(\\d+) (d|h|min|s)\\b/g, m;
+  while ((m = re.exec(el.textContent))) left += Number(m[1]) * units[m[2]];
+  var end = Date.now() + left * 1000;
+  var format = function (s) {
+    var d = Math.floor(s / 86400), h = Math.floor((s % 86400) / 3600), mi = Math.floor((s % 3600) / 60);
+    return [d ? d + ' d' : '', h ? h + ' h' : '', mi ? mi + ' min' : '', (s % 60) + ' s'].filter(Boolean).join(' ');
+  };
+  var timer = setInterval(tick, 1000);
+  function tick() {
+    var s = Math.max(0, Math.ceil((end - Date.now()) / 1000));
+    el.textContent = format(s);
+    if (s === 0) {
+      clearInterval(timer);
+      var next = document.getElementById('next');
+      if (next) next.textContent = 'The vote has closed. Reload this page for the tally.';
+    }
+  }
+})();
+</script>`;
+
+export const ballotForm = (
+  proposalId: string,
+  options: readonly string[],
+): string => `<h2>Vote in this browser</h2>
 <form id="vote-form">
 <label for="identity">Your identity (the JSON file <code>npm run ballot -- identity</code> wrote; it stays in this page)</label><br>
-<textarea id="identity" required autocomplete="off" spellcheck="false"></textarea><br>
-<label for="choice">Your choice</label><br>
-<input type="text" id="choice" required maxlength="200" autocomplete="off">
+<textarea id="identity" required autocomplete="off" spellcheck="false"></textarea>
+<fieldset id="choices"><legend>Your choice</legend>
+${options
+  .map(
+    (o, i) =>
+      `<label class="choice"><input type="radio" name="choice" id="choice-${i}" value="${escapeHtml(o)}" required> ${escapeHtml(o)}</label>`,
+  )
+  .join('\n')}
+</fieldset>
 <button type="submit">Prove and vote</button>
 </form>
 <p id="vote-status" role="status"></p>
@@ -24,6 +66,7 @@ export const ballotForm = (proposalId: string): string => `<h2>Vote in this brow
 <script>
 (function () {
   var PROPOSAL = ${JSON.stringify(proposalId)};
+  var OPTIONS = ${JSON.stringify(options).replace(/</g, '\\u003c')};
   var $ = function (id) { return document.getElementById(id); };
   var enc = new TextEncoder();
   var b64u = function (bytes) {
@@ -69,6 +112,10 @@ export const ballotForm = (proposalId: string): string => `<h2>Vote in this brow
     $('receipt').textContent = '';
     status.textContent = 'Proving on this device…';
     try {
+      var picked = document.querySelector('input[name="choice"]:checked');
+      var choice = picked ? picked.value : '';
+      // A vote that is none of the options would only be counted as spoiled: none is made.
+      if (OPTIONS.indexOf(choice) < 0) throw new Error('Choose one of the options.');
       var identity = JSON.parse($('identity').value);
       var key = await getJson('/api/governance/proposals/' + PROPOSAL + '/ballot-key');
       var tree = await getJson('/api/governance/rooms/' + key.roomId + '/tree?levels=true');
@@ -76,7 +123,7 @@ export const ballotForm = (proposalId: string): string => `<h2>Vote in this brow
       if (index < 0) throw new Error('This identity is not in the room’s member list.');
       var path = [], pos = index;
       for (var d = 0; d < tree.depth; d++) { path.push(tree.levels[d][pos ^ 1] || tree.zeros[d]); pos >>= 1; }
-      var ciphertext = await encryptVote(fromB64u(key.publicKey), $('choice').value);
+      var ciphertext = await encryptVote(fromB64u(key.publicKey), choice);
       var voteHash = (BigInt('0x' + hex(await crypto.subtle.digest('SHA-256', ciphertext))) >> 8n).toString();
       var proved = await snarkjs.groth16.fullProve(
         { identitySecret: String(identity.secret), pathElements: path, pathIndex: String(index), scope: key.scope, voteHash: voteHash },
@@ -97,4 +144,5 @@ export const ballotForm = (proposalId: string): string => `<h2>Vote in this brow
     }
   });
 })();
-</script>`;
+</script>
+${countdown}`;

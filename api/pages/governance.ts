@@ -28,10 +28,11 @@ export async function renderPage(
   res: Response,
   what: string,
   render: () => Promise<[string, string] | [string, string, { csp: string }]>,
+  current?: string,
 ) {
   try {
     const [title, body, own] = await render();
-    if (!own) return sendPage(res, 200, title, body);
+    if (!own) return sendAnyPage(res, 200, title, body, { noStore: true, ...(current ? { current } : {}) });
     // A page with its own scripts (the voting page proves in WebAssembly) brings its own policy.
     res.status(200).setHeader('Content-Security-Policy', own.csp);
     res.setHeader('Cache-Control', 'no-store');
@@ -44,35 +45,58 @@ export async function renderPage(
   }
 }
 
+/** The question and what a ballot may say: public from the start, so voters see what they vote on. */
+const questionBlock = (title: string, options: readonly string[]): string =>
+  `<p class="question" id="question">${escapeHtml(title)}</p>
+<h2>Options</h2><ul class="options" id="options">${options
+    .map((o) => `<li data-option="${escapeHtml(o)}">${escapeHtml(o)}</li>`)
+    .join('')}</ul>`;
+
 async function proposalPage(
   deps: AppDeps,
   id: string,
 ): Promise<[string, string] | [string, string, { csp: string }]> {
   const state = await publicProposal(deps.db, id);
-  const heading = `<h1>Proposal ${escapeHtml(id)}</h1>`;
+  const heading = `<h1>Proposal ${escapeHtml(id)}</h1>${questionBlock(state.title, state.options)}`;
   if (state.status === 'voting') {
     return [
       `Proposal ${id}`,
       `${heading}<p class="live" id="live">Status: <strong data-status="voting">voting</strong>. Time remaining: <strong id="time-remaining">${escapeHtml(
         formatSeconds(state.timeRemainingSeconds),
       )}</strong> (closes ${escapeHtml(state.votingEndsAt)}).</p>
-<p>While the vote is open nothing else is shown: no counts, ratios, addresses or options. The tally and every ballot are published with a signed proof package when the vote closes.</p>
+<p class="next" id="next">When the time runs out the vote closes: every ballot is opened and counted, the tally is published with a signed proof package, and this page shows it. Until then no counts, ratios or addresses are shown.</p>
 <h2>How to vote</h2>
-<p>Ballots are anonymous: your machine proves that you hold an identity of the room’s member tree and encrypts your vote to this proposal’s key; the service receives a nullifier, a ciphertext and a proof, never who you are. The identity secret never leaves your machine.</p>
+<p>Ballots are anonymous: your machine proves that you hold an identity of the room’s member tree and encrypts your vote to this proposal’s key; the service receives a nullifier, a ciphertext and a proof, never who you are. The identity secret never leaves your machine. A vote that is not exactly one of the options above is counted as spoiled, so the clients refuse to make one.</p>
 <ol>
 <li>Once per room, make an identity and have its commitment added to the room: <code>npm run ballot -- identity --out my-identity.json</code></li>
 <li>Vote: <code>npm run ballot -- vote --url ${escapeHtml('<this service>')} --proposal ${escapeHtml(id)} --identity my-identity.json --choice ${escapeHtml('<option>')}</code></li>
 <li>Keep the receipt it prints: after the close, <code>POST /api/governance/verify</code> with the package and the receipt shows your ballot was counted as cast.</li>
 </ol>
 <p>The client downloads the room’s whole member list (never only your own path, which would say who is voting) and the circuit: <a href="/circuits/${BALLOT_CIRCUIT}.wasm">${BALLOT_CIRCUIT}.wasm</a>, <a href="/circuits/${BALLOT_CIRCUIT}.zkey">${BALLOT_CIRCUIT}.zkey</a>, <a href="/circuits/${BALLOT_CIRCUIT}.vkey.json">${BALLOT_CIRCUIT}.vkey.json</a>. Send your ballot over a network path that does not name you (Tor, a relay) if your address must stay apart from your vote.</p>
-${ballotForm(id)}`,
+${ballotForm(id, state.options)}`,
       { csp: BALLOT_PAGE_CSP },
     ];
   }
-  if (!('title' in state))
+  if (state.status === 'review') {
+    const runs =
+      state.votingSeconds !== null
+        ? `it then runs for ${escapeHtml(formatSeconds(state.votingSeconds))}`
+        : `it then runs until ${escapeHtml(state.votingEndsAt)}`;
     return [
       `Proposal ${id}`,
-      `${heading}<p>Status: <strong data-status="${state.status}">${escapeHtml(state.status)}</strong>.</p>`,
+      `${heading}<p>Status: <strong data-status="review">review</strong>.</p>
+<p class="next" id="next">Voting opens when ${escapeHtml(state.reviewThreshold)} ${
+        state.reviewThreshold === 1
+          ? 'member of the review committee approves'
+          : 'members of the review committee approve'
+      }; ${runs}. Reload this page then to vote.</p>`,
+    ];
+  }
+  if (state.status === 'rejected')
+    return [
+      `Proposal ${id}`,
+      `${heading}<p>Status: <strong data-status="rejected">rejected</strong>.</p>
+<p class="next" id="next">The review committee rejected this proposal: no vote is held.</p>`,
     ];
 
   const pkg = await proposalPackage(deps.db, id);
@@ -80,14 +104,21 @@ ${ballotForm(id)}`,
   const v = await verifyUnderServiceTrust(deps.db, pkg, (trust, opts) =>
     verifyGovernancePackage(pkg, { ...trust, ...opts, ballotVerificationKey }),
   );
+  // One row per option, then the spoiled ballots: the rows add up to every ballot cast.
   const rows = state.options
     .map(
       (o) =>
-        `<tr${o === state.winner ? ' class="yes"' : ''}><td>${escapeHtml(o)}</td><td data-option="${escapeHtml(o)}">${escapeHtml(
-          state.tally[o] ?? 0,
-        )}</td></tr>`,
+        `<tr${o === state.winner ? ' class="winner"' : ''}><th scope="row">${escapeHtml(o)}${
+          o === state.winner ? ' <span class="badge">winner</span>' : ''
+        }</th><td data-option="${escapeHtml(o)}">${escapeHtml(state.tally[o] ?? 0)}</td></tr>`,
+    )
+    .concat(
+      `<tr class="spoiled"><th scope="row"><em>Spoiled</em> (none of the options)</th><td data-option="spoiled">${escapeHtml(
+        state.spoiledCount,
+      )}</td></tr>`,
     )
     .join('');
+  const counts = `${state.ballotCount} ballot${state.ballotCount === 1 ? '' : 's'}: ${state.countedCount} counted, ${state.spoiledCount} spoiled`;
   // Ballots in the package's canonical order (by nullifier, or by commitment for the first scheme), never
   // by arrival, and without times.
   const ballots = pkg.ballots
@@ -106,11 +137,19 @@ ${ballotForm(id)}`,
     .join('');
   return [
     `Proposal ${id}`,
-    `${heading}<p>${escapeHtml(state.title)}</p>
+    `${heading}
 <p>Status: <strong data-status="${escapeHtml(state.status)}">${escapeHtml(state.status)}</strong>. Outcome: <strong id="outcome">${escapeHtml(
       state.outcome,
     )}</strong>${state.winner ? ` — <strong>${escapeHtml(state.winner)}</strong>` : ''}.</p>
-<h2>Tally (${escapeHtml(state.ballotCount)} ballots)</h2><table id="tally"><thead><tr><th>Option</th><th>Ballots</th></tr></thead><tbody>${rows}</tbody></table>
+<p class="next" id="next">The vote is closed: the tally below is recomputed from the published ballots. ${
+      state.executed
+        ? 'Its execution is recorded in the final package.'
+        : state.outcome === 'passed'
+          ? 'The administrator records its execution next.'
+          : 'Nothing is executed.'
+    }</p>
+<h2>Tally</h2><p id="ballot-counts">${escapeHtml(counts)}</p>
+<div class="table-wrap"><table id="tally"><thead><tr><th scope="col">Option</th><th scope="col">Ballots</th></tr></thead><tbody>${rows}</tbody></table></div>
 <h2>Verification of package ${escapeHtml(pkg.proofId)}</h2><table id="facts"><tbody>
 <tr><th scope="row">Signature valid</th><td>${yesNo(v.signatureValid)}</td></tr>
 <tr><th scope="row">In the transparency log</th><td>${yesNo(v.inclusionValid)}</td></tr>
@@ -120,9 +159,88 @@ ${ballotForm(id)}`,
 <tr><th scope="row">Audit chain intact</th><td>${yesNo(v.chainValid)}</td></tr>
 </tbody></table>
 <p>Ballots root <span class="hash">${escapeHtml(pkg.ballotsRoot)}</span>; chain head <span class="hash">${escapeHtml(pkg.chain.head)}</span>.</p>
-<h2>Timeline</h2><table><thead><tr><th>Stage</th><th>Action</th><th>Time</th><th>Actor commitment</th><th>Entry hash</th></tr></thead><tbody>${timeline}</tbody></table>
-<h2>Ballots</h2><table id="ballots"><thead><tr><th>${'scheme' in pkg ? 'Nullifier' : 'Commitment'}</th><th>Vote</th></tr></thead><tbody>${ballots}</tbody></table>
+<h2>Timeline</h2><div class="table-wrap"><table><thead><tr><th>Stage</th><th>Action</th><th>Time</th><th>Actor commitment</th><th>Entry hash</th></tr></thead><tbody>${timeline}</tbody></table></div>
+<h2 id="ballots-heading">Ballots (${escapeHtml(pkg.ballots.length)})</h2><div class="table-wrap"><table id="ballots"><thead><tr><th>${'scheme' in pkg ? 'Nullifier' : 'Commitment'}</th><th>Vote</th></tr></thead><tbody>${ballots}</tbody></table></div>
 <details><summary>Proof package (JSON, verifiable offline)</summary><pre class="hash">${escapeHtml(JSON.stringify(pkg, null, 2))}</pre></details>`,
+  ];
+}
+
+const INDEX_LIMIT = 100;
+
+/**
+ * Proposals whose vote has closed: their packages are on the public log already. A vote still in
+ * review or open is reached by the link its room shares, never listed (a listing would announce a
+ * room's business to everyone).
+ */
+async function governanceIndex(deps: AppDeps): Promise<[string, string]> {
+  const rows = (await deps
+    .db('proposals')
+    .whereIn('status', ['closed', 'executed'])
+    .orderBy('updated_at', 'desc')
+    .limit(INDEX_LIMIT)
+    .select('id', 'title', 'status', 'outcome', 'tally_proof_id')) as Array<{
+    id: string;
+    title: string;
+    status: string;
+    outcome: string | null;
+    tally_proof_id: string | null;
+  }>;
+  const list = rows.length
+    ? `<div class="table-wrap"><table id="proposals"><thead><tr><th>Proposal</th><th>Status</th><th>Outcome</th><th>Proof</th></tr></thead><tbody>${rows
+        .map(
+          (r) =>
+            `<tr data-proposal="${escapeHtml(r.id)}"><td><a href="/governance/proposals/${escapeHtml(r.id)}/">${escapeHtml(
+              r.title,
+            )}</a></td><td>${escapeHtml(r.status)}</td><td>${escapeHtml(r.outcome ?? '—')}</td><td>${
+              r.tally_proof_id
+                ? `<a class="hash" href="/proof-workflows/verify/${escapeHtml(r.tally_proof_id)}/">${escapeHtml(r.tally_proof_id)}</a>`
+                : '—'
+            }</td></tr>`,
+        )
+        .join('')}</tbody></table></div>`
+    : '<p id="proposals-empty">No vote has closed yet.</p>';
+  return [
+    'Governance',
+    `<h1>Governance</h1>
+<p class="lead">Private votes: Proposal → Review → Vote → Execution → Proof. Ballots are anonymous membership proofs; each closed vote publishes every ballot, the tally and a signed proof package anyone can recompute.</p>
+<p>Votes that have closed, newest first. A vote in review or open is reached by the link its room shares.</p>
+${list}`,
+  ];
+}
+
+/** Public auctions (not a room's own), newest first: status while bidding, the outcome once finalized. */
+async function auctionsIndex(deps: AppDeps): Promise<[string, string]> {
+  const rows = (await deps
+    .db('auctions')
+    .whereNull('room_id')
+    .orderBy('created_at', 'desc')
+    .limit(INDEX_LIMIT)
+    .select('id', 'title', 'status', 'pricing', 'proof_id')) as Array<{
+    id: string;
+    title: string;
+    status: string;
+    pricing: string;
+    proof_id: string | null;
+  }>;
+  const list = rows.length
+    ? `<div class="table-wrap"><table id="auctions"><thead><tr><th>Auction</th><th>Pricing</th><th>Status</th><th>Proof</th></tr></thead><tbody>${rows
+        .map(
+          (r) =>
+            `<tr data-auction="${escapeHtml(r.id)}"><td><a href="/auctions/${escapeHtml(r.id)}/">${escapeHtml(
+              r.title,
+            )}</a></td><td>${escapeHtml(r.pricing)}-price</td><td>${escapeHtml(r.status)}</td><td>${
+              r.proof_id
+                ? `<a class="hash" href="/proof-workflows/verify/${escapeHtml(r.proof_id)}/">${escapeHtml(r.proof_id)}</a>`
+                : '—'
+            }</td></tr>`,
+        )
+        .join('')}</tbody></table></div>`
+    : '<p id="auctions-empty">No public auction yet.</p>';
+  return [
+    'Auctions',
+    `<h1>Sealed auctions</h1>
+<p class="lead">Bids are committed while bidding is open and revealed after; nothing about bids is shown until the reveal window ends. Each finalized auction publishes every bid and a signed proof package.</p>
+${list}`,
   ];
 }
 
@@ -131,6 +249,12 @@ export function coordinationPagesRouter(deps: AppDeps): express.Router {
   const router = express.Router();
   const proposalId = idPattern('prop');
   const auctionId = idPattern('auc');
+  router.get('/governance/', (_req, res) =>
+    renderPage(res, 'Governance', () => governanceIndex(deps), '/governance/'),
+  );
+  router.get('/auctions/', (_req, res) =>
+    renderPage(res, 'Auctions', () => auctionsIndex(deps), '/auctions/'),
+  );
   router.get('/governance/proposals/:proposalId/', (req, res) => {
     const id = String(req.params.proposalId);
     if (!proposalId.test(id)) return sendPage(res, 404, 'Proposal not found', '<h1>Proposal not found</h1>');

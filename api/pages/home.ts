@@ -3,7 +3,17 @@ const cards: Array<[string, string, string]> = [
   [
     '/proof-workflows/verify/',
     'Verify a proof',
-    "Check a workflow's proof by its id or its package: existed, completed, approved, in sequence, unaltered.",
+    'Check any proof by its id or its package — a workflow, a vote, an auction, a treasury request or a blind policy proof.',
+  ],
+  [
+    '/governance/',
+    'Governance',
+    'Private votes with anonymous ballots: every closed vote, its tally and its proof package.',
+  ],
+  [
+    '/auctions/',
+    'Auctions',
+    'Sealed-bid auctions: public auctions, their rules, and each outcome with its proof package.',
   ],
   [
     '/docs',

@@ -16,6 +16,18 @@ import type { AppDeps } from '../deps';
 import { origin } from '../http/links';
 import { packageCheckers } from '../wiring';
 import { homePage } from './home';
+import {
+  INSECURE_LABEL,
+  INSECURE_TEXT,
+  claimedKind,
+  kindBadge,
+  kindLabel,
+  kindResultPage,
+  privateKindPage,
+  resolveProofId,
+  verifyOfKind,
+} from './proofs';
+import { insecureSetup } from '../../shared/zk/setup';
 import { assetsRouter, escapeHtml, sendPage, yesNo } from './layout';
 
 export { escapeHtml };
@@ -35,37 +47,54 @@ function idForm(value = ''): string {
   return `<form method="get" action="${BASE}/" id="by-id">
 <label for="proofId">Proof id</label>
 <div class="field"><input type="text" id="proofId" name="proofId" value="${escapeHtml(value)}" placeholder="prf_…" required pattern="prf_[0-9a-hjkmnp-tv-z]{26}" title="prf_ followed by 26 letters and digits" autocomplete="off" spellcheck="false" aria-describedby="proofId-hint"><button type="submit">Verify</button></div>
-<p class="hint" id="proofId-hint">The id the workflow's owner shared with you: ${ID_FORMAT}.</p>
+<p class="hint" id="proofId-hint">The id the proof's owner shared with you — a workflow, a governance vote, a sealed auction, a treasury request or a blind policy proof: ${ID_FORMAT}.</p>
 </form>`;
 }
 
 function formPage(error?: string, value?: string): string {
-  return `<h1>Verify a proof workflow</h1>
-<p class="lead">Check that a workflow existed, completed, met its required approvals, followed its required sequence, and that no record was altered — without seeing any of its private data.</p>
+  return `<h1>Verify a proof</h1>
+<p class="lead">Check any proof this service issued — a workflow, a governance vote, a sealed auction, a treasury request or a blind policy proof — without seeing any of its private data. The page says which kind it is.</p>
 ${error ? `<p class="error" role="alert">${escapeHtml(error)}</p>` : ''}
 ${idForm(value)}
-<p class="or">Or check a proof package, or an offline bundle, exactly as it was given to you:</p>
+<p class="or">Or check a proof package of any kind, an offline bundle, or a blind policy proof, exactly as it was given to you:</p>
 <form method="post" action="${BASE}/" id="by-package">
-<label for="package">Proof package or bundle (JSON)</label>
+<label for="package">Proof package, bundle or blind policy proof (JSON)</label>
 <textarea id="package" name="package" required spellcheck="false" aria-describedby="package-hint"></textarea>
 <p class="hint" id="package-hint">A package is checked against this service's trust root (every key it has signed with, and when each was valid) and its transparency log; a bundle (<code>${BUNDLE_FORMAT}</code>) against the same trust root, as <code>npm run verify</code> checks it offline. Nothing you paste is stored.</p>
 <button type="submit">Verify</button>
 </form>`;
 }
 
-export type Verdict = 'verified' | 'not-verified' | 'in-progress' | 'pending' | 'cannot-tell';
+export type Verdict = 'verified' | 'insecure' | 'not-verified' | 'in-progress' | 'pending' | 'cannot-tell';
 
 /**
  * The one answer a reader wants first, from the detailed verification. `pasted` is the document a
  * visitor pasted: one that does not even claim to be a workflow package says nothing either way, while
  * a workflow package that no longer parses was broken, so it fails.
  */
+/**
+ * Whether a workflow's verdict rests on Groth16 proofs — proven approvals (membership proofs) or a
+ * blind policy proof as a stage's evidence — which keys from a development setup could forge.
+ */
+function restsOnZk(v: Verification, pasted?: unknown): boolean {
+  if (v.approvals === 'proven') return true;
+  const requirements =
+    v.package?.requirements ?? (pasted as { requirements?: unknown } | null | undefined)?.requirements;
+  return (
+    Array.isArray(requirements) &&
+    requirements.some(
+      (r) => (r as { requiresBlindPolicyProof?: unknown } | null)?.requiresBlindPolicyProof === true,
+    )
+  );
+}
+
 export function verdictOf(v: Verification, pasted?: unknown): Verdict {
   const claimsWorkflow = (pasted as { kind?: unknown } | null)?.kind === 'workflow';
   if (pasted !== undefined && !claimsWorkflow && v.reasons.some((r) => r.check === 'format'))
     return 'cannot-tell';
   const facts = v.existed && v.completed && v.approvalsMet && v.sequenceRespected && v.notAltered;
-  if (facts && v.signatureValid === true && v.inclusionValid !== false) return 'verified';
+  if (facts && v.signatureValid === true && v.inclusionValid !== false)
+    return restsOnZk(v, pasted) && insecureSetup() ? 'insecure' : 'verified';
   if (facts && v.signatureValid === undefined && v.packageStatus === 'pending') return 'pending';
   // Still running, intact, and every unmet fact only not met yet (no rule broken, nothing altered).
   const onlyNotYet = v.reasons.every((r) => r.code === `not_${r.check}`);
@@ -78,6 +107,7 @@ const verdictText: Record<Verdict, [string, string]> = {
     'Verified',
     "This workflow existed, completed, met its required approvals and its required sequence, and no record was altered. Its proof package is signed with a key of this service's trust root that was valid when it signed, and included in its transparency log.",
   ],
+  insecure: [INSECURE_LABEL, INSECURE_TEXT],
   'not-verified': [
     'Not verified',
     "At least one check failed; the reasons below say which and why. Do not rely on this workflow's outcome.",
@@ -92,7 +122,7 @@ const verdictText: Record<Verdict, [string, string]> = {
   ],
   'cannot-tell': [
     'Cannot tell',
-    'What was pasted is not a workflow proof package, so it says nothing about any workflow, good or bad.',
+    'What was pasted is not a proof package of any kind this service issues, so it says nothing, good or bad.',
   ],
 };
 
@@ -138,7 +168,7 @@ function cannotTellPage(v: Verification): string {
     .map((r) => `<p><code>${escapeHtml(r.code)}</code>: ${escapeHtml(r.detail)}</p>`)
     .join('');
   return `<h1>Proof package</h1>${verdictBlock('cannot-tell', why)}
-<p>A workflow proof package is the JSON document shown under “Proof package” on a verified proof's page. To check a workflow by its id instead, enter ${ID_FORMAT}.</p>
+<p>A proof package is the JSON document shown under “Proof package” on a proof's page (a workflow, a governance vote, an auction, a treasury request); a blind policy proof is <code>{"policy", "proof", "publicSignals"}</code>. To check a proof by its id instead, enter ${ID_FORMAT}.</p>
 ${another}`;
 }
 
@@ -206,32 +236,41 @@ function resultPage(v: Verification, pasted?: unknown): string {
     : '';
   const heading = v.proofId ? `Proof <span class="hash">${escapeHtml(v.proofId)}</span>` : 'Proof package';
   const template = v.template ?? pkg?.subject.template;
-  return `<h1>${heading}</h1>${template ? `<p>Template: <strong>${escapeHtml(template)}</strong></p>` : ''}
+  return `<h1>${heading}</h1>${kindBadge('workflow')}${template ? `<p>Template: <strong>${escapeHtml(template)}</strong></p>` : ''}
 ${verdictBlock(verdict, verdict === 'verified' && v.approvals === 'asserted' ? assertedNote : '')}
 <h2>Public facts</h2><table id="facts"><tbody>${facts}</tbody></table>${reasons}${timeline}${chainBlock}${signature}${log}${download}
 ${another}`;
 }
 
 /** A pasted bundle's checks, each as npm run verify prints it, under one verdict. */
-function bundlePage(v: BundleVerdict): string {
-  const verdict = v.ok ? 'verified' : 'not-verified';
-  const text = v.ok
-    ? "Every check held: this service's log key signed the checkpoint, the witness policy is met, the entry is in the log and names this package, and the package's signature and contents hold."
-    : 'A check failed; the list below says which and why. Do not rely on this package.';
+function bundlePage(v: BundleVerdict, bundled: unknown): string {
+  const kind = claimedKind(bundled);
+  // Anonymous ballots and proven approvals are Groth16 proofs: forgeable under a development setup.
+  const zk =
+    (bundled as { scheme?: unknown } | null)?.scheme !== undefined ||
+    (kind === 'workflow' && Array.isArray((bundled as { approvals?: unknown }).approvals));
+  const verdict = !v.ok ? 'not-verified' : zk && insecureSetup() ? 'insecure' : 'verified';
+  const text =
+    verdict === 'insecure'
+      ? INSECURE_TEXT
+      : v.ok
+        ? "Every check held: this service's log key signed the checkpoint, the witness policy is met, the entry is in the log and names this package, and the package's signature and contents hold."
+        : 'A check failed; the list below says which and why. Do not rely on this package.';
+  const label = verdict === 'insecure' ? INSECURE_LABEL : v.ok ? 'Verified' : 'Not verified';
   const items = v.findings
     .map(
       (f) =>
         `<li data-ok="${f.ok}"><span class="${f.ok ? 'yes' : 'no'}">${f.ok ? 'valid' : 'INVALID'}</span>: ${escapeHtml(f.text)}</li>`,
     )
     .join('');
-  return `<h1>Offline bundle</h1><section class="verdict ${verdict}" id="verdict" data-verdict="${verdict}" role="status"><p class="label">${v.ok ? 'Verified' : 'Not verified'}</p><p>${escapeHtml(text)}</p></section>
+  return `<h1>Offline bundle</h1>${kind ? kindBadge(kind) : ''}<section class="verdict ${verdict}" id="verdict" data-verdict="${verdict}" role="status"><p class="label">${escapeHtml(label)}</p><p>${escapeHtml(text)}</p></section>
 <h2>Checks</h2><ul class="reasons" id="bundle-checks">${items}</ul>
 <p>Checked against this service's trust root. <code>npm run verify -- &lt;bundle&gt; --trust &lt;trust-root.json&gt;</code> makes the same checks offline, against the trust root you pinned.</p>
 ${another}`;
 }
 
 function notFoundPage(id: string): string {
-  return `<h1>Proof not found</h1><section class="verdict not-found" id="verdict" data-verdict="not-found" role="status"><p class="label">Not found</p><p>No workflow has the proof id <code>${escapeHtml(
+  return `<h1>Proof not found</h1><section class="verdict not-found" id="verdict" data-verdict="not-found" role="status"><p class="label">Not found</p><p>No proof of any kind has the id <code>${escapeHtml(
     id,
   )}</code>. Check that it was copied whole.</p></section>
 ${idForm()}`;
@@ -247,13 +286,13 @@ export function pagesRouter(deps: AppDeps): express.Router {
 
   router.get(`${BASE}/`, (req: Request, res: Response) => {
     const given = req.query.proofId;
-    if (given === undefined) return send(res, 200, 'Verify a proof workflow', formPage());
+    if (given === undefined) return send(res, 200, 'Verify a proof', formPage());
     const id = typeof given === 'string' ? given.trim() : '';
     if (!PROOF_ID.test(id))
       return send(
         res,
         400,
-        'Verify a proof workflow',
+        'Verify a proof',
         formPage('That is not a proof id: a proof id is prf_ followed by 26 letters and digits.', id),
       );
     res.redirect(303, `${BASE}/${id}/`);
@@ -269,14 +308,14 @@ export function pagesRouter(deps: AppDeps): express.Router {
         return send(
           res,
           400,
-          'Verify a proof workflow',
+          'Verify a proof',
           formPage('The package is not valid JSON: paste the whole document, from { to }.'),
         );
       }
     } else if (raw && typeof raw === 'object') {
       pkg = raw;
     } else {
-      return send(res, 400, 'Verify a proof workflow', formPage('Paste a proof package to verify.'));
+      return send(res, 400, 'Verify a proof', formPage('Paste a proof package to verify.'));
     }
     try {
       guardInput(pkg, 'package');
@@ -284,7 +323,7 @@ export function pagesRouter(deps: AppDeps): express.Router {
       return send(
         res,
         400,
-        'Verify a proof workflow',
+        'Verify a proof',
         formPage('The package nests too deeply or carries control characters; it is not a proof package.'),
       );
     }
@@ -295,9 +334,17 @@ export function pagesRouter(deps: AppDeps): express.Router {
           res,
           200,
           'Bundle verification',
-          bundlePage(await verifyBundle(pkg, root, packageCheckers)),
+          bundlePage(await verifyBundle(pkg, root, packageCheckers), (pkg as { package?: unknown }).package),
         );
       }
+      const kind = claimedKind(pkg);
+      if (kind && kind !== 'workflow')
+        return send(
+          res,
+          200,
+          `${kindLabel[kind]} verification`,
+          kindResultPage(await verifyOfKind(deps.db, kind, pkg), another),
+        );
       const verdict = await verifyGivenPackage(deps.db, pkg);
       send(res, 200, 'Proof package verification', resultPage(verdict, pkg ?? null));
     } catch (err) {
@@ -311,6 +358,15 @@ export function pagesRouter(deps: AppDeps): express.Router {
     const notFound = () => send(res, 404, 'Proof not found', notFoundPage(id));
     if (!PROOF_ID.test(id)) return notFound();
     try {
+      const found = await resolveProofId(deps.db, id);
+      if (!found) return notFound();
+      if (found.kind === 'treasury' || found.kind === 'blind-policy')
+        return send(res, 200, `Proof ${id}`, privateKindPage(id, found.kind, another));
+      if (found.kind !== 'workflow') {
+        if (!found.package) return notFound();
+        const v = await verifyOfKind(deps.db, found.kind, found.package);
+        return send(res, 200, `Proof ${id}`, kindResultPage(v, another, found.page));
+      }
       const verdict = await verifyStored(deps.db, id);
       if (verdict.status === undefined) return notFound();
       send(res, 200, `Proof ${id}`, resultPage(verdict));

@@ -10,6 +10,8 @@ const CSP =
 
 export const STYLESHEET_PATH = '/assets/site.css';
 const stylesheet = readFileSync(new URL('./assets/site.css', import.meta.url));
+export const FAVICON_PATH = '/favicon.ico';
+const favicon = readFileSync(new URL('./assets/favicon.svg', import.meta.url));
 
 export function escapeHtml(value: unknown): string {
   return String(value ?? '').replace(
@@ -28,6 +30,8 @@ export const yesNo = (v: boolean | undefined): string =>
 
 const NAV: Array<[string, string]> = [
   ['/proof-workflows/verify/', 'Verify a proof'],
+  ['/governance/', 'Governance'],
+  ['/auctions/', 'Auctions'],
   ['/docs', 'API docs'],
 ];
 
@@ -35,10 +39,10 @@ export function layout(title: string, body: string, current?: string): string {
   const nav = NAV.map(
     ([href, label]) =>
       `<a href="${href}"${href === current ? ' aria-current="page"' : ''}>${escapeHtml(label)}</a>`,
-  ).join('');
+  ).join(' '); // a space between links: separated even before (or without) the stylesheet
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
-<title>${escapeHtml(title)}</title><link rel="stylesheet" href="${STYLESHEET_PATH}"></head>
+<title>${escapeHtml(title)}</title><link rel="icon" href="${FAVICON_PATH}" type="image/svg+xml"><link rel="stylesheet" href="${STYLESHEET_PATH}"></head>
 <body><header class="site-header"><div class="bar"><a class="brand" href="/">proof-exchange</a><nav aria-label="Site">${nav}</nav></div></header>
 <main>${body}</main>
 <footer class="site-footer"><p>Public pages show public facts only: never documents, ballots, bids or private inputs. <a href="/">Home</a></p></footer>
@@ -63,6 +67,11 @@ export function assetsRouter(): express.Router {
   router.get(STYLESHEET_PATH, (_req, res) => {
     res.setHeader('Cache-Control', 'public, max-age=300');
     res.type('text/css; charset=utf-8').send(stylesheet);
+  });
+  // Browsers ask for /favicon.ico on every site: an SVG answers it (and the pages link it), not a 404.
+  router.get([FAVICON_PATH, '/assets/favicon.svg'], (_req, res) => {
+    res.setHeader('Cache-Control', 'public, max-age=86400');
+    res.type('image/svg+xml').send(favicon);
   });
   return router;
 }

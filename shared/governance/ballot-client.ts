@@ -28,6 +28,23 @@ export interface BallotInfo {
   publicKey: string;
   /** The room's identity commitments in tree order (decimal). */
   members: string[];
+  /** The proposal's options, when known: a choice among none of them is refused before proving. */
+  options?: string[] | undefined;
+}
+
+/** A choice that is none of the proposal's options: the ballot would be spoiled, so none is made. */
+export class ChoiceNotAnOption extends Error {
+  constructor(choice: string, options: readonly string[]) {
+    super(
+      `${JSON.stringify(choice)} is not one of this proposal's options (${options.map((o) => JSON.stringify(o)).join(', ')}); a ballot with it would be counted as spoiled, so none was made.`,
+    );
+    this.name = 'ChoiceNotAnOption';
+  }
+}
+
+/** Refuses a choice that is not exactly one of the options (when they are known). */
+export function assertChoice(info: Pick<BallotInfo, 'options'>, choice: string): void {
+  if (info.options && !info.options.includes(choice)) throw new ChoiceNotAnOption(choice, info.options);
 }
 
 /** A ballot as the service takes it. */
@@ -93,6 +110,7 @@ export async function makeBallot(options: {
   native?: NativeBallotProver | undefined;
 }): Promise<MadeBallot> {
   const { identity, info, choice, artifacts } = options;
+  assertChoice(info, choice);
   const ciphertext = encryptVote(Buffer.from(info.publicKey, 'base64url'), info.proposalId, choice);
   const voteHash = voteHashOf(ciphertext);
   // One witness at a time per compiled calculator, in the shared core: proofs made at once never mix.
@@ -140,6 +158,7 @@ export async function fetchBallotInfo(
     roomId,
     publicKey: String(key.publicKey),
     members: tree.identityCommitments as string[],
+    options: Array.isArray(key.options) ? (key.options as unknown[]).map(String) : undefined,
   };
 }
 

@@ -558,9 +558,15 @@ export interface ReceiptCheck {
   included: boolean;
   /** With the voter's own choice: the published vote of their ballot is the one they cast. */
   ballotMatches?: boolean;
+  /** The ballot's vote opens to none of the options: published, counted toward nothing. */
+  spoiled?: boolean;
+  /** Why, in words, when it is spoiled. */
+  note?: string;
   /** The ballot's RFC 6962 inclusion path to ballotsRoot, checked. */
   inclusion?: { index: number; path: string[]; valid: boolean };
 }
+
+export const SPOILED_NOTE = 'spoiled: choice not among the options';
 
 /** A voter's check: their signed receipt against a published package (and optionally their choice). */
 export async function checkReceiptAgainstPackage(
@@ -583,10 +589,13 @@ export async function checkReceiptAgainstPackage(
   const leaves = anonymousLeaves(p.ballots);
   const path = inclusionProof(leaves, index, leaves.length);
   const valid = verifyInclusion(leaves[index]!, index, leaves.length, path, fromHex(p.ballotsRoot));
+  const spoiled = p.ballots[index]!.choice === null;
   return {
     receiptValid,
     packageValid: true,
     included: true,
+    spoiled,
+    ...(spoiled ? { note: SPOILED_NOTE } : {}),
     ...(opening ? { ballotMatches: p.ballots[index]!.choice === opening.choice } : {}),
     inclusion: { index, path: path.map(toHex), valid },
   };

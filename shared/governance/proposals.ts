@@ -240,6 +240,8 @@ export async function ballotKeyInfo(db: Knex, proposalId: string) {
     roomId: p.room_id,
     scope: String(proposalScope(p.id)),
     publicKey: publicKeyOf(p),
+    // What a ballot may say: a voter's client refuses any other choice before proving.
+    options: p.options,
     circuit: BALLOT_CIRCUIT,
     depth: BALLOT_TREE_DEPTH,
   };
@@ -495,8 +497,25 @@ export async function recordExecution(db: Knex, proposalId: string, evidenceHash
 }
 
 export type PublicProposal =
-  | { proposalId: string; status: 'review' | 'rejected' }
-  | { proposalId: string; status: 'voting'; votingEndsAt: string; timeRemainingSeconds: number }
+  | {
+      proposalId: string;
+      status: 'review';
+      title: string;
+      options: string[];
+      /** Approvals of the review committee that open the vote, and how long it then runs (or until when). */
+      reviewThreshold: number;
+      votingSeconds: number | null;
+      votingEndsAt: string | null;
+    }
+  | { proposalId: string; status: 'rejected'; title: string; options: string[] }
+  | {
+      proposalId: string;
+      status: 'voting';
+      title: string;
+      options: string[];
+      votingEndsAt: string;
+      timeRemainingSeconds: number;
+    }
   | {
       proposalId: string;
       status: 'closed' | 'executed';
@@ -506,7 +525,10 @@ export type PublicProposal =
       outcome: string;
       winner: string | null;
       tally: Record<string, number>;
+      /** Every ballot cast: counted ones and spoiled ones (a vote that opens to none of the options). */
       ballotCount: number;
+      countedCount: number;
+      spoiledCount: number;
       tallyProofId: string;
       finalProofId: string | null;
       executed: boolean;
@@ -524,11 +546,26 @@ export async function publicProposal(db: Knex, proposalId: string): Promise<Publ
     await closeProposal(db, proposalId, now);
     p = (await db('proposals').where('id', proposalId).first()) as ProposalRow;
   }
-  if (p.status === 'review' || p.status === 'rejected') return { proposalId: p.id, status: p.status };
+  // The question and its options are public from the start: voters must see what they vote on. Only
+  // counts stay hidden until the close.
+  const question = { title: p.title, options: p.options };
+  if (p.status === 'review') {
+    const committee = await committeeOrThrow(db, p.room_id, p.review_committee);
+    return {
+      proposalId: p.id,
+      status: 'review',
+      ...question,
+      reviewThreshold: committee.threshold,
+      votingSeconds: p.voting_seconds,
+      votingEndsAt: p.voting_ends_at ? iso(p.voting_ends_at) : null,
+    };
+  }
+  if (p.status === 'rejected') return { proposalId: p.id, status: p.status, ...question };
   if (p.status === 'voting')
     return {
       proposalId: p.id,
       status: 'voting',
+      ...question,
       votingEndsAt: iso(p.voting_ends_at!),
       timeRemainingSeconds: secondsLeft(p.voting_ends_at!, now),
     };
@@ -542,7 +579,9 @@ export async function publicProposal(db: Knex, proposalId: string): Promise<Publ
     outcome: pkg.tally.outcome,
     winner: pkg.tally.winner,
     tally: pkg.tally.counts,
-    ballotCount: pkg.tally.total,
+    ballotCount: pkg.ballots.length,
+    countedCount: pkg.tally.total,
+    spoiledCount: pkg.ballots.length - pkg.tally.total,
     tallyProofId: p.tally_proof_id!,
     finalProofId: p.final_proof_id,
     executed: p.status === 'executed',

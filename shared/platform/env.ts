@@ -19,6 +19,11 @@ export const envSchema = z.object({
     .optional(),
   HOST: z.string().default('0.0.0.0'),
   PORT: port.default(3000),
+  /**
+   * Where the command-line clients and scripts (`npm run demo:pay`, `npm run ballot`, ...) reach the
+   * service; default: BASE_URL, else this machine's PORT (see serviceUrl).
+   */
+  PX_URL: url.optional(),
   /** Public addresses used in absolute links; default: the app's own address. */
   BASE_URL: url.optional(),
   API_URL: url.optional(),
@@ -577,6 +582,21 @@ function load(): Env {
 }
 
 export const env: Env = load();
+
+/**
+ * The one address every script and client of this checkout talks to: PX_URL, else BASE_URL, else the
+ * port this checkout's web listens on, on this machine.
+ */
+export function serviceUrl(e: Pick<Env, 'PX_URL' | 'BASE_URL' | 'HOST' | 'PORT'> = env): string {
+  if (e.PX_URL) return e.PX_URL.replace(/\/+$/, '');
+  if (e.BASE_URL) return e.BASE_URL.replace(/\/+$/, '');
+  const host = ['0.0.0.0', '::', ''].includes(e.HOST)
+    ? '127.0.0.1'
+    : e.HOST.includes(':')
+      ? `[${e.HOST}]`
+      : e.HOST;
+  return `http://${host}:${e.PORT}`;
+}
 
 /** The environment for a child process this one starts (npm start's supervisor), with overrides. */
 export function childProcessEnv(overrides: Record<string, string>): NodeJS.ProcessEnv {

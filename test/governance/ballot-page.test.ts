@@ -107,7 +107,7 @@ describe('the voting page in a browser', () => {
     await page.goto(`${base}/governance/proposals/${proposalId}/`);
     expect(await page.locator('[data-status="voting"]').count()).toBe(1);
     await page.fill('#identity', JSON.stringify(me));
-    await page.fill('#choice', CHOICE);
+    await page.check(`input[name="choice"][value="${CHOICE}"]`);
     await page.click('#vote-form button');
     await page
       .locator('#vote-status')
@@ -132,7 +132,7 @@ describe('the voting page in a browser', () => {
     expect(logs.lines.join('\n')).not.toContain(me.secret);
 
     // Voting again from the page is refused: one ballot per identity.
-    await page.fill('#choice', 'keep-2b9c');
+    await page.check('input[name="choice"][value="keep-2b9c"]');
     await page.click('#vote-form button');
     await page
       .locator('#vote-status')

@@ -1,5 +1,5 @@
 // Private governance over HTTP with real wallets and anonymous ballots made by the voter's client:
-// review opens the vote; during it nothing but status and time remaining leaks (routes, page, errors,
+// review opens the vote; during it nothing but the question, its options, status and time remaining leaks (routes, page, errors,
 // logs, metrics); the close publishes ballots, tally and a logged package that anyone can recompute and
 // each voter can check their receipt against.
 import { readFileSync } from 'node:fs';
@@ -241,20 +241,26 @@ describe('a proposal from review to proof', () => {
   it('shows a public observer status and time remaining only', async () => {
     const res = await app.request.get(`/api/governance/proposals/${proposalId}`).expect(200);
     expect(Object.keys(res.body).sort()).toEqual([
+      'options',
       'proposalId',
       'status',
       'timeRemainingSeconds',
+      'title',
       'votingEndsAt',
     ]);
+    // What is voted on is public from the start; nothing of what was cast is.
+    expect(res.body).toMatchObject({ title: TITLE, options: OPTIONS });
     expect(res.body.status).toBe('voting');
     expect(res.body.timeRemainingSeconds).toBeGreaterThan(0);
     const admin = await app.request
       .get(`/api/governance/proposals/${proposalId}/admin`)
       .set('Authorization', OPERATOR);
     expect(Object.keys(admin.body).sort()).toEqual([
+      'options',
       'proposalId',
       'status',
       'timeRemainingSeconds',
+      'title',
       'votingEndsAt',
     ]);
     const pkg = await app.request.get(`/api/governance/proposals/${proposalId}/package`);
@@ -265,8 +271,6 @@ describe('a proposal from review to proof', () => {
     const metrics = await app.request.get('/metrics').expect(200);
     const seen = [res.text, admin.text, pkg.text, page.text, metrics.text, logs.lines.join('\n')];
     const secrets = [
-      TITLE,
-      ...OPTIONS,
       ...[...voters, ...reviewers].map((w) => w.address),
       ...cast.map((c) => c.ballot.nullifier),
       ...cast.map((c) => c.receipt.ballotDigest),
@@ -290,6 +294,8 @@ describe('a proposal from review to proof', () => {
       outcome: 'passed',
       winner: OPTIONS[0],
       ballotCount: 4,
+      countedCount: 4,
+      spoiledCount: 0,
       tally: { [OPTIONS[0]!]: 2, [OPTIONS[1]!]: 1, [OPTIONS[2]!]: 1 },
     });
     const late = await post(ready.v3!);

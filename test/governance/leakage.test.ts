@@ -34,7 +34,8 @@ const bidders = Array.from({ length: 6 }, () => wallet());
 const outsider = wallet();
 let roomId: string;
 let proposalId: string;
-const secrets: string[] = [TITLE, ...OPTIONS];
+// The title and options are public from the start (voters must see what they vote on); what was cast is not.
+const secrets: string[] = [];
 /** Ballots made by the voters' client before the vote opens: the window is spent casting, not proving. */
 const ballots: Ballot[] = [];
 const again: Ballot[] = [];

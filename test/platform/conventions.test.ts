@@ -295,7 +295,18 @@ describe('operator routes and operational endpoints', () => {
       });
       expect(typeof line('ok-1')[0]!.responseTime).toBe('number');
       expect(line('missing-1')).toHaveLength(1);
-      expect(line('missing-1')[0]).toMatchObject({ level: 30, res: { statusCode: 404 } });
+      // A 4xx is the caller's: at debug, never at info, where it would fill npm start's terminal.
+      expect(line('missing-1')[0]).toMatchObject({ level: 20, res: { statusCode: 404 } });
+      await app.request.get('/favicon.ico').set('X-Request-Id', 'icon-1').expect(200);
+      await app.request
+        .get('/api/jobs/job_00000000000000000000000000')
+        .set('X-Request-Id', 'gone-1')
+        .expect(404);
+      await new Promise((r) => setTimeout(r, 10));
+      const atInfo = logs.lines
+        .map((l) => JSON.parse(l) as Line)
+        .filter((l) => (l.level ?? 0) >= 30 && ['missing-1', 'icon-1', 'gone-1'].includes(l.req?.id ?? ''));
+      expect(atInfo).toEqual([]);
       for (const l of logs.lines) expect(l).not.toContain(secret);
     } finally {
       logs.stop();

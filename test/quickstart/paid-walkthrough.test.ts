@@ -134,7 +134,9 @@ describe('the README paid walkthrough, on the local development chain npm start 
 
   it('runs as written: a priced job, paid with demo:pay, succeeded, its receipt verified offline', async () => {
     expect(walkthrough, 'the README has a paid walkthrough').toBeDefined();
-    const script = walkthrough!.body.replaceAll('localhost:3000', `localhost:${port}`);
+    // Unedited, on a port other than the default: the block and demo:pay find the service through PORT.
+    expect(port).not.toBe(3000);
+    const script = walkthrough!.body;
     const before = await demoTokenBalance(info.rpcUrl, info.token.address, info.treasury);
     const out = execFileSync('bash', ['-euo', 'pipefail', '-c', `${script}\necho "JOB=$JOB TOKEN=$TOKEN"`], {
       cwd: repo,
@@ -266,6 +268,19 @@ describe('the README paid walkthrough, on the local development chain npm start 
     expect(stopped.stderr.trim()).toBe(
       `demo:pay: no local development chain is running (nothing answers at ${info.rpcUrl}): start it with npm start`,
     );
+
+    // The README block with nothing answering at PX_URL: it stops on the missing receipt, loudly, and
+    // never goes on to verify "undefined".
+    const dead = spawnSync('bash', ['-c', walkthrough!.body], {
+      cwd: repo,
+      env: { ...env, PX_URL: `http://127.0.0.1:${port}` },
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
+    expect(dead.status).not.toBe(0);
+    expect(dead.stderr).toContain('no receipt: the job is not paid');
+    expect(dead.stdout + dead.stderr).not.toContain('RECEIPT=undefined');
+    expect(dead.stdout).not.toMatch(/^valid: /m);
 
     const paths = devnetPaths(dataDir);
     for (const file of [paths.payerKey, paths.treasuryKey]) {

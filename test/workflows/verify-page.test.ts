@@ -106,7 +106,7 @@ describe('public pages in a browser, without JavaScript', () => {
   it('the form shows the id format; a wrong id is refused with the format again', async () => {
     const page = await context.newPage();
     await page.goto(`${base}/proof-workflows/verify/`);
-    expect(await page.title()).toBe('Verify a proof workflow');
+    expect(await page.title()).toBe('Verify a proof');
     await expectFrame(page);
     expect(await page.locator('#proofId-hint').innerText()).toMatch(
       /prf_ followed by 26 letters and digits, for example prf_[0-9a-z]{26}/,
@@ -181,7 +181,7 @@ describe('public pages in a browser, without JavaScript', () => {
     expect(await verdictOf(page)).toBe('cannot-tell');
     const text = await mainText(page);
     expect(text).toContain('Cannot tell');
-    expect(text).toContain('says nothing about any workflow');
+    expect(text).toContain('says nothing, good or bad');
     expect(await page.locator('#facts').count()).toBe(0);
     expect(await page.locator('.no').count()).toBe(0);
     await shot(page, 'cannot-tell');

@@ -36,11 +36,31 @@ const ballotProofSchema = z
 
 const publicProposalSchema = z
   .union([
-    z.object({ proposalId: z.string(), status: z.enum(['review', 'rejected']) }).strict(),
+    z
+      .object({
+        proposalId: z.string(),
+        status: z.literal('review'),
+        title: z.string(),
+        options: z.array(z.string()),
+        reviewThreshold: z.number().int().describe('Committee approvals that open the vote'),
+        votingSeconds: z.number().int().nullable().describe('How long the vote runs once open'),
+        votingEndsAt: z.string().nullable().describe('Or the fixed end of the vote'),
+      })
+      .strict(),
+    z
+      .object({
+        proposalId: z.string(),
+        status: z.literal('rejected'),
+        title: z.string(),
+        options: z.array(z.string()),
+      })
+      .strict(),
     z
       .object({
         proposalId: z.string(),
         status: z.literal('voting'),
+        title: z.string(),
+        options: z.array(z.string()),
         votingEndsAt: z.string(),
         timeRemainingSeconds: z.number().int(),
       })
@@ -54,7 +74,12 @@ const publicProposalSchema = z
       outcome: z.string(),
       winner: z.string().nullable(),
       tally: z.record(z.string(), z.number().int()),
-      ballotCount: z.number().int(),
+      ballotCount: z.number().int().describe('Every ballot cast, counted and spoiled'),
+      countedCount: z.number().int(),
+      spoiledCount: z
+        .number()
+        .int()
+        .describe('Ballots whose vote opens to none of the options: published, counted toward nothing'),
       tallyProofId: z.string(),
       finalProofId: z.string().nullable(),
       executed: z.boolean(),
@@ -63,7 +88,7 @@ const publicProposalSchema = z
   .meta({
     id: 'PublicProposal',
     description:
-      'While the vote is open: status and time remaining only — no title, count, ratio, address or momentum.',
+      'The question and its options from the start; while the vote is open, status and time remaining — no count, ratio, address or momentum.',
   });
 
 export function proposalRoutes(table: RouteTable): RouteTable {
@@ -119,7 +144,7 @@ export function proposalRoutes(table: RouteTable): RouteTable {
       method: 'get',
       path: '/api/governance/proposals/{proposalId}',
       operationId: 'getGovernanceProposal',
-      summary: 'A proposal’s public state: while voting, only status and time remaining',
+      summary: 'A proposal’s public state: its question and options; while voting, no counts',
       description:
         'A vote past its window is closed on this read (ballots opened, tally published with its package).',
       tags,
@@ -193,6 +218,9 @@ export function proposalRoutes(table: RouteTable): RouteTable {
             roomId: z.string(),
             scope: z.string(),
             publicKey: z.string().describe('X25519, base64url'),
+            options: z
+              .array(z.string())
+              .describe('The choices a ballot may carry; any other vote is spoiled at the close'),
             circuit: z.string(),
             depth: z.number().int(),
           }),

@@ -29,6 +29,11 @@ const verdictSchema = z
         packageValid: z.boolean(),
         included: z.boolean(),
         ballotMatches: z.boolean().optional(),
+        spoiled: z
+          .boolean()
+          .optional()
+          .describe('The ballot opens to none of the options: counted toward nothing'),
+        note: z.string().optional().describe('Why the ballot is spoiled, in words'),
         inclusion: z
           .object({ index: z.number().int(), path: z.array(z.string()), valid: z.boolean() })
           .optional(),
