@@ -3,7 +3,7 @@
 // service at PX_URL (or --url) with OPERATOR_TOKEN (or --token). A new key is printed once, on its own
 // line; the service keeps only its hash. docs/tenants.md has the procedures.
 import { randomBytes } from 'node:crypto';
-import { env } from '../shared/platform/env';
+import { env, serviceUrl } from '../shared/platform/env';
 
 const usage = `usage: npm run admin -- [--url URL] [--token TOKEN] [--json] <command>
   licenses issue --organization NAME --tier Starter|Business|Enterprise [--expires ISO] [--note TEXT] [--email EMAIL]
@@ -15,7 +15,7 @@ const usage = `usage: npm run admin -- [--url URL] [--token TOKEN] [--json] <com
   agent-keys list [--agent agt_…] [--limit N] [--cursor C]
   agent-keys revoke|rotate <keyId>
   audit [--license lic_…] [--limit N] [--cursor C]
-The service is PX_URL (its API_URL) and the credential OPERATOR_TOKEN, unless --url and --token say otherwise.`;
+The service is PX_URL (else BASE_URL, else this machine's PORT) and the credential OPERATOR_TOKEN, unless --url and --token say otherwise.`;
 
 export class UsageError extends Error {}
 
@@ -222,7 +222,7 @@ export async function runAdmin(
     err: (l) => process.stderr.write(`${l}\n`),
   },
   defaults: { url?: string | undefined; token?: string | undefined } = {
-    url: env.PX_URL,
+    url: serviceUrl(),
     token: env.OPERATOR_TOKEN,
   },
 ): Promise<number> {

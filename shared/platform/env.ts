@@ -44,8 +44,6 @@ export const envSchema = z.object({
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /** Bearer token for operator routes and Bull Board; compared in constant time. */
   OPERATOR_TOKEN: z.string().min(16, 'at least 16 characters').optional(),
-  /** The service `npm run admin` talks to (its API_URL); `--url` overrides it. */
-  PX_URL: url.optional(),
   /** ed25519 seed (32 bytes, hex or base64) of the service's signing key; a development key is made if unset. */
   SERVICE_SIGNING_KEY: z.string().optional(),
   /**
