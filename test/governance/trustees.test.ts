@@ -3,8 +3,8 @@
 // trustees open the ballots — with one offline. Against the strongest insider: every table, every key
 // the service holds and one trustee's share still open no ballot. A wrong partial decryption is caught by
 // its proof, a cheating dealer is disqualified, and the package recomputes offline.
-import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { execFile, spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -45,7 +45,7 @@ import { loadVerificationKey } from '../../shared/zk/verify';
 import { proveMembership } from '../../shared/zk/anonymity';
 import { terminateCurves } from '../../shared/zk';
 import { logSigningKey, serviceSigningKey } from '../../shared/platform/keys';
-import { testApp } from '../helpers';
+import { eventually, testApp } from '../helpers';
 import type { TestApp } from '../helpers';
 import {
   OPERATOR,
@@ -496,5 +496,24 @@ describe('a vote under the trustees’ key', () => {
     const forged = await verifyGovernancePackage(invented, keys);
     expect(forged.valid).toBe(false);
     expect(forged.reasons.map((r) => r.code)).toContain('dealing_invalid');
-  }, 60_000);
+    // The bundle, checked by `npm run verify` as an auditor runs it: no database, no service.
+    const bundle = await eventually(
+      async () => {
+        const res = await app.request.get(`/api/governance/proposals/${proposalId}/bundle`);
+        return res.status === 200 ? res.body : undefined;
+      },
+      20_000,
+      200,
+    );
+    const trust = (await app.request.get('/api/proof-workflows/trust-root').expect(200)).body;
+    writeFileSync(join(dir, 'bundle.json'), JSON.stringify(bundle));
+    writeFileSync(join(dir, 'trust.json'), JSON.stringify(trust));
+    const run = spawnSync(
+      process.execPath,
+      ['--import', 'tsx', 'cli/verify.ts', join(dir, 'bundle.json'), '--trust', join(dir, 'trust.json')],
+      { env: { PATH: process.env.PATH, HOME: process.env.HOME }, encoding: 'utf8', timeout: 60_000 },
+    );
+    expect(run.status, run.stdout + run.stderr).toBe(0);
+    expect(run.stdout).toContain('governance vote passed: ballots valid, tally recomputes');
+  }, 90_000);
 });
