@@ -17,6 +17,7 @@ import type { AppDeps } from '../deps';
 import { verifyUnderServiceTrust } from '../../shared/workflows/verify';
 import { auctionPage, formatSeconds } from './auctions';
 import { BALLOT_PAGE_CSP, ballotForm } from './ballot-script';
+import { nobleFiles } from './noble-assets';
 import { escapeHtml, layout, sendPage as sendAnyPage, yesNo } from './layout';
 
 /** Live states change by the second: these pages are never cached. */
@@ -60,14 +61,13 @@ async function proposalPage(
   const heading = `<h1>Proposal ${escapeHtml(id)}</h1>${questionBlock(state.title, state.options)}`;
   if (state.status === 'voting') {
     const key = await ballotKeyInfo(deps.db, id);
-    // Under the trustees' key the vote is encrypted with ristretto255 arithmetic the page does not carry:
-    // the voter's client makes it.
+    // Under the trustees' key the page encrypts with ristretto255 (@noble/curves, served as modules).
     const form =
-      key.scheme === 'threshold'
+      (key.scheme === 'threshold'
         ? `<p id="trustee-note">This vote’s ballots are encrypted to the joint key of the room’s trustees (${escapeHtml(
             key.trustees?.names.join(', ') ?? '',
-          )}): any ${escapeHtml(key.trustees?.threshold ?? '')} of them open the ballots after the close, and no one else can, the service included. Vote with <code>npm run ballot -- vote</code> as shown above.</p>`
-        : ballotForm(id, state.options);
+          )}): any ${escapeHtml(key.trustees?.threshold ?? '')} of them open the ballots after the close, and no one else can, the service included.</p>`
+        : '') + ballotForm(id, state.options, key.scheme);
     return [
       `Proposal ${id}`,
       `${heading}<p class="live" id="live">Status: <strong data-status="voting">voting</strong>. Time remaining: <strong id="time-remaining">${escapeHtml(
@@ -291,6 +291,17 @@ export function coordinationPagesRouter(deps: AppDeps): express.Router {
     'snarkjs.min.js',
     fileURLToPath(new URL('../../node_modules/snarkjs/build/snarkjs.min.js', import.meta.url)),
   );
+  // ristretto255 for the voting page under the trustees' key: @noble/curves' modules as published.
+  router.get('/circuits/noble/*file', (req, res, next) => {
+    const parts = (req.params as { file?: string[] }).file ?? [];
+    const path = nobleFiles().get(parts.join('/'));
+    if (!path) return next();
+    res.setHeader('Cache-Control', 'public, max-age=300');
+    res.type('text/javascript');
+    res.sendFile(path, (err) => {
+      if (err && !res.headersSent) sendPage(res, 404, 'Not found', '<h1>Not found</h1>');
+    });
+  });
   router.get('/circuits/:file', (req, res, next) => {
     const path = artifactFiles.get(String(req.params.file));
     if (!path) return next();
