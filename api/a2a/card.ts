@@ -29,7 +29,7 @@ function skills(base: string): AgentSkill[] {
       description: `${s.description} ${price} Send a message with one data part {"service":"${s.id}","input":{…}}; the input's JSON Schema is at ${base}/api/services.`,
       tags: [s.id.split('.')[0]!, s.priceUsdCents === 0 ? 'free' : 'paid'],
       examples: (s.examples ?? []).map((input) => exampleMessage(s.id, input)),
-      inputModes: ['application/json'],
+      inputModes: ['application/json', 'text/plain'],
       outputModes: ['application/json', 'text/plain'],
       // No key is needed for any skill: a priced one needs payment, not a credential.
       securityRequirements: [],
@@ -110,7 +110,7 @@ export function agentCard(base: string): AgentCard {
       },
     },
     securityRequirements: [],
-    defaultInputModes: ['application/json'],
+    defaultInputModes: ['application/json', 'text/plain'],
     defaultOutputModes: ['application/json', 'text/plain'],
     skills: skills(base),
     signatures: [],

@@ -66,7 +66,7 @@ export const isTerminalState = (s: TaskState): boolean => TERMINAL.has(s);
 export const isSettledState = (s: TaskState): boolean =>
   isTerminalState(s) || s === TaskState.TASK_STATE_INPUT_REQUIRED || s === TaskState.TASK_STATE_AUTH_REQUIRED;
 
-function textPart(text: string): Part {
+export function textPart(text: string): Part {
   return {
     content: { $case: 'text', value: text },
     mediaType: 'text/plain',
@@ -311,11 +311,36 @@ export type TaskRequest = z.output<typeof taskRequestSchema>;
  * The job a message asks for: exactly one data part `{service, input}`. Text parts may ride along (a
  * note for people); files are not taken. Throws `400 validation_failed` naming the part.
  */
+/** The text of a message that carries only text parts (joined by new lines); undefined for any other. */
+export function textOnly(message: Pick<Message, 'parts'>): string | undefined {
+  const texts: string[] = [];
+  for (const part of message.parts) {
+    if (part.content?.$case !== 'text') return undefined;
+    texts.push(part.content.value);
+  }
+  return texts.length ? texts.join('\n') : undefined;
+}
+
+/** A text that is itself a request: the JSON of an object naming a service. */
+export function requestInText(text: string): Record<string, unknown> | undefined {
+  const trimmed = text.trim();
+  if (!trimmed.startsWith('{')) return undefined;
+  let value: unknown;
+  try {
+    value = JSON.parse(trimmed);
+  } catch {
+    return undefined;
+  }
+  return value && typeof value === 'object' && !Array.isArray(value) && 'service' in value
+    ? (value as Record<string, unknown>)
+    : undefined;
+}
+
 export function taskRequestOf(message: Pick<Message, 'parts'>): TaskRequest {
-  const data: Array<{ index: number; value: unknown }> = [];
+  const data: Array<{ path: string; value: unknown }> = [];
   message.parts.forEach((part, index) => {
     const content = part.content;
-    if (content?.$case === 'data') data.push({ index, value: content.value });
+    if (content?.$case === 'data') data.push({ path: `message.parts.${index}.data`, value: content.value });
     else if (content?.$case === 'raw' || content?.$case === 'url') {
       throw validationFailed(
         [{ path: `message.parts.${index}`, message: 'file parts are not taken; send a data part' }],
@@ -323,18 +348,22 @@ export function taskRequestOf(message: Pick<Message, 'parts'>): TaskRequest {
       );
     }
   });
+  // Text only: the request may be its JSON.
+  const text = data.length === 0 ? textOnly(message) : undefined;
+  const fromText = text === undefined ? undefined : requestInText(text);
+  if (fromText) data.push({ path: 'message.parts.text', value: fromText });
   if (data.length !== 1) {
     throw validationFailed(
       [{ path: 'message.parts', message: `expected exactly one data part, found ${data.length}` }],
       'The message must carry exactly one data part {"service": "<id from the agent card>", "input": {…}}.',
     );
   }
-  const [{ index, value }] = data as [{ index: number; value: unknown }];
+  const [{ path, value }] = data as [{ path: string; value: unknown }];
   const parsed = taskRequestSchema.safeParse(value);
   if (!parsed.success) {
     throw validationFailed(
       parsed.error.issues.map((i) => ({
-        path: ['message', 'parts', index, 'data', ...i.path].join('.'),
+        path: [path, ...i.path].join('.'),
         message: i.message,
       })),
       'The data part must be {"service": "<id from the agent card>", "input": {…}}.',

@@ -164,7 +164,7 @@ describe('the agent card', () => {
     const res = await fetch(`${base}/a2a/jsonrpc`, {
       method: 'POST',
       headers: { 'Content-Type': 'application/json' },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'GetTask', params: { id: 'job_x' } }),
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: {} }),
     });
     expect(res.status).toBe(200);
     expect(((await res.json()) as { error: { code: number } }).error.code).toBe(-32009);
@@ -701,15 +701,14 @@ describe("someone else's task", () => {
     await expect(
       client.getTask({ tenant: '', id: task.id }, { serviceParameters: other.auth }),
     ).rejects.toMatchObject({ name: 'TaskNotFoundError' });
-    await expect(client.getTask({ tenant: '', id: task.id })).rejects.toMatchObject({
-      name: 'TaskNotFoundError',
-    });
+    // Without any credential: 401 before the id is looked at.
+    await expect(client.getTask({ tenant: '', id: task.id })).rejects.toThrow(/Status: 401/);
     await expect(
       client.cancelTask({ tenant: '', id: task.id, metadata: undefined }, { serviceParameters: other.auth }),
     ).rejects.toMatchObject({ name: 'TaskNotFoundError' });
-    await expect(client.cancelTask({ tenant: '', id: task.id, metadata: undefined })).rejects.toMatchObject({
-      name: 'TaskNotFoundError',
-    });
+    await expect(client.cancelTask({ tenant: '', id: task.id, metadata: undefined })).rejects.toThrow(
+      /Status: 401/,
+    );
     await expect(
       client.createTaskPushNotificationConfig(
         {
@@ -784,11 +783,17 @@ describe('bad input', () => {
   it('is the JSON-RPC invalid-params error, never an internal one, and writes nothing', async () => {
     const jobs = await count('jobs');
     const d = await digest();
+    // Text alone is answered (tested below); text and a file, or JSON text that is no request, are not.
     await expectRpcError(
-      await sendRpc(rawMessage([{ text: 'hello' }])),
+      await sendRpc(rawMessage([{ text: 'hello' }, { url: 'https://example.com/f.pdf' }])),
       -32602,
-      /exactly one data part/,
-      'validation_failed',
+      /file/,
+    );
+    await expectRpcError(
+      await sendRpc(rawMessage([{ text: '{"service": "no.such", "input": {}}' }])),
+      -32602,
+      /no service/,
+      'unknown_service',
     );
     await expectRpcError(await sendRpc(rawMessage([])), -32602, /exactly one data part/);
     await expectRpcError(
@@ -829,19 +834,24 @@ describe('bad input', () => {
       -32700,
     );
     await expectRpcError(await rpc({ jsonrpc: '2.0', id: 2, method: 'NoSuchMethod', params: {} }), -32601);
+    const someToken = { Authorization: `Bearer jt_${'A'.repeat(43)}` };
     await expectRpcError(
-      await rpc({ jsonrpc: '2.0', id: 3, method: 'GetTask', params: { id: unknownTask } }),
+      await rpc({ jsonrpc: '2.0', id: 3, method: 'GetTask', params: { id: unknownTask } }, someToken),
       -32001,
     );
     await expectRpcError(
-      await rpc({ jsonrpc: '2.0', id: 4, method: 'GetTask', params: { id: 'x'.repeat(10_000) } }),
+      await rpc({ jsonrpc: '2.0', id: 4, method: 'GetTask', params: { id: 'x'.repeat(10_000) } }, someToken),
       -32001,
     );
     await expectRpcError(
-      await rpc({ jsonrpc: '2.0', id: 5, method: 'CancelTask', params: { id: unknownTask } }),
+      await rpc({ jsonrpc: '2.0', id: 5, method: 'CancelTask', params: { id: unknownTask } }, someToken),
       -32001,
     );
-    await expectRpcError(await rpc({ jsonrpc: '2.0', id: 6, method: 'ListTasks', params: {} }), -32004);
+    await expectRpcError(
+      await rpc({ jsonrpc: '2.0', id: 6, method: 'ListTasks', params: { pageSize: 0 } }, someToken),
+      -32602,
+      /pageSize/,
+    );
     await expectRpcError(
       await sendRpc({
         ...rawMessage([{ data: { service: 'attest.timestamp', input: { digest: d } } }]),
@@ -901,7 +911,7 @@ describe('bad input', () => {
         body,
       });
     for (const body of [
-      JSON.stringify({ message: rawMessage([{ text: 'hi' }]) }),
+      JSON.stringify({ message: rawMessage([{ text: '{"service": "attest.timestamp"}' }]) }),
       JSON.stringify({
         message: rawMessage([{ data: { service: 'attest.timestamp', input: { digest: '\u0000' } } }]),
       }),
@@ -915,9 +925,13 @@ describe('bad input', () => {
       expect(text).not.toMatch(/\n\s+at |node_modules/);
     }
     const missing = await fetch(`${base}/a2a/rest/tasks/${unknownTask}`, {
-      headers: { 'A2A-Version': '1.0' },
+      headers: { 'A2A-Version': '1.0', Authorization: `Bearer jt_${'A'.repeat(43)}` },
     });
     expect(missing.status).toBe(404);
+    // Without a credential, no task is even looked for.
+    const bare = await fetch(`${base}/a2a/rest/tasks/${unknownTask}`, { headers: { 'A2A-Version': '1.0' } });
+    expect(bare.status).toBe(401);
+    expect(bare.headers.get('www-authenticate')).toBe('Bearer');
   });
 
   it('keeps private inputs out of the logs, the SDK console included', async () => {
