@@ -137,7 +137,8 @@ function checkShape(req: Request, transport: Transport): void {
 function prelude(deps: AppDeps, transport: Transport): RequestHandler {
   const parse = express.json({
     limit: deps.bodyLimitBytes,
-    strict: transport === 'jsonrpc',
+    // Any JSON: one that is no request object is the envelope check's to answer (-32600), not a parse error.
+    strict: false,
     type: ['application/json', A2A_CONTENT_TYPE],
   });
   const binding = transport === 'jsonrpc' ? 'JSONRPC' : 'HTTP+JSON';
