@@ -131,8 +131,16 @@ describe('metrics of every process type', () => {
 
   it('web: each request is counted under its full route, the A2A transports’ mount paths included', async () => {
     const rpc = { jsonrpc: '2.0', id: 1, method: 'GetTask', params: { id: 'job_missing' } };
-    await app.request.post('/a2a/jsonrpc').set('A2A-Version', '1.0').send(rpc).expect(200);
-    await app.request.get('/a2a/rest/tasks/job_missing').set('A2A-Version', '1.0').expect(404);
+    const someToken = `Bearer jt_${'A'.repeat(43)}`;
+    await app.request
+      .post('/a2a/jsonrpc')
+      .set({ 'A2A-Version': '1.0', Authorization: someToken })
+      .send(rpc)
+      .expect(200);
+    await app.request
+      .get('/a2a/rest/tasks/job_missing')
+      .set({ 'A2A-Version': '1.0', Authorization: someToken })
+      .expect(404);
     await app.request.get('/api/pricing').expect(200);
     const text = (await app.request.get('/metrics').set(bearer(TOKEN)).expect(200)).text;
     const routes = new Set(
