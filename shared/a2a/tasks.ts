@@ -104,11 +104,12 @@ const links = (job: Pick<JobRow, 'id' | 'status'>, base: string) => ({
 
 /** The x402 extension's part of a status message, when the job has one. */
 function paymentMeta(state: TaskState, payment: TaskPayment | undefined): Meta | undefined {
+  // x402's payment-required only with a requirement to pay (never an empty `accepts`); the quotes
+  // without one are paid with submitPayment, as the status text says.
   if (state === TaskState.TASK_STATE_INPUT_REQUIRED) {
-    return {
-      [X402_META.status]: 'payment-required',
-      ...(payment?.required ? { [X402_META.required]: payment.required } : {}),
-    };
+    return payment?.required
+      ? { [X402_META.status]: 'payment-required', [X402_META.required]: payment.required }
+      : undefined;
   }
   if (payment?.receipts?.length) {
     return { [X402_META.status]: 'payment-completed', [X402_META.receipts]: payment.receipts };
@@ -116,10 +117,10 @@ function paymentMeta(state: TaskState, payment: TaskPayment | undefined): Meta |
   return undefined;
 }
 
-function describe(job: JobRow, state: TaskState, base: string): string {
+function describe(job: JobRow, state: TaskState, base: string, x402: boolean): string {
   switch (job.status) {
     case 'awaiting_payment':
-      return `Payment required: ${job.price_usd_cents} USD cents for ${job.service_id}. Pay one of the quotes (x402 requirements in this message's metadata, all quotes at ${base}/api/jobs/${job.id}), then POST the transaction to ${base}/api/jobs/${job.id}/payment (Authorization: Bearer with this task's access token, or the key that created it).`;
+      return `Payment required: ${job.price_usd_cents} USD cents for ${job.service_id}. Pay one of the quotes (${x402 ? "x402 requirements in this message's metadata, " : ''}all quotes at ${base}/api/jobs/${job.id}), then POST the transaction to ${base}/api/jobs/${job.id}/payment (Authorization: Bearer with this task's access token, or the key that created it).`;
     case 'queued':
       return 'Queued.';
     case 'running':
@@ -149,7 +150,7 @@ export function taskStatusOf(job: JobRow, ctx: TaskContext, now = Date.now()): T
       job,
       ctx,
       `status/${job.status}`,
-      describe(job, state, ctx.base),
+      describe(job, state, ctx.base, Boolean(ctx.payment?.required)),
       Object.keys(metadata).length ? metadata : undefined,
     ),
     timestamp: iso(job.updated_at),

@@ -276,27 +276,26 @@ describe('a free service', () => {
 });
 
 describe('a priced service', () => {
-  it('answers input-required with the x402 requirements, and does not run unpaid', async () => {
+  it('answers input-required, without x402 where nothing x402 can pay, and does not run unpaid', async () => {
     const task = await send(
       client,
       dataMessage({ service: 'attest.batch', input: { digests: [await digest()] } }),
     );
     expect(task.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED);
-    const meta = task.status!.message!.metadata!;
-    expect(meta['x402.payment.status']).toBe('payment-required');
-    const http402 = (
+    // Only Solana is quoted here, which x402's `exact` cannot pay: no x402 requirement is offered, so
+    // the status carries no x402 metadata (never an empty `accepts`) and names the quotes instead.
+    // test/dev/x402-devnet.test.ts covers the task's x402 requirements where a settler can pay.
+    const meta = task.status!.message!.metadata ?? {};
+    expect(meta['x402.payment.status']).toBeUndefined();
+    expect(meta['x402.payment.required']).toBeUndefined();
+    expect(task.status!.message!.extensions).toEqual([]);
+    const text = task.status!.message!.parts[0]!.content;
+    expect(text?.$case === 'text' && text.value).toContain(`/api/jobs/${task.id}/payment`);
+    const http = (
       await app.request.get(`/api/jobs/${task.id}`).set(opening(task).serviceParameters).expect(200)
     ).body;
-    expect(http402.payment.required).toBe(true);
-    expect(meta['x402.payment.required']).toMatchObject({
-      x402Version: http402.payment.x402.x402Version,
-      accepts: http402.payment.x402.accepts.map((a: { payTo: string; amount: string; network: string }) =>
-        expect.objectContaining({ payTo: a.payTo, amount: a.amount, network: a.network }),
-      ),
-    });
-    expect(task.status!.message!.extensions).toContain(
-      'https://github.com/google-agentic-commerce/a2a-x402/blob/main/spec/v0.2',
-    );
+    expect(http.payment.required).toBe(true);
+    expect(http.payment.x402).toBeUndefined();
     // The jobs worker runs; the job is never claimed.
     await new Promise((r) => setTimeout(r, 300));
     expect((await jobRow(task.id)).status).toBe('awaiting_payment');

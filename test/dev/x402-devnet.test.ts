@@ -107,6 +107,38 @@ describe('x402 on the development chain', () => {
     expect(job.status).toBe('succeeded');
   });
 
+  it('shows an A2A task its x402 requirements, the same as the 402 offers', async () => {
+    const res = await fetch(`${stack.base}/a2a/jsonrpc`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'A2A-Version': '1.0' },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'SendMessage',
+        params: {
+          message: { messageId: `m-${Math.random()}`, role: 'ROLE_USER', parts: [{ data: await batch() }] },
+        },
+      }),
+    });
+    const task = (
+      (await res.json()) as {
+        result: {
+          task: { status: { state: string; message: { metadata: Record<string, { accepts: unknown[] }> } } };
+        };
+      }
+    ).result.task;
+    expect(task.status.state).toBe('TASK_STATE_INPUT_REQUIRED');
+    const meta = task.status.message.metadata;
+    expect(meta['x402.payment.status']).toBe('payment-required');
+    expect(meta['x402.payment.required']!.accepts).toHaveLength(1);
+    expect(meta['x402.payment.required']!.accepts[0]).toMatchObject({
+      scheme: 'exact',
+      network: 'eip155:1337',
+      asset: info.token.address,
+      payTo: info.treasury,
+    });
+  });
+
   it('pays nothing for a client that has not opted the demo token in', async () => {
     const client = new x402Client().register('eip155:1337', new ExactEvmScheme(payer));
     const pay = wrapFetchWithPayment(fetch, client);
