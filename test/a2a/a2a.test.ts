@@ -1087,6 +1087,10 @@ describe('ListTasks', () => {
     expect(theirList.tasks.map((t) => t.id)).toEqual([theirs.id]);
     const byToken = await client.listTasks(listRequest(), opening(anonymous));
     expect(byToken.tasks).toEqual([]);
+    const byOperator = await client.listTasks(listRequest(), {
+      serviceParameters: { Authorization: 'Bearer op_test_token_0123456789' },
+    });
+    expect([byOperator.tasks, byOperator.totalSize]).toEqual([[], 0]);
     await expect(client.listTasks(listRequest())).rejects.toThrow(/\b401\b/);
     // No task's token leaks into a list.
     expect(JSON.stringify(all)).not.toMatch(/jt_/);
