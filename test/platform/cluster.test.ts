@@ -167,11 +167,10 @@ describe.skipIf(missing.length > 0)('scale-out on a three-master Redis Cluster',
             victim.child.kill('SIGKILL');
             killed = true;
             await died;
-            // What it had sent before dying has landed by now; what is still active in its name is orphaned.
-            await new Promise((r) => setTimeout(r, 100));
-            held = (await queue.getActive(0, 500))
-              .filter((j) => victimName.test(j.processedBy ?? ''))
-              .map((j) => j.id!);
+            // What it held while frozen: a job it had finished just before the stop (its reply in flight)
+            // is done; every other one must be handed on. Read from the frozen view, not after the kill:
+            // under load the stalled check may already have handed them on by then.
+            held = holding.map((j) => j.id!);
           }
         }
       }),
@@ -221,13 +220,17 @@ describe.skipIf(missing.length > 0)('scale-out on a three-master Redis Cluster',
       100,
     ).catch(() => undefined);
 
-    // The jobs the dead worker held were handed on as stalled and completed once, by a survivor.
+    // The jobs the dead worker held finished once; those it had not finished before the stop were
+    // handed on as stalled and completed by a survivor.
+    let handedOn = 0;
     for (const id of held) {
       const job = await queue.getJob(id);
       expect(job?.finishedOn, `job ${id} finished in BullMQ`).toBeTruthy();
+      if (victimName.test(job!.processedBy ?? '')) continue;
       expect(job!.stalledCounter).toBeGreaterThanOrEqual(1);
-      expect(job!.processedBy).not.toMatch(victimName);
+      handedOn += 1;
     }
+    expect(handedOn, 'a job the victim held was handed on').toBeGreaterThan(0);
     // BullMQ's side: one completion per job, none failed, and every worker process took part.
     expect(await counts()).toEqual(settled);
     const completed = await queue.getCompleted(0, JOBS);
