@@ -20,6 +20,12 @@ const SEED = 'a 32-byte ed25519 seed as 64 hex characters or base64 (openssl ran
 export function productionSettingIssues(e: Env, kind: ProcessKind): string[] {
   if (!isProduction(e)) return [];
   const issues: string[] = [];
+  // Links, receipts and cached documents name the service's own address: in production it is never
+  // taken from a request's Host header.
+  if (!e.BASE_URL)
+    issues.push(
+      "BASE_URL is not set; set it to the service's public https:// address (links and documents name it, never a request's Host)",
+    );
   if (!e.DATABASE_URL)
     issues.push(
       `DATABASE_URL is not set; point it at the deployment's Postgres (postgres://user:password@host/db)`,
