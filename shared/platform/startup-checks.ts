@@ -6,6 +6,7 @@ import type { Env, ProductionSettings } from './env';
 import { env, isProduction, underTestRunner } from './env';
 import { StartupRefused } from './failures';
 import { isSeed } from './keys';
+import { metricsAccess } from './metrics';
 import { scanSealedColumns, unopenableLines } from './sealed-columns';
 import type { SealedColumn } from './sealed-columns';
 import { sealingKeyIssues } from './sealing';
@@ -48,6 +49,17 @@ export function productionSettingIssues(e: Env, kind: ProcessKind): string[] {
   if (kind === 'web' && !e.OPERATOR_TOKEN)
     issues.push(
       'OPERATOR_TOKEN is not set; operator routes (Bull Board, revenue, administration) would answer 503 operator_disabled: set it to a random string of 16 or more characters (openssl rand -hex 32)',
+    );
+  // A worker's or prover's own metrics listener would answer anyone who reaches its port.
+  const metricsPort =
+    kind === 'worker' && e.WORKER_METRICS_PORT !== undefined
+      ? 'WORKER_METRICS_PORT'
+      : kind === 'prover' && e.PROVER_METRICS_PORT !== undefined
+        ? 'PROVER_METRICS_PORT'
+        : undefined;
+  if (metricsPort && 'refused' in metricsAccess(e))
+    issues.push(
+      `METRICS_TOKEN is not set while ${metricsPort} is; set it to a random string of 16 or more characters (scrapers send it as a Bearer token), or METRICS_PUBLIC=true when only the scraper can reach the port`,
     );
   issues.push(...sealingKeyIssues(e));
   return issues;

@@ -101,7 +101,12 @@ describe('production start-up refusals, by the real entry points', () => {
         SEALING_KEY: 'c2hvcnQ=',
         BALLOT_KEY_PREVIOUS: `${'a'.repeat(64)},secret-but-wrong`,
       }),
-      run('prover', { LOG_SIGNING_KEY: 'abc123', OPERATOR_TOKEN: '' }),
+      run('prover', {
+        LOG_SIGNING_KEY: 'abc123',
+        OPERATOR_TOKEN: '',
+        METRICS_TOKEN: '',
+        PROVER_METRICS_PORT: '9465',
+      }),
       run('release', { SERVICE_SIGNING_KEY: '' }),
     ]);
 
@@ -132,11 +137,14 @@ describe('production start-up refusals, by the real entry points', () => {
     expect(worker.stderr).not.toContain('secret-but-wrong');
     expect(worker.stdout).not.toContain('worker started');
 
-    // The prover needs no operator token; the log key, when given, must be a key.
+    // The prover needs no operator token; the log key, when given, must be a key; a metrics port, a token.
     expect(prover.code).toBe(78);
     expect(lines(prover.stderr)).toEqual([
       expect.stringMatching(
         /^Refusing to start in production: LOG_SIGNING_KEY is malformed; set it to .*, not the signing key's$/,
+      ),
+      expect.stringMatching(
+        /^Refusing to start in production: METRICS_TOKEN is not set while PROVER_METRICS_PORT is; .*METRICS_PUBLIC=true/,
       ),
     ]);
 
