@@ -301,6 +301,32 @@ describe('alert rules and dashboard', () => {
     expect(unit.status).toBe(0);
   });
 
+  it('the scrape configuration of docs/observability.md loads in Prometheus with the alert rules', () => {
+    const doc = readFileSync('docs/observability.md', 'utf8');
+    const block = /A Prometheus scrape configuration[\s\S]*?```yaml\n([\s\S]*?)```/.exec(doc)?.[1];
+    expect(block, 'the scrape configuration block').toBeDefined();
+    // One job per process type, each named as the target-down alert expects.
+    const jobs = [...block!.matchAll(/job_name: (\S+)/g)].map((m) => m[1]);
+    expect(jobs).toEqual(['proof-exchange-web', 'proof-exchange-worker', 'proof-exchange-prover']);
+    expect(readFileSync(rules, 'utf8')).toContain('up{job=~"proof-exchange-.*"}');
+    const dir = mkdtempSync(join(tmpdir(), 'px-prom-'));
+    try {
+      // The token file the configuration names, where this test can write it.
+      const tokenFile = join(dir, 'px-metrics-token');
+      writeFileSync(tokenFile, TOKEN);
+      const config = join(dir, 'prometheus.yml');
+      writeFileSync(
+        config,
+        `rule_files: [${JSON.stringify(join(process.cwd(), rules))}]\n${block!.replaceAll('/etc/prometheus/px-metrics-token', tokenFile)}`,
+      );
+      const check = spawnSync(PROMTOOL, ['check', 'config', config], { encoding: 'utf8' });
+      expect(`${check.stdout}${check.stderr}`).toMatch(/SUCCESS: \d+ rules found/);
+      expect(check.status).toBe(0);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('every dashboard query parses as PromQL', () => {
     expect(panelExprs.length).toBeGreaterThan(10);
     const dir = mkdtempSync(join(tmpdir(), 'px-dash-'));
