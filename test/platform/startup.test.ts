@@ -164,9 +164,12 @@ describe('production start-up refusals, by the real entry points', () => {
       LOG_SIGNING_KEY: '',
       OPERATOR_TOKEN: '',
     };
-    const [web, worker, prover, release] = await Promise.all(
-      (['web', 'worker', 'prover', 'release'] as const).map((kind) => run(kind, nothing)),
-    );
+    const [web, worker, prover, release] = await Promise.all([
+      run('web', nothing),
+      run('worker', nothing),
+      run('prover', nothing),
+      run('release', nothing),
+    ]);
     const named = (e: Exit) =>
       lines(e.stderr).map((l) => /^Refusing to start in production: (\w+) is not set; /.exec(l)?.[1] ?? l);
     expect(web.code).toBe(78);
