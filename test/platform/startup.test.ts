@@ -251,7 +251,7 @@ describe('a complete production setup', () => {
     for (const [kind, e] of Object.entries({ web, worker, prover })) {
       expect(e.up, `${kind} started: ${e.stderr}${e.stdout.slice(-2000)}`).toBe(true);
       expect(e.stderr, kind).toBe('');
-      expect(e.code, kind).toBe(0);
+      expect(e.code, `${kind} exit: ${e.stdout.slice(-1500)}`).toBe(0);
       // Nothing at error level or above on the way up or down.
       const levels = lines(e.stdout).map((l) => (JSON.parse(l) as { level: number }).level);
       expect(Math.max(...levels), kind).toBeLessThan(50);
