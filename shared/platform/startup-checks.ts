@@ -3,7 +3,7 @@
 // start with one line each, saying what to set; nothing starts half-configured and answers 500 later.
 import type { Knex } from 'knex';
 import type { Env, ProductionSettings } from './env';
-import { env, isProduction, underTestRunner } from './env';
+import { env, isProduction, refuseConfig, underTestRunner } from './env';
 import { StartupRefused } from './failures';
 import { isSeed } from './keys';
 import { metricsAccess } from './metrics';
@@ -77,6 +77,16 @@ export function refuseStart(issues: readonly string[]): void {
     process.exit(78);
   }
   throw new StartupRefused(lines);
+}
+
+/**
+ * The settings check every process's main runs first: in production, each problem of its type's
+ * settings and those a product line found in its own (`more`, e.g. a malformed treasury key) in one
+ * refusal, so a deploy sees them all at once; elsewhere `more` alone stops it, as any setting does.
+ */
+export function refuseStartup(e: Env, kind: ProcessKind, more: readonly string[] = []): void {
+  if (!isProduction(e)) return refuseConfig(more);
+  refuseStart([...productionSettingIssues(e, kind), ...more]);
 }
 
 /** A check of what the database holds; each line says what is wrong and what fixes it. */

@@ -107,7 +107,8 @@ describe('production start-up refusals, by the real entry points', () => {
         METRICS_TOKEN: '',
         PROVER_METRICS_PORT: '9465',
       }),
-      run('release', { SERVICE_SIGNING_KEY: '' }),
+      // A product line's own setting refused beside the platform's, in the same refusal.
+      run('release', { SERVICE_SIGNING_KEY: '', TREASURY_BITCOIN_XPUB: 'xpub-that-is-not-one' }),
     ]);
 
     expect(web.code).toBe(78);
@@ -151,6 +152,7 @@ describe('production start-up refusals, by the real entry points', () => {
     expect(release.code).toBe(78);
     expect(lines(release.stderr)).toEqual([
       expect.stringMatching(/^Refusing to start in production: SERVICE_SIGNING_KEY is not set/),
+      expect.stringMatching(/^Refusing to start in production: TREASURY_BITCOIN_XPUB: /),
     ]);
     expect(release.stdout).toBe('');
   }, 90_000);
