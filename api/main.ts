@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { createDb } from '../shared/platform/db/knex';
 import { explainListenError } from '../shared/platform/failures';
 import { closeEgress } from '../shared/platform/egress';
-import { env, refuseConfig } from '../shared/platform/env';
+import { env } from '../shared/platform/env';
 import { chainSettingIssues } from '../shared/chains/settings';
 import { syncServiceCatalog } from '../shared/jobs/catalog';
 import { JobNotifier, closeJobEvents } from '../shared/jobs/notify';
@@ -19,7 +19,7 @@ import { Shutdown } from '../shared/platform/shutdown';
 import { tableBases } from '../shared/platform/urls';
 import { assertCircuitSetup } from '../shared/zk/setup';
 import { logCeremonyTranscripts } from '../shared/zk/ceremonyLog';
-import { assertDatabaseStart, productionSettingIssues, refuseStart } from '../shared/platform/startup-checks';
+import { assertDatabaseStart, refuseStartup } from '../shared/platform/startup-checks';
 import { createApp } from './app';
 import { createWebServer } from './http/server';
 import type { AppDeps } from './deps';
@@ -123,7 +123,6 @@ export async function startWeb(): Promise<{ server: Server; shutdown: Shutdown }
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  refuseConfig(chainSettingIssues(env));
-  refuseStart(productionSettingIssues(env, 'web'));
+  refuseStartup(env, 'web', chainSettingIssues(env));
   await runProcess('web', startWeb);
 }

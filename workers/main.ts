@@ -4,7 +4,7 @@ import type { Processor, Worker } from 'bullmq';
 import { createDb } from '../shared/platform/db/knex';
 import type { Db } from '../shared/platform/db/knex';
 import { closeEgress } from '../shared/platform/egress';
-import { env, refuseConfig } from '../shared/platform/env';
+import { env } from '../shared/platform/env';
 import { chainSettingIssues } from '../shared/chains/settings';
 import { closeJobEvents } from '../shared/jobs/notify';
 import { watchSigningKeys } from '../shared/platform/keyHistory';
@@ -26,7 +26,7 @@ import {
   witnessSettingIssues,
 } from '../shared/platform/translog/witnessing';
 import type { CheckpointLog } from '../shared/platform/translog/witnessing';
-import { assertDatabaseStart, productionSettingIssues, refuseStart } from '../shared/platform/startup-checks';
+import { assertDatabaseStart, refuseStartup } from '../shared/platform/startup-checks';
 import { startChainFollower } from './chain-follower';
 import { startWorker } from './pool';
 import { checkoutsProcessor, checkoutsSweepTarget } from './processors/licensing';
@@ -157,7 +157,6 @@ export async function startWorkerProcess(options: WorkerOptions = {}): Promise<W
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  refuseConfig([...chainSettingIssues(env), ...witnessSettingIssues(env)]);
-  refuseStart(productionSettingIssues(env, 'worker'));
+  refuseStartup(env, 'worker', [...chainSettingIssues(env), ...witnessSettingIssues(env)]);
   await runProcess('worker', startWorkerProcess);
 }

@@ -8,11 +8,11 @@ import { syncServiceCatalog } from '../shared/jobs/catalog';
 import { sealLegacyRoomSalts } from '../shared/governance/rooms';
 import { developmentSettlementIssues } from '../shared/payments/development';
 import type { Db } from '../shared/platform/db/knex';
-import { env, isProduction, refuseConfig } from '../shared/platform/env';
+import { env, isProduction } from '../shared/platform/env';
 import type { Env, ProductionSettings } from '../shared/platform/env';
 import { scanSealedColumns, unopenableLines } from '../shared/platform/sealed-columns';
 import type { ColumnReport } from '../shared/platform/sealed-columns';
-import { productionSettingIssues, refuseStart } from '../shared/platform/startup-checks';
+import { refuseStartup } from '../shared/platform/startup-checks';
 import { chainSettingIssues } from '../shared/chains/settings';
 import { sealedColumns } from './startup';
 
@@ -59,8 +59,7 @@ export function releaseLines(report: ReleaseReport): string[] {
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  refuseConfig(chainSettingIssues(env));
-  refuseStart(productionSettingIssues(env, 'release'));
+  refuseStartup(env, 'release', chainSettingIssues(env));
   const db = createDb();
   let report: ReleaseReport;
   try {

@@ -544,11 +544,8 @@ export function parseEnv(source: Record<string, string | undefined>): Env {
   if (!parsed.success) {
     throw new ConfigError(parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`));
   }
-  // Links and cached documents name the service's own address; in production it is never taken
-  // from a request's Host header.
-  if (isProduction(parsed.data) && !parsed.data.BASE_URL) {
-    throw new ConfigError(['BASE_URL: required in production (the public address of the service)']);
-  }
+  // A production process without BASE_URL is refused by its start-up checks, beside every other
+  // missing setting (shared/platform/startup-checks.ts), so one refusal names them all.
   return parsed.data;
 }
 

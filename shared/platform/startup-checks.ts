@@ -3,9 +3,10 @@
 // start with one line each, saying what to set; nothing starts half-configured and answers 500 later.
 import type { Knex } from 'knex';
 import type { Env, ProductionSettings } from './env';
-import { env, isProduction, underTestRunner } from './env';
+import { env, isProduction, refuseConfig, underTestRunner } from './env';
 import { StartupRefused } from './failures';
 import { isSeed } from './keys';
+import { metricsAccess } from './metrics';
 import { scanSealedColumns, unopenableLines } from './sealed-columns';
 import type { SealedColumn } from './sealed-columns';
 import { sealingKeyIssues } from './sealing';
@@ -20,6 +21,12 @@ const SEED = 'a 32-byte ed25519 seed as 64 hex characters or base64 (openssl ran
 export function productionSettingIssues(e: Env, kind: ProcessKind): string[] {
   if (!isProduction(e)) return [];
   const issues: string[] = [];
+  // Links, receipts and cached documents name the service's own address: in production it is never
+  // taken from a request's Host header.
+  if (!e.BASE_URL)
+    issues.push(
+      "BASE_URL is not set; set it to the service's public https:// address (links and documents name it, never a request's Host)",
+    );
   if (!e.DATABASE_URL)
     issues.push(
       `DATABASE_URL is not set; point it at the deployment's Postgres (postgres://user:password@host/db)`,
@@ -43,6 +50,17 @@ export function productionSettingIssues(e: Env, kind: ProcessKind): string[] {
     issues.push(
       'OPERATOR_TOKEN is not set; operator routes (Bull Board, revenue, administration) would answer 503 operator_disabled: set it to a random string of 16 or more characters (openssl rand -hex 32)',
     );
+  // A worker's or prover's own metrics listener would answer anyone who reaches its port.
+  const metricsPort =
+    kind === 'worker' && e.WORKER_METRICS_PORT !== undefined
+      ? 'WORKER_METRICS_PORT'
+      : kind === 'prover' && e.PROVER_METRICS_PORT !== undefined
+        ? 'PROVER_METRICS_PORT'
+        : undefined;
+  if (metricsPort && 'refused' in metricsAccess(e))
+    issues.push(
+      `METRICS_TOKEN is not set while ${metricsPort} is; set it to a random string of 16 or more characters (scrapers send it as a Bearer token), or METRICS_PUBLIC=true when only the scraper can reach the port`,
+    );
   issues.push(...sealingKeyIssues(e));
   return issues;
 }
@@ -59,6 +77,16 @@ export function refuseStart(issues: readonly string[]): void {
     process.exit(78);
   }
   throw new StartupRefused(lines);
+}
+
+/**
+ * The settings check every process's main runs first: in production, each problem of its type's
+ * settings and those a product line found in its own (`more`, e.g. a malformed treasury key) in one
+ * refusal, so a deploy sees them all at once; elsewhere `more` alone stops it, as any setting does.
+ */
+export function refuseStartup(e: Env, kind: ProcessKind, more: readonly string[] = []): void {
+  if (!isProduction(e)) return refuseConfig(more);
+  refuseStart([...productionSettingIssues(e, kind), ...more]);
 }
 
 /** A check of what the database holds; each line says what is wrong and what fixes it. */

@@ -9,6 +9,7 @@ import { createApp } from '../../api/app';
 import { runAdmin } from '../../cli/admin';
 import { bearer, grantLicense, testApp } from '../helpers';
 import type { TestApp } from '../helpers';
+import { wallet } from '../governance/helpers';
 import { expectProblem } from './helpers';
 
 const OPERATOR = bearer('op_test_token_0123456789');
@@ -155,6 +156,35 @@ describe('organization API keys', () => {
     const rooms = await count('rooms');
     expectProblem(await makeRoom(k.auth), 401, 'key_revoked');
     expect(await count('rooms')).toBe(rooms);
+  });
+
+  it('is refused at once by every web process, not only the one that revoked it', async () => {
+    // A second web process with its own pool and Redis connection, as a deployment runs several.
+    const other = testApp();
+    try {
+      const org = await grantLicense(app.deps.db, 'Business');
+      const k = await makeKey(org.auth, ['governance']);
+      await other.request.get('/api/governance/rooms').set(k.auth).expect(200);
+      await other.request.get('/api/governance/rooms').set(org.auth).expect(200);
+      await app.request.post(`/api/v1/organization/keys/${k.keyId}/revoke`).set(org.auth).expect(200);
+      expectProblem(await other.request.get('/api/governance/rooms').set(k.auth), 401, 'key_revoked');
+      // The operator suspends the license on one process: the other refuses it and its keys next.
+      const k2 = await makeKey(org.auth, ['governance']);
+      await other.request.get('/api/governance/rooms').set(k2.auth).expect(200);
+      await app.request.post(`/api/v1/admin/licenses/${org.id}/suspend`).set(OPERATOR).expect(200);
+      expectProblem(await other.request.get('/api/governance/rooms').set(org.auth), 401, 'license_suspended');
+      expectProblem(await other.request.get('/api/governance/rooms').set(k2.auth), 401, 'license_suspended');
+      await app.request.post(`/api/v1/admin/licenses/${org.id}/revoke`).set(OPERATOR).expect(200);
+      const rooms = await count('rooms');
+      expectProblem(
+        await other.request.post('/api/governance/rooms').set(k2.auth).send({ name: 'x' }),
+        401,
+        'license_revoked',
+      );
+      expect(await count('rooms')).toBe(rooms);
+    } finally {
+      await other.close();
+    }
   });
 
   it('can do no more than its license, and replays no other key’s answer', async () => {
@@ -406,6 +436,72 @@ describe('operator license administration', () => {
   });
 });
 
+/** A proposal, a treasury request, an auction and a workflow of one organization, made with its key. */
+async function holdOneOfEach(auth: { Authorization: string }): Promise<Record<string, string>> {
+  const signers = [wallet(), wallet()];
+  const roomId = (
+    await app.request
+      .post('/api/governance/rooms')
+      .set(auth)
+      .send({ name: 'Their room', members: signers.map((w) => w.address) })
+      .expect(201)
+  ).body.roomId as string;
+  for (const slug of ['review', 'signers'])
+    await app.request
+      .post(`/api/governance/rooms/${roomId}/committees`)
+      .set(auth)
+      .send({ slug, name: slug, members: signers.map((w) => w.address), threshold: 2 })
+      .expect(201);
+  const proposalId = (
+    await app.request
+      .post('/api/governance/proposals')
+      .set(auth)
+      .send({ roomId, title: 'Theirs', options: ['yes', 'no'], reviewCommittee: 'review', votingSeconds: 60 })
+      .expect(201)
+  ).body.proposalId as string;
+  await app.request
+    .post('/api/treasury/limits')
+    .set(auth)
+    .send({ roomId, asset: 'USDC-SOL', periodSeconds: 86_400, limit: '1000000' })
+    .expect(200);
+  const requestId = (
+    await app.request
+      .post('/api/treasury/requests')
+      .set(auth)
+      .send({
+        roomId,
+        committee: 'signers',
+        operation: 'spend',
+        asset: 'USDC-SOL',
+        recipient: 'VendorWallet1',
+        purposeHash: 'c'.repeat(64),
+        amount: '1000',
+      })
+      .expect(201)
+  ).body.requestId as string;
+  const auctionId = (
+    await app.request
+      .post('/api/auctions')
+      .set(auth)
+      .send({
+        title: 'Their lot',
+        pricing: 'second',
+        asset: 'USDC-SOL',
+        biddingEndsAt: new Date(Date.now() + 60_000).toISOString(),
+        revealEndsAt: new Date(Date.now() + 120_000).toISOString(),
+      })
+      .expect(201)
+  ).body.auctionId as string;
+  const workflowId = (
+    await app.request
+      .post('/api/proof-workflows/prepare')
+      .set(auth)
+      .send({ template: 'Grant Review' })
+      .expect(201)
+  ).body.workflowId as string;
+  return { roomId, proposalId, requestId, auctionId, workflowId };
+}
+
 describe('organization lists', () => {
   it('list only the caller’s own, page by opaque cursor, and never open another’s item by id', async () => {
     const a = await grantLicense(app.deps.db, 'Business');
@@ -416,11 +512,6 @@ describe('organization lists', () => {
     for (const name of ['A1', 'A2', 'A3'])
       mine.push((await makeRoom(a.auth, name).expect(201)).body.roomId as string);
     const theirs = (await makeRoom(b.auth, 'B1').expect(201)).body.roomId as string;
-    await app.request
-      .post('/api/proof-workflows/prepare')
-      .set(b.auth)
-      .send({ template: 'Grant Review' })
-      .expect(201);
 
     const seen: string[] = [];
     let cursor: string | null = null;
@@ -435,11 +526,24 @@ describe('organization lists', () => {
     } while (cursor);
     expect(seen).toEqual([...mine].reverse());
     expect((await app.request.get('/api/proof-workflows').set(a.auth).expect(200)).body.items).toEqual([]);
-    for (const path of ['/api/governance/proposals', '/api/treasury/requests', '/api/auctions'])
-      expect((await app.request.get(path).set(aRead.auth).expect(200)).body.items).toEqual([]);
+    // B holds one of each line's items; A's lists show none of them, B's own list each.
+    const theirItems = await holdOneOfEach(b.auth);
+    for (const [path, idField] of [
+      ['/api/governance/proposals', 'proposalId'],
+      ['/api/treasury/requests', 'requestId'],
+      ['/api/auctions', 'auctionId'],
+      ['/api/proof-workflows', 'workflowId'],
+    ] as const) {
+      expect((await app.request.get(path).set(aRead.auth).expect(200)).body.items, path).toEqual([]);
+      const own = (await app.request.get(path).set(bAdmin.auth).expect(200)).body.items;
+      expect(
+        own.map((i: Record<string, string>) => i[idField]),
+        path,
+      ).toEqual([theirItems[idField]]);
+    }
     // B's admin key sees B's room only, and A's room by id is not found for it.
     const bRooms = await app.request.get('/api/governance/rooms').set(bAdmin.auth).expect(200);
-    expect(bRooms.body.items.map((r: { roomId: string }) => r.roomId)).toEqual([theirs]);
+    expect(bRooms.body.items.map((r: { roomId: string }) => r.roomId)).toEqual([theirItems.roomId, theirs]);
     expectProblem(
       await app.request.get(`/api/governance/rooms/${mine[0]}`).set(bAdmin.auth),
       404,

@@ -142,34 +142,56 @@ describe('a payment settled on the development chain', () => {
     expect(line).toMatch(/^the database holds 1 payment\(s\) settled on a development chain \(eip155:1337\)/);
     expect(line).toContain('ALLOW_DEVELOPMENT_SETTLEMENTS=true');
 
-    // The real web process, in production with every key given, refuses it before it listens.
-    const child = spawn(process.execPath, ['--import', 'tsx', 'api/main.ts'], {
-      env: {
-        ...process.env,
-        VITEST: '',
-        NODE_ENV: 'production',
-        EVM_DEVNET: '',
-        BASE_URL: 'https://exchange.example',
-        HOST: '127.0.0.1',
-        PORT: '0',
-        LOG_LEVEL: 'info',
-        SERVICE_SIGNING_KEY: '7'.repeat(64),
-        LOG_SIGNING_KEY: '8'.repeat(64),
-        ALLOW_INSECURE_CIRCUITS: 'true',
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    const out: string[] = [];
-    const err: string[] = [];
-    child.stdout.on('data', (d: Buffer) => out.push(d.toString()));
-    child.stderr.on('data', (d: Buffer) => err.push(d.toString()));
-    const code = await new Promise((resolve) => child.once('exit', resolve));
-    expect(code).toBe(1);
-    expect(err.join('').trimEnd().split('\n')).toEqual([
-      expect.stringMatching(
-        /^Refusing to start in production: the database holds 1 payment\(s\) settled on a development chain \(eip155:1337\).*ALLOW_DEVELOPMENT_SETTLEMENTS=true/,
-      ),
-    ]);
-    expect(out.join('')).not.toContain('web listening');
-  }, 60_000);
+    // The real processes, in production with every key given, refuse it before they listen or work:
+    // web, worker and prover at start (exit 1), release after migrating (exit 78).
+    const entries = {
+      web: ['api/main.ts', 'web listening'],
+      worker: ['workers/main.ts', 'worker started'],
+      prover: ['workers/prover/main.ts', 'prover started'],
+      release: ['workers/release.ts', 'schema is up to date'],
+    } as const;
+    const runs = await Promise.all(
+      Object.entries(entries).map(async ([kind, [entry, started]]) => {
+        const child = spawn(process.execPath, ['--import', 'tsx', entry], {
+          env: {
+            ...process.env,
+            VITEST: '',
+            NODE_ENV: 'production',
+            EVM_DEVNET: '',
+            BASE_URL: 'https://exchange.example',
+            HOST: '127.0.0.1',
+            PORT: '0',
+            LOG_LEVEL: 'info',
+            SERVICE_SIGNING_KEY: '7'.repeat(64),
+            LOG_SIGNING_KEY: '8'.repeat(64),
+            OPERATOR_TOKEN: 'op_production_token_0123456789',
+            ALLOW_INSECURE_CIRCUITS: 'true',
+            PROVER_BACKEND: 'snarkjs',
+            PROVER_CONCURRENCY: '1',
+          },
+          stdio: ['ignore', 'pipe', 'pipe'],
+        });
+        const out: string[] = [];
+        const err: string[] = [];
+        child.stdout.on('data', (d: Buffer) => out.push(d.toString()));
+        child.stderr.on('data', (d: Buffer) => err.push(d.toString()));
+        const timer = setTimeout(() => child.kill('SIGKILL'), 90_000);
+        const code = await new Promise((resolve) => child.once('exit', resolve));
+        clearTimeout(timer);
+        return { kind, started, code, stdout: out.join(''), stderr: err.join('') };
+      }),
+    );
+    for (const run of runs) {
+      const verb = run.kind === 'release' ? 'release' : 'start';
+      expect(run.code, run.kind).toBe(run.kind === 'release' ? 78 : 1);
+      expect(run.stderr.trimEnd().split('\n'), run.kind).toEqual([
+        expect.stringMatching(
+          new RegExp(
+            `^Refusing to ${verb} in production: the database holds 1 payment\\(s\\) settled on a development chain \\(eip155:1337\\).*ALLOW_DEVELOPMENT_SETTLEMENTS=true`,
+          ),
+        ),
+      ]);
+      if (run.kind !== 'release') expect(run.stdout, run.kind).not.toContain(run.started);
+    }
+  }, 120_000);
 });

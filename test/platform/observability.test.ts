@@ -99,8 +99,12 @@ beforeAll(() => {
     const child = spawn(process.execPath, ['--import', 'tsx', 'workers/main.ts'], {
       env: {
         ...process.env,
+        // A production setup complete but for the metrics token; refusals exit rather than throw.
+        VITEST: '',
         NODE_ENV: 'production',
         BASE_URL: 'https://exchange.example',
+        SERVICE_SIGNING_KEY: '7'.repeat(64),
+        LOG_SIGNING_KEY: '8'.repeat(64),
         METRICS_TOKEN: '',
         WORKER_METRICS_PORT: String(port),
         LOG_LEVEL: 'info',
@@ -276,8 +280,10 @@ describe('who may read metrics', () => {
 
   it('a production worker asked for a metrics port without the token stops, saying what to set', async () => {
     const { port, code, output } = await productionWorker;
-    expect(code).not.toBe(0);
-    expect(output).toMatch(/METRICS_TOKEN/);
+    expect(code).toBe(78);
+    expect(output).toBe(
+      'Refusing to start in production: METRICS_TOKEN is not set while WORKER_METRICS_PORT is; set it to a random string of 16 or more characters (scrapers send it as a Bearer token), or METRICS_PUBLIC=true when only the scraper can reach the port\n',
+    );
     expect(await scrape(port).catch(() => 'unreachable')).toBe('unreachable');
   }, 60_000);
 
@@ -318,6 +324,32 @@ describe('alert rules and dashboard', () => {
     });
     expect(`${unit.stdout}${unit.stderr}`).toMatch(/SUCCESS/);
     expect(unit.status).toBe(0);
+  });
+
+  it('the scrape configuration of docs/observability.md loads in Prometheus with the alert rules', () => {
+    const doc = readFileSync('docs/observability.md', 'utf8');
+    const block = /A Prometheus scrape configuration[\s\S]*?```yaml\n([\s\S]*?)```/.exec(doc)?.[1];
+    expect(block, 'the scrape configuration block').toBeDefined();
+    // One job per process type, each named as the target-down alert expects.
+    const jobs = [...block!.matchAll(/job_name: (\S+)/g)].map((m) => m[1]);
+    expect(jobs).toEqual(['proof-exchange-web', 'proof-exchange-worker', 'proof-exchange-prover']);
+    expect(readFileSync(rules, 'utf8')).toContain('up{job=~"proof-exchange-.*"}');
+    const dir = mkdtempSync(join(tmpdir(), 'px-prom-'));
+    try {
+      // The token file the configuration names, where this test can write it.
+      const tokenFile = join(dir, 'px-metrics-token');
+      writeFileSync(tokenFile, TOKEN);
+      const config = join(dir, 'prometheus.yml');
+      writeFileSync(
+        config,
+        `rule_files: [${JSON.stringify(join(process.cwd(), rules))}]\n${block!.replaceAll('/etc/prometheus/px-metrics-token', tokenFile)}`,
+      );
+      const check = spawnSync(PROMTOOL, ['check', 'config', config], { encoding: 'utf8' });
+      expect(`${check.stdout}${check.stderr}`).toMatch(/SUCCESS: \d+ rules found/);
+      expect(check.status).toBe(0);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('every dashboard query parses as PromQL', () => {

@@ -1,9 +1,13 @@
 // Production start-up: each process type (the real entry points, spawned as the Procfile runs them)
 // refuses a missing or malformed key or setting it needs with exit 78 and one line per problem naming
-// the fix, before it opens anything; with everything set, it runs.
+// the fix, all of them at once, before it opens anything; with everything set, each of the four runs
+// (web, worker and prover until told to stop, release to its end).
 import { spawn } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { parseEnv } from '../../shared/platform/env';
+import { Queues } from '../../shared/platform/queues';
+import type { QueueName } from '../../shared/platform/queues';
+import { createRedis } from '../../shared/platform/redis';
 import { productionSettingIssues } from '../../shared/platform/startup-checks';
 
 const entries = {
@@ -25,30 +29,63 @@ const production = {
   SERVICE_SIGNING_KEY: SIGNING,
   LOG_SIGNING_KEY: LOG,
   OPERATOR_TOKEN: 'op_production_token_0123456789',
+  METRICS_TOKEN: 'metrics_production_token_0123',
   PROVER_BACKEND: 'snarkjs',
   PROVER_CONCURRENCY: '1',
 };
 
 interface Exit {
-  code: number | null;
+  /** The exit status, or the signal that ended the process. */
+  code: number | string | null;
   stdout: string;
   stderr: string;
 }
 
-function run(kind: keyof typeof entries, extra: Record<string, string>, timeoutMs = 60_000): Promise<Exit> {
+/**
+ * Spawns an entry point with the production settings and `extra`; when `until` is given, sends SIGTERM
+ * once a stdout line's message is `until` (first calling `whileUp` with that line), as an operator's
+ * supervisor stops a process that runs.
+ */
+function run(
+  kind: keyof typeof entries,
+  extra: Record<string, string>,
+  options: { until?: string; whileUp?: (line: { port?: number }) => Promise<void>; timeoutMs?: number } = {},
+): Promise<Exit & { up: boolean }> {
   const child = spawn(process.execPath, ['--import', 'tsx', entries[kind]], {
     env: { ...process.env, ...production, ...extra },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const out: string[] = [];
   const err: string[] = [];
-  child.stdout.on('data', (d: Buffer) => out.push(d.toString()));
+  let up = false;
+  let pending = '';
+  child.stdout.on('data', (d: Buffer) => {
+    out.push(d.toString());
+    if (!options.until || up) return;
+    pending += d.toString();
+    const lines = pending.split('\n');
+    pending = lines.pop() ?? '';
+    for (const text of lines) {
+      let line: { msg?: string; port?: number };
+      try {
+        line = JSON.parse(text) as { msg?: string; port?: number };
+      } catch {
+        continue;
+      }
+      if (line.msg !== options.until) continue;
+      up = true;
+      void (options.whileUp?.(line) ?? Promise.resolve())
+        .catch((e: unknown) => err.push(`check while up failed: ${(e as Error).message}\n`))
+        .finally(() => child.kill('SIGTERM'));
+      return;
+    }
+  });
   child.stderr.on('data', (d: Buffer) => err.push(d.toString()));
-  const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+  const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs ?? 100_000);
   return new Promise((resolve) =>
-    child.once('exit', (code) => {
+    child.once('exit', (code, signal) => {
       clearTimeout(timer);
-      resolve({ code, stdout: out.join(''), stderr: err.join('') });
+      resolve({ code: code ?? signal, up, stdout: out.join(''), stderr: err.join('') });
     }),
   );
 }
@@ -56,18 +93,22 @@ function run(kind: keyof typeof entries, extra: Record<string, string>, timeoutM
 const lines = (text: string) => text.trimEnd().split('\n');
 
 describe('production start-up refusals, by the real entry points', () => {
-  it('refuses each missing or malformed setting with exit 78 and one line each, never printing a value; runs with all set', async () => {
-    const [web, worker, prover, release, complete] = await Promise.all([
+  it('refuses each missing or malformed setting with exit 78 and one line each, never printing a value', async () => {
+    const [web, worker, prover, release] = await Promise.all([
       run('web', { SERVICE_SIGNING_KEY: '', LOG_SIGNING_KEY: '', OPERATOR_TOKEN: '' }),
       run('worker', {
         SERVICE_SIGNING_KEY: 'not-a-seed-at-all',
         SEALING_KEY: 'c2hvcnQ=',
         BALLOT_KEY_PREVIOUS: `${'a'.repeat(64)},secret-but-wrong`,
       }),
-      run('prover', { LOG_SIGNING_KEY: 'abc123', OPERATOR_TOKEN: '' }),
-      run('release', { SERVICE_SIGNING_KEY: '' }),
-      // With every setting given, the same entry point runs.
-      run('release', {}),
+      run('prover', {
+        LOG_SIGNING_KEY: 'abc123',
+        OPERATOR_TOKEN: '',
+        METRICS_TOKEN: '',
+        PROVER_METRICS_PORT: '9465',
+      }),
+      // A product line's own setting refused beside the platform's, in the same refusal.
+      run('release', { SERVICE_SIGNING_KEY: '', TREASURY_BITCOIN_XPUB: 'xpub-that-is-not-one' }),
     ]);
 
     expect(web.code).toBe(78);
@@ -97,24 +138,139 @@ describe('production start-up refusals, by the real entry points', () => {
     expect(worker.stderr).not.toContain('secret-but-wrong');
     expect(worker.stdout).not.toContain('worker started');
 
-    // The prover needs no operator token; the log key, when given, must be a key.
+    // The prover needs no operator token; the log key, when given, must be a key; a metrics port, a token.
     expect(prover.code).toBe(78);
     expect(lines(prover.stderr)).toEqual([
       expect.stringMatching(
         /^Refusing to start in production: LOG_SIGNING_KEY is malformed; set it to .*, not the signing key's$/,
+      ),
+      expect.stringMatching(
+        /^Refusing to start in production: METRICS_TOKEN is not set while PROVER_METRICS_PORT is; .*METRICS_PUBLIC=true/,
       ),
     ]);
 
     expect(release.code).toBe(78);
     expect(lines(release.stderr)).toEqual([
       expect.stringMatching(/^Refusing to start in production: SERVICE_SIGNING_KEY is not set/),
+      expect.stringMatching(/^Refusing to start in production: TREASURY_BITCOIN_XPUB: /),
     ]);
     expect(release.stdout).toBe('');
-
-    expect(complete.stderr).toBe('');
-    expect(complete.code).toBe(0);
-    expect(complete.stdout).toBe('schema is up to date\n');
   }, 90_000);
+
+  it('names every missing setting in one refusal, the public address among them, for each process type', async () => {
+    const nothing = {
+      BASE_URL: '',
+      DATABASE_URL: '',
+      REDIS_URL: '',
+      SERVICE_SIGNING_KEY: '',
+      LOG_SIGNING_KEY: '',
+      OPERATOR_TOKEN: '',
+    };
+    const [web, worker, prover, release] = await Promise.all([
+      run('web', nothing),
+      run('worker', nothing),
+      run('prover', nothing),
+      run('release', nothing),
+    ]);
+    const named = (e: Exit) =>
+      lines(e.stderr).map((l) => /^Refusing to start in production: (\w+) is not set; /.exec(l)?.[1] ?? l);
+    expect(web.code).toBe(78);
+    expect(named(web)).toEqual([
+      'BASE_URL',
+      'DATABASE_URL',
+      'REDIS_URL',
+      'SERVICE_SIGNING_KEY',
+      'LOG_SIGNING_KEY',
+      'OPERATOR_TOKEN',
+    ]);
+    expect(web.stderr).toMatch(/BASE_URL is not set; set it to the service's public https:\/\/ address/);
+    expect(worker.code).toBe(78);
+    expect(named(worker)).toEqual([
+      'BASE_URL',
+      'DATABASE_URL',
+      'REDIS_URL',
+      'SERVICE_SIGNING_KEY',
+      'LOG_SIGNING_KEY',
+    ]);
+    expect(prover.code).toBe(78);
+    expect(named(prover)).toEqual(['BASE_URL', 'DATABASE_URL', 'REDIS_URL', 'SERVICE_SIGNING_KEY']);
+    expect(release.code).toBe(78);
+    expect(named(release)).toEqual(['BASE_URL', 'DATABASE_URL', 'SERVICE_SIGNING_KEY']);
+    for (const e of [web, worker, prover, release]) expect(e.stdout).toBe('');
+  }, 90_000);
+});
+
+describe('a complete production setup', () => {
+  it('starts every process type: release migrates, then web serves, worker and prover take work, each stopping cleanly', async () => {
+    // This checkout's circuit keys come from the development setup: the explicit way past that refusal.
+    const complete = { ALLOW_INSECURE_CIRCUITS: 'true' };
+    const release = await run('release', complete);
+    expect(release.stderr).toBe('');
+    expect(release.code).toBe(0);
+    expect(release.stdout).toBe('schema is up to date\n');
+
+    const answers: Record<string, number> = {};
+    // Which of its queues BullMQ sees a consumer on, once the process says it started.
+    const consumers: Record<string, string[]> = {};
+    const queues = new Queues(createRedis('api'));
+    const consumersOf = async (names: QueueName[]) => {
+      const taken: string[] = [];
+      for (const name of names) if ((await queues.get(name).getWorkersCount()) > 0) taken.push(name);
+      return taken;
+    };
+    const [web, worker, prover] = await Promise.all([
+      run('web', complete, {
+        until: 'web listening',
+        // It answers what answered 500 internal_error without its keys, and the operator routes.
+        whileUp: async ({ port }) => {
+          const base = `http://127.0.0.1:${port}`;
+          for (const path of ['/api/health', '/api/services', '/api/v1/admin/licenses'])
+            answers[path] = (
+              await fetch(`${base}${path}`, {
+                headers: { authorization: `Bearer ${production.OPERATOR_TOKEN}` },
+              })
+            ).status;
+          answers['/metrics'] = (
+            await fetch(`${base}/metrics`, {
+              headers: { authorization: `Bearer ${production.METRICS_TOKEN}` },
+            })
+          ).status;
+        },
+      }),
+      run('worker', complete, {
+        until: 'worker started',
+        whileUp: async () => {
+          consumers.worker = await consumersOf(['jobs', 'payments', 'deliveries', 'checkouts']);
+        },
+      }),
+      run('prover', complete, {
+        until: 'prover started',
+        whileUp: async () => {
+          consumers.prover = await consumersOf(['proofs']);
+        },
+      }),
+    ]);
+    for (const [kind, e] of Object.entries({ web, worker, prover })) {
+      expect(e.up, `${kind} started: ${e.stderr}${e.stdout.slice(-2000)}`).toBe(true);
+      expect(e.stderr, kind).toBe('');
+      expect(e.code, `${kind} exit: ${e.stdout.slice(-1500)}`).toBe(0);
+      // Nothing at error level or above on the way up or down.
+      const levels = lines(e.stdout).map((l) => (JSON.parse(l) as { level: number }).level);
+      expect(Math.max(...levels), kind).toBeLessThan(50);
+    }
+    await queues.close();
+    queues.connection.disconnect();
+    expect(consumers).toEqual({
+      worker: ['jobs', 'payments', 'deliveries', 'checkouts'],
+      prover: ['proofs'],
+    });
+    expect(answers).toEqual({
+      '/api/health': 200,
+      '/api/services': 200,
+      '/api/v1/admin/licenses': 200,
+      '/metrics': 200,
+    });
+  }, 150_000);
 });
 
 describe('what each process type needs', () => {

@@ -1,5 +1,6 @@
 // One trace follows a request: the web's server span, its Postgres queries, the BullMQ producer span of
-// the job it queues and the worker's processor span, under one trace id; exported as OTLP JSON over HTTP.
+// the job it queues and the worker's (or the prover's) processor span with its queries, under one trace
+// id; exported as OTLP JSON over HTTP.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { SpanKind } from '@opentelemetry/api';
@@ -19,6 +20,7 @@ import {
   tracingOn,
 } from '../../shared/platform/tracing';
 import { eventually, testApp, testJobsWorker } from '../helpers';
+import { privateInputs, secretValues, testProofsWorker } from '../zk/helpers';
 import type { TestApp, TestWorker } from '../helpers';
 
 const memory = new InMemorySpanExporter();
@@ -102,6 +104,56 @@ describe('a trace from the request to the worker', () => {
     const rows = await worker.db('jobs').where({ id: jobId }).first();
     expect(rows).toBeDefined();
   });
+
+  it('follows a proof request through the proofs queue into the prover, its queries and nothing private', async () => {
+    const prover = testProofsWorker(1);
+    try {
+      const created = await app.request
+        .post('/api/proof-workflows/blind-policy/prove')
+        .send({ policy: 'threshold', inputs: privateInputs.threshold })
+        .expect(202);
+      const proofId = created.body.proof.id as string;
+      const found = await eventually(async () => {
+        const all = memory.getFinishedSpans();
+        const server = all.find(
+          (s) => s.kind === SpanKind.SERVER && s.name === 'POST /api/proof-workflows/blind-policy/prove',
+        );
+        if (!server) return false;
+        const trace = all.filter((s) => s.spanContext().traceId === server.spanContext().traceId);
+        const consumer = trace.find((s) => s.kind === SpanKind.CONSUMER && s.name.includes('proofs'));
+        return consumer ? { server, consumer, trace } : false;
+      }, 60_000);
+      const { server, consumer } = found;
+      const byId = new Map(memory.getFinishedSpans().map((s) => [s.spanContext().spanId, s]));
+      const descendsFrom = (s: ReadableSpan, root: ReadableSpan): boolean => {
+        for (let p = parentOf(s); p; p = parentOf(byId.get(p)!)) {
+          if (p === root.spanContext().spanId) return true;
+          if (!byId.has(p)) return false;
+        }
+        return false;
+      };
+      const producer = found.trace.find((s) => s.kind === SpanKind.PRODUCER && s.name.includes('proofs'));
+      expect(producer, 'the enqueue of the proof').toBeDefined();
+      expect(descendsFrom(producer!, server)).toBe(true);
+      expect(descendsFrom(consumer, producer!)).toBe(true);
+      // The prover's own queries (the proof's row read and written) under its processing span.
+      const proverQueries = memory
+        .getFinishedSpans()
+        .filter((s) => s.name.startsWith('pg ') && descendsFrom(s, consumer));
+      expect(proverQueries.length).toBeGreaterThan(0);
+      // No private input reaches any span of the trace.
+      const text = JSON.stringify(
+        memory
+          .getFinishedSpans()
+          .filter((s) => s.spanContext().traceId === server.spanContext().traceId)
+          .map((s) => [s.name, s.attributes, s.events]),
+      );
+      for (const secret of secretValues('threshold')) expect(text).not.toContain(secret);
+      expect(proofId).toMatch(/^prf_/);
+    } finally {
+      await prover.close();
+    }
+  }, 90_000);
 
   it('names no route on the span of a sealed action (a ballot, a bid), as the metrics count none', async () => {
     const mini = express();

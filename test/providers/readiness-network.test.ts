@@ -42,6 +42,25 @@ describe('chain networks in readiness', () => {
     expect(JSON.stringify(res.body)).not.toContain(new URL(chain.url).port);
   });
 
+  it('lists each endpoint that fails, one clause per chain', async () => {
+    // The EVM node on the wrong chain, and a Solana endpoint that is no Solana node (it cannot say its
+    // genesis): both are named, in one not-ready answer.
+    const settings = parseEnv({
+      EVM_RPC_URL: chain.url,
+      TREASURY_EVM: treasury,
+      SOLANA_RPC_URL: chain.url,
+      TREASURY_SOLANA: 'BXT1K8kzYXWMi6ihg7m9UqiHW4iJbJ69zumELHE9oBLe',
+      CHAIN_RPC_RETRIES: '0',
+      PROVIDER_TIMEOUT_MS: '2000',
+    });
+    const readiness = await chainNetworkReadiness(settings);
+    expect(readiness.ok).toBe(false);
+    expect(readiness.detail.split('; ').sort()).toEqual([
+      'evm: the endpoint serves eip155:1337, its assets need eip155:1',
+      'solana: the endpoint did not say which network it serves',
+    ]);
+  });
+
   it('passes when the assets are on the network the endpoint serves, naming those left elsewhere', async () => {
     const settings = parseEnv({
       EVM_RPC_URL: chain.url,

@@ -23,7 +23,7 @@ import { createRedis } from '../../shared/platform/redis';
 import { Shutdown } from '../../shared/platform/shutdown';
 import { startTracing, stopTracing } from '../../shared/platform/tracing';
 import { startWorker } from '../pool';
-import { env, refuseConfig } from '../../shared/platform/env';
+import { env } from '../../shared/platform/env';
 import { chainSettingIssues } from '../../shared/chains/settings';
 import {
   loadVerificationKey,
@@ -38,11 +38,7 @@ import {
 import type { NativeProverLike, ProverBackend } from '../../shared/zk/index';
 import { assertCircuitSetup } from '../../shared/zk/setup';
 import { expireHeldProofs } from '../../shared/zk/holds';
-import {
-  assertDatabaseStart,
-  productionSettingIssues,
-  refuseStart,
-} from '../../shared/platform/startup-checks';
+import { assertDatabaseStart, refuseStartup } from '../../shared/platform/startup-checks';
 import { databaseChecks } from '../startup';
 import type { ProofKind } from './kinds';
 import { workflowPackageKind } from './workflows';
@@ -183,7 +179,6 @@ export async function startProverProcess(concurrency = env.PROVER_CONCURRENCY ??
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  refuseConfig(chainSettingIssues(env));
-  refuseStart(productionSettingIssues(env, 'prover'));
+  refuseStartup(env, 'prover', chainSettingIssues(env));
   await runProcess('prover', () => startProverProcess());
 }
