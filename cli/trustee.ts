@@ -8,6 +8,7 @@ import { parseArgs } from 'node:util';
 import { serviceUrl } from '../shared/platform/env';
 import {
   ceremonyRound,
+  decryptAuction,
   decryptVote,
   fetchCeremony,
   keyFingerprint,
@@ -29,6 +30,8 @@ const usage = `usage:
       Prints the ceremony: who has dealt and judged, pending complaints, the joint key once ready.
   npm run trustee -- decrypt [--url URL] --proposal ID --key FILE
       After the vote's close only: your partial decryption of every ballot, each with its proof.
+  npm run trustee -- decrypt-auction [--url URL] --auction ID --key FILE
+      After a sealed auction's reveal window only: your partial decryption of every bid's sealed opening.
 --url defaults to PX_URL, else BASE_URL, else http://127.0.0.1:PORT.`;
 
 const { positionals, values } = parseArgs({
@@ -38,6 +41,7 @@ const { positionals, values } = parseArgs({
     url: { type: 'string' },
     room: { type: 'string' },
     proposal: { type: 'string' },
+    auction: { type: 'string' },
     key: { type: 'string' },
     help: { type: 'boolean' },
   },
@@ -86,6 +90,9 @@ async function main(): Promise<void> {
       return;
     case 'decrypt':
       printJson(await decryptVote(url(), need('proposal'), readKeyFile(need('key'))));
+      return;
+    case 'decrypt-auction':
+      printJson(await decryptAuction(url(), need('auction'), readKeyFile(need('key'))));
       return;
     default:
       throw new Error(`unknown command ${command}\n\n${usage}`);

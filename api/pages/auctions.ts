@@ -22,6 +22,15 @@ export async function auctionPage(deps: AppDeps, id: string): Promise<[string, s
     a.pricing,
   )}-price, in ${escapeHtml(a.asset)} base units.</p>`;
   const rulesBlock = `<h2>Rules (stated before bidding)</h2><table id="rules"><tbody>${rules}</tbody></table>`;
+  if (a.status === 'awaiting_trustees')
+    return [
+      `Auction ${id}`,
+      `${head}<p class="live" id="live">Status: <strong data-status="awaiting_trustees">awaiting trustees</strong>.</p><p class="next" id="next">The reveal window has ended. Every bid’s opening is sealed to the room’s trustees: ${escapeHtml(
+        a.trusteesDecrypted ?? 0,
+      )} of the ${escapeHtml(a.trusteesNeeded ?? 0)} trustees needed have decrypted them. When ${escapeHtml(
+        a.trusteesNeeded ?? 0,
+      )} have, every bid is opened and the auction decided here, with its proof package.</p>${rulesBlock}`,
+    ];
   if (a.status !== 'finalized') {
     return [
       `Auction ${id}`,

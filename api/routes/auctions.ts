@@ -13,6 +13,8 @@ import {
   revealBid,
 } from '../../shared/auctions/auctions';
 import { verifyUnderServiceTrust } from '../../shared/workflows/verify';
+import { sealedBids, submitAuctionDecryption } from '../../shared/auctions/trustee-reveal';
+import { MAX_TRUSTEES, THRESHOLD_BALLOT_BYTES } from '../../shared/governance/threshold';
 import { bundleSchema } from '../../shared/platform/translog/bundle';
 import { bundleOf } from '../../shared/workflows/bundle';
 import type { RouteTable } from '../http/route';
@@ -36,8 +38,18 @@ export const publicAuctionSchema = z
     revealEndsAt: z.string(),
     unrevealedDeposit: z.enum(['refunded', 'forfeited']),
     rules: z.record(z.string(), z.string()),
-    status: z.enum(['bidding', 'reveal', 'finalized']),
+    status: z
+      .enum(['bidding', 'reveal', 'awaiting_trustees', 'finalized'])
+      .describe(
+        '`awaiting_trustees`: past the reveal window, until the room’s trustees open the sealed bids',
+      ),
     timeRemainingSeconds: z.number().int(),
+    trustees: z
+      .object({ jointKey: z.string(), threshold: z.number().int(), ceremony: z.string() })
+      .optional()
+      .describe('When the room’s trustees reveal the bids: the key a bid’s opening is sealed to'),
+    trusteesDecrypted: z.number().int().optional(),
+    trusteesNeeded: z.number().int().optional(),
     result: z
       .object({
         winner: z.string().nullable(),
@@ -76,11 +88,21 @@ export function auctionRoutes(table: RouteTable): RouteTable {
         unrevealedDeposit: z.enum(['refunded', 'forfeited']).optional(),
         biddingEndsAt: z.iso.datetime(),
         revealEndsAt: z.iso.datetime(),
+        revealBy: z
+          .enum(['bidders', 'trustees'])
+          .optional()
+          .describe(
+            '`trustees`: each bid carries its opening sealed to the room’s trustees, who open every bid after the reveal window (no bidder can withhold a reveal); needs a room whose trustees’ ceremony has ended',
+          ),
       }),
       responses: {
         201: { description: 'The auction’s public view, rules included', schema: publicAuctionSchema },
       },
-      problems: { 404: ['not_found'], 422: ['reveal_window', 'unknown_asset'] },
+      problems: {
+        404: ['not_found'],
+        409: ['trustees_not_ready'],
+        422: ['reveal_window', 'unknown_asset', 'room_required'],
+      },
       handler: async ({ body, auth, deps }) => ({
         status: 201,
         body: await createAuction(
@@ -118,6 +140,14 @@ export function auctionRoutes(table: RouteTable): RouteTable {
         commitment: hex64,
         depositRef: z.string().min(1).max(200),
         signature: walletSignatureSchema,
+        sealedOpening: z
+          .string()
+          .regex(/^[A-Za-z0-9_-]+$/, 'base64url')
+          .length(Math.ceil((THRESHOLD_BALLOT_BYTES * 4) / 3))
+          .optional()
+          .describe(
+            'For an auction revealed by trustees: canonical JSON {amount, salt} encrypted to the trustees’ joint key (`sealBidOpening` in shared/auctions/sealed-openings.ts), proved made for this auction and commitment',
+          ),
       }),
       responses: {
         201: {
@@ -134,6 +164,7 @@ export function auctionRoutes(table: RouteTable): RouteTable {
         403: ['not_a_member', 'signature_invalid'],
         404: ['not_found'],
         409: ['already_bid', 'bidding_closed'],
+        422: ['sealed_opening_required', 'invalid_sealed_opening', 'sealed_opening_unexpected'],
       },
       handler: async ({ params, body, res, deps }) => {
         sealedAction(res);
@@ -168,6 +199,72 @@ export function auctionRoutes(table: RouteTable): RouteTable {
         sealedAction(res);
         return { status: 200, body: await revealBid(deps.db, params.auctionId, body) };
       },
+    })
+    .add({
+      method: 'get',
+      path: '/api/auctions/{auctionId}/sealed-bids',
+      operationId: 'listAuctionSealedBids',
+      summary: 'After the reveal window of an auction revealed by trustees: the sealed openings to decrypt',
+      tags,
+      params: z.strictObject({ auctionId: auctionIdSchema }),
+      responses: {
+        200: {
+          description: 'Every bid’s commitment and sealed opening, by bid id',
+          schema: z.object({
+            auctionId: z.string(),
+            roomId: z.string(),
+            bids: z.array(z.object({ bidId: z.string(), commitment: hex64, sealedOpening: z.string() })),
+          }),
+        },
+      },
+      problems: { 404: ['not_found'], 409: ['not_trustees', 'reveal_open'] },
+      handler: async ({ params, deps }) => ({
+        status: 200,
+        body: await sealedBids(deps.db, params.auctionId),
+      }),
+    })
+    .add({
+      method: 'post',
+      path: '/api/auctions/{auctionId}/decryptions',
+      operationId: 'postAuctionDecryption',
+      summary: 'A trustee’s partial decryption of every sealed opening, each with a Chaum–Pedersen proof',
+      description:
+        'Made on the trustee’s machine (`npm run trustee -- decrypt-auction`). When the threshold of trustees have posted, every bid its bidder did not reveal is opened and the auction decided.',
+      tags,
+      params: z.strictObject({ auctionId: auctionIdSchema }),
+      body: z.strictObject({
+        trustee: z.number().int().min(1).max(MAX_TRUSTEES),
+        shares: z
+          .array(
+            z.strictObject({
+              bidId: z.string().regex(idPattern('bid'), 'a bid id (bid_…)'),
+              share: z.string().regex(/^[A-Za-z0-9_-]{43}$/, 'a point, base64url'),
+              proof: z.strictObject({ c: hex64, z: hex64 }),
+            }),
+          )
+          .max(10_000),
+      }),
+      responses: {
+        201: {
+          description: 'Taken',
+          schema: z.object({
+            auctionId: z.string(),
+            trustee: z.number().int(),
+            trusteesDecrypted: z.number().int(),
+            trusteesNeeded: z.number().int(),
+          }),
+        },
+      },
+      problems: {
+        404: ['not_found'],
+        409: ['not_trustees', 'reveal_open', 'auction_finalized', 'already_decrypted'],
+        422: ['unknown_trustee', 'decryption_incomplete', 'decryption_invalid'],
+        503: ['signing_key_retired'],
+      },
+      handler: async ({ params, body, deps }) => ({
+        status: 201,
+        body: await submitAuctionDecryption(deps.db, params.auctionId, body),
+      }),
     })
     .add({
       method: 'post',

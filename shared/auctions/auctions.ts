@@ -11,11 +11,14 @@ import { appendPackageToLog } from '../governance/ledger';
 import { assertOwner, isMember, roomOrThrow, walletCommitment } from '../governance/rooms';
 import { verifyWalletSignature } from '../platform/wallet';
 import { buildAuctionPackage } from './package';
+import { ballotEphemeral } from '../governance/threshold';
+import { trusteesOf } from '../governance/trustees';
+import { sealedOpeningContext, trusteeProgress, trusteesOpened } from './sealed-openings';
 import type { AuctionPackage, AuctionSubject } from './package';
 import { statedRules } from './rules';
 import type { BidRecord, DepositPolicy, Pricing } from './rules';
 
-interface AuctionRow {
+export interface AuctionRow {
   id: string;
   room_id: string | null;
   title: string;
@@ -30,9 +33,10 @@ interface AuctionRow {
   proof_id: string | null;
   package: AuctionPackage | null;
   owner: string;
+  reveal_by: 'bidders' | 'trustees';
 }
 
-interface BidRow {
+export interface BidRow {
   id: string;
   auction_id: string;
   bidder: string;
@@ -42,6 +46,7 @@ interface BidRow {
   amount: string | null;
   salt: string | null;
   revealed_at: string | null;
+  sealed_opening: Buffer | null;
 }
 
 export interface CreateAuctionInput {
@@ -53,6 +58,8 @@ export interface CreateAuctionInput {
   unrevealedDeposit?: DepositPolicy | undefined;
   biddingEndsAt: Date;
   revealEndsAt: Date;
+  /** `trustees`: each bid's opening is sealed to the room's trustees, who open every bid after the reveal window. */
+  revealBy?: 'bidders' | 'trustees' | undefined;
 }
 
 const subjectOf = (a: AuctionRow): AuctionSubject => {
@@ -62,6 +69,7 @@ const subjectOf = (a: AuctionRow): AuctionSubject => {
     biddingEndsAt: a.bidding_ends_at,
     revealEndsAt: a.reveal_ends_at,
     unrevealedDeposit: a.unrevealed_deposit,
+    ...(a.reveal_by === 'trustees' ? { revealBy: 'trustees' as const } : {}),
   };
   return {
     auctionId: a.id,
@@ -79,6 +87,18 @@ export async function createAuction(db: Knex, input: CreateAuctionInput, owner: 
   if (input.revealEndsAt <= input.biddingEndsAt)
     throw unprocessable('reveal_window', 'The reveal window must end after bidding ends.');
   if (input.roomId) await roomOrThrow(db, input.roomId, owner);
+  if (input.revealBy === 'trustees') {
+    if (!input.roomId)
+      throw unprocessable('room_required', 'Bids are sealed to a room’s trustees: give the room (roomId).');
+    const trustees = await trusteesOf(db, input.roomId);
+    if (trustees?.status !== 'ready')
+      throw conflict(
+        'trustees_not_ready',
+        trustees
+          ? 'The room’s trustees have not finished their key ceremony.'
+          : 'The room has no trustees (POST /api/governance/rooms/{roomId}/trustees).',
+      );
+  }
   const id = newId('auc');
   await db('auctions').insert({
     id,
@@ -92,18 +112,23 @@ export async function createAuction(db: Knex, input: CreateAuctionInput, owner: 
     bidding_ends_at: input.biddingEndsAt.toISOString(),
     reveal_ends_at: input.revealEndsAt.toISOString(),
     owner,
+    reveal_by: input.revealBy ?? 'bidders',
   });
   return publicAuction(db, id);
 }
 
-async function auctionOrThrow(db: Knex | Knex.Transaction, id: string, lock = false): Promise<AuctionRow> {
+export async function auctionOrThrow(
+  db: Knex | Knex.Transaction,
+  id: string,
+  lock = false,
+): Promise<AuctionRow> {
   const q = db('auctions').where('id', id);
   const row = (await (lock ? q.forUpdate() : q).first()) as AuctionRow | undefined;
   if (!row) throw notFound('The auction');
   return row;
 }
 
-const phaseOf = (a: AuctionRow, now: Date): 'bidding' | 'reveal' | 'closing' | 'finalized' =>
+export const phaseOf = (a: AuctionRow, now: Date): 'bidding' | 'reveal' | 'closing' | 'finalized' =>
   a.status === 'finalized'
     ? 'finalized'
     : now < new Date(a.bidding_ends_at)
@@ -116,7 +141,13 @@ const phaseOf = (a: AuctionRow, now: Date): 'bidding' | 'reveal' | 'closing' | '
 export async function placeBid(
   db: Knex,
   auctionId: string,
-  input: { bidder: string; commitment: string; depositRef: string; signature: string },
+  input: {
+    bidder: string;
+    commitment: string;
+    depositRef: string;
+    signature: string;
+    sealedOpening?: string | undefined;
+  },
 ) {
   return db.transaction(async (trx) => {
     const a = await auctionOrThrow(trx, auctionId, true);
@@ -146,6 +177,24 @@ export async function placeBid(
           'This private-room auction takes bids from room members only.',
         );
     }
+    const sealed = input.sealedOpening === undefined ? null : Buffer.from(input.sealedOpening, 'base64url');
+    if (a.reveal_by === 'trustees') {
+      if (!sealed)
+        throw unprocessable(
+          'sealed_opening_required',
+          'This auction takes each bid’s opening sealed to the room’s trustees.',
+        );
+      // Proved made for this commitment: a copy of another bid's sealed opening cannot ride along.
+      if (!ballotEphemeral(sealed, sealedOpeningContext(auctionId, input.commitment)))
+        throw unprocessable(
+          'invalid_sealed_opening',
+          'The sealed opening does not prove itself made for this auction and commitment.',
+        );
+    } else if (sealed)
+      throw unprocessable(
+        'sealed_opening_unexpected',
+        'This auction’s bids are revealed by their bidders; send no sealed opening.',
+      );
     const id = newId('bid');
     const committedAt = now.toISOString();
     const inserted = (await trx('bids')
@@ -156,6 +205,7 @@ export async function placeBid(
         commitment: input.commitment,
         deposit_ref: input.depositRef,
         committed_at: committedAt,
+        sealed_opening: sealed,
       })
       .onConflict()
       .ignore()
@@ -202,6 +252,7 @@ export async function revealBid(
         salt: input.salt,
         revealed_at: revealedAt,
         reveal_status: phase === 'reveal' ? 'in_time' : 'late',
+        revealed_by: 'bidder',
       });
     return { auctionId, commitment: bid.commitment, revealedAt, late: phase !== 'reveal' };
   });
@@ -220,6 +271,8 @@ export async function finalizeAuction(db: Knex, auctionId: string, now = new Dat
   return db.transaction(async (trx) => {
     const a = await auctionOrThrow(trx, auctionId, true);
     if (phaseOf(a, now) !== 'closing') return false;
+    // Under trustees the decision waits until they have opened the sealed bids.
+    if (a.reveal_by === 'trustees' && !(await trusteesOpened(trx, a))) return false;
     const bids = ((await trx('bids').where('auction_id', auctionId)) as BidRow[]).map(recordOf);
     const proofId = newId('prf');
     const pkg = await appendPackageToLog(
@@ -255,6 +308,15 @@ export async function finalizeAuctionNow(db: Knex, auctionId: string, owner: str
   return publicAuction(db, auctionId);
 }
 
+async function trusteeKeyOf(db: Knex, roomId: string) {
+  const t = (await trusteesOf(db, roomId))!;
+  return {
+    jointKey: t.joint_key!,
+    threshold: t.threshold,
+    ceremony: `/api/governance/rooms/${roomId}/trustees`,
+  };
+}
+
 const secondsUntil = (t: string, now: Date) => Math.max(0, Math.ceil((Date.parse(t) - now.getTime()) / 1000));
 
 /** The public view; finalizes first when the reveal window has passed. */
@@ -278,7 +340,21 @@ export async function publicAuction(db: Knex, auctionId: string) {
     revealEndsAt: a.reveal_ends_at,
     unrevealedDeposit: a.unrevealed_deposit,
     rules: subject.rules,
+    // What a bidder seals its opening to, when the room's trustees reveal the bids.
+    ...(a.reveal_by === 'trustees' ? { trustees: await trusteeKeyOf(db, a.room_id!) } : {}),
   };
+  if (phase === 'closing') {
+    // Past the reveal window and not decided: the trustees have yet to open the sealed bids.
+    const { decrypted, needed } = await trusteeProgress(db, a);
+    return {
+      ...base,
+      status: 'awaiting_trustees' as const,
+      timeRemainingSeconds: 0,
+      trusteesDecrypted: decrypted,
+      trusteesNeeded: needed,
+      result: null,
+    };
+  }
   if (phase !== 'finalized') {
     const until = phase === 'bidding' ? a.bidding_ends_at : a.reveal_ends_at;
     return { ...base, status: phase, timeRemainingSeconds: secondsUntil(until, now), result: null };

@@ -74,6 +74,7 @@ export const auctionPackageSchema = z
         biddingEndsAt: z.iso.datetime(),
         revealEndsAt: z.iso.datetime(),
         unrevealedDeposit: z.enum(['refunded', 'forfeited']),
+        revealBy: z.literal('trustees').optional(),
         rules: z.record(z.string(), z.string()),
       })
       .strict(),

@@ -11,6 +11,8 @@ export interface AuctionTerms {
   revealEndsAt: string;
   /** What happens to the deposit of a bid never revealed. */
   unrevealedDeposit: DepositPolicy;
+  /** Set when each bid's opening is sealed to the room's trustees, who open them after the reveal window. */
+  revealBy?: 'trustees' | undefined;
 }
 
 export interface BidRecord {
@@ -70,6 +72,12 @@ export function statedRules(t: AuctionTerms, first = false): Record<string, stri
     deposits:
       'The winner’s deposit is applied to the price; every other counted, late or below-reserve deposit is refunded. The service records these outcomes; it moves no funds itself.',
     ...(first ? firstRules : {}),
+    ...(t.revealBy === 'trustees'
+      ? {
+          trustees:
+            'Each bid also carries its opening (amount and salt) encrypted to the joint key of the room’s trustees. After the reveal window any threshold of them decrypt every opening, so a bid is revealed whether or not its bidder reveals it; a bid so opened counts as revealed when bidding ended. The auction is decided once they have.',
+        }
+      : {}),
   };
 }
 

@@ -301,6 +301,13 @@ export function openThresholdVote(
   }
 }
 
+/**
+ * The context a sealed auction bid's opening is encrypted under (in place of a proposal id): the auction
+ * and the bid's commitment, so a trustee decrypting it can never be made to open a ballot or another bid.
+ */
+export const auctionOpeningContext = (auctionId: string, commitment: string): string =>
+  `auction:${auctionId}:commitment:${commitment}`;
+
 // --- Partial decryptions with Chaum–Pedersen proofs
 
 /** One trustee's partial decryption of one ballot: D = x_i·R, and a proof that log_G(Y_i) = log_R(D). */

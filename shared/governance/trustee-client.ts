@@ -6,6 +6,7 @@ import { canonicalJson } from '../platform/canonical';
 import { sha256Hex } from '../platform/crypto';
 import { randomBytes } from 'node:crypto';
 import {
+  auctionOpeningContext,
   ballotEphemeral,
   deal,
   dealingCommitments,
@@ -206,7 +207,7 @@ export async function decryptVote(
   file: TrusteeFile,
   fetchImpl: typeof fetch = fetch,
 ) {
-  const state = await call<{ status: string; roomId?: string }>(
+  const state = await call<{ status: string; votingEndsAt?: string }>(
     fetchImpl,
     baseUrl,
     'GET',
@@ -217,6 +218,11 @@ export async function decryptVote(
       state.status === 'voting' || state.status === 'review'
         ? 'The vote has not closed: a trustee decrypts only after the close.'
         : `Nothing to decrypt: the proposal is ${state.status}.`,
+    );
+  // The trustee's own clock too: a service that called an open vote closed gets no decryption.
+  if (!state.votingEndsAt || Date.parse(state.votingEndsAt) > Date.now())
+    throw new Error(
+      `The vote ends at ${state.votingEndsAt ?? 'an unknown time'}: a trustee decrypts only after.`,
     );
   const key = await call<{ roomId: string }>(
     fetchImpl,
@@ -239,6 +245,46 @@ export async function decryptVote(
     baseUrl,
     'POST',
     `/api/governance/proposals/${proposalId}/decryptions`,
+    { trustee: index, shares },
+  );
+}
+
+/**
+ * This trustee's partial decryptions of a sealed auction's bid openings, after its reveal window: each
+ * opening's proof of knowledge checked here, each partial proved. Context as the auction names it.
+ */
+export async function decryptAuction(
+  baseUrl: string,
+  auctionId: string,
+  file: TrusteeFile,
+  fetchImpl: typeof fetch = fetch,
+) {
+  const auction = await call<{ revealEndsAt: string }>(
+    fetchImpl,
+    baseUrl,
+    'GET',
+    `/api/auctions/${auctionId}`,
+  );
+  // The trustee's own clock too: bids are opened only once the reveal window is over.
+  if (Date.parse(auction.revealEndsAt) > Date.now())
+    throw new Error(`The reveal window ends at ${auction.revealEndsAt}: a trustee decrypts only after.`);
+  const listed = await call<{
+    roomId: string;
+    bids: Array<{ bidId: string; commitment: string; sealedOpening: string }>;
+  }>(fetchImpl, baseUrl, 'GET', `/api/auctions/${auctionId}/sealed-bids`);
+  const ceremony = await fetchCeremony(baseUrl, listed.roomId, fetchImpl);
+  const { index, share } = secretShareOf(ceremony, file);
+  const shares = listed.bids.map((b) => {
+    const context = auctionOpeningContext(auctionId, b.commitment);
+    const R = ballotEphemeral(Buffer.from(b.sealedOpening, 'base64url'), context);
+    if (!R) throw new Error(`Bid ${b.bidId}'s sealed opening does not prove itself for its commitment.`);
+    return { bidId: b.bidId, ...partialDecrypt(share, index, context, R) };
+  });
+  return call<{ trusteesDecrypted: number; trusteesNeeded: number }>(
+    fetchImpl,
+    baseUrl,
+    'POST',
+    `/api/auctions/${auctionId}/decryptions`,
     { trustee: index, shares },
   );
 }

@@ -123,7 +123,7 @@ export const privacyExecutionMatrix: readonly MatrixRow[] = [
     ],
     executes: ['client', 'service'],
     notes:
-      'Bidders commit sha256(amount ‖ sha256(salt ‖ bidder)); the service only sees amounts at reveal, and the package names the winner only.',
+      'Bidders commit sha256(amount ‖ sha256(salt ‖ bidder)); the service only sees amounts at reveal, and the package names the winner only. An auction revealed by a room’s trustees also takes each opening sealed to their joint key: after the reveal window any threshold of trustees open every bid, so no bidder can withhold a reveal, and the service cannot open one itself.',
   },
   {
     feature: 'checkout',
