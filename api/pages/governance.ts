@@ -18,6 +18,7 @@ import { verifyUnderServiceTrust } from '../../shared/workflows/verify';
 import { auctionPage, formatSeconds } from './auctions';
 import { BALLOT_PAGE_CSP, ballotForm } from './ballot-script';
 import { nobleFiles } from './noble-assets';
+import { trusteePage } from './trustee-script';
 import { escapeHtml, layout, sendPage as sendAnyPage, yesNo } from './layout';
 
 /** Live states change by the second: these pages are never cached. */
@@ -271,6 +272,10 @@ export function coordinationPagesRouter(deps: AppDeps): express.Router {
   const auctionId = idPattern('auc');
   router.get('/governance/', (_req, res) =>
     renderPage(res, 'Governance', () => governanceIndex(deps), '/governance/'),
+  );
+  // The trustee's client in the browser: ceremony and decryption, the trustee's file kept in the page.
+  router.get('/governance/trustee/', (_req, res) =>
+    renderPage(res, 'Trustee', async () => ['Trustee', trusteePage(), { csp: BALLOT_PAGE_CSP }]),
   );
   router.get('/auctions/', (_req, res) =>
     renderPage(res, 'Auctions', () => auctionsIndex(deps), '/auctions/'),

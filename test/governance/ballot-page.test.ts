@@ -24,13 +24,14 @@ import {
 } from '../../shared/governance/threshold';
 import {
   ceremonyRound,
+  decryptVote as trusteeDecrypt,
   fetchCeremony,
   newTrusteeFile,
   secretShareOf,
   trusteePublicKeys,
 } from '../../shared/governance/trustee-client';
 import { terminateCurves } from '../../shared/zk';
-import { OPERATOR, captureLogs, wallet } from './helpers';
+import { OPERATOR, ballotInfo, captureLogs, makeBallotBody, until, wallet } from './helpers';
 
 const CHROMIUM = '/usr/bin/chromium';
 const ARGS = [
@@ -238,5 +239,96 @@ describe('the voting page in a browser', () => {
     expect(
       openThresholdVote(combinePartials(partials.slice(0, 1)), ceremony.jointKey!, id, row!.ciphertext),
     ).toBeNull();
+  }, 320_000);
+  it('the trustee page: one trustee deals, judges and decrypts in the browser, the other with the CLI client', async () => {
+    const request = supertest(base);
+    const roomId = (
+      await request
+        .post('/api/governance/rooms')
+        .set('Authorization', OPERATOR)
+        .send({ name: 'Browser trustees', members: [reviewer.address] })
+        .expect(201)
+    ).body.roomId as string;
+    await request
+      .post(`/api/governance/rooms/${roomId}/committees`)
+      .set('Authorization', OPERATOR)
+      .send({ slug: 'review', name: 'Review', members: [reviewer.address], threshold: 1 })
+      .expect(201);
+    const voter = await createIdentity();
+    await request
+      .post(`/api/governance/rooms/${roomId}/identities`)
+      .set('Authorization', OPERATOR)
+      .send({ identityCommitments: [voter.commitment] })
+      .expect(200);
+    const files = [newTrusteeFile(), newTrusteeFile()];
+    await request
+      .post(`/api/governance/rooms/${roomId}/trustees`)
+      .set('Authorization', OPERATOR)
+      .send({ threshold: 2, trustees: files.map((f, i) => ({ name: `T${i + 1}`, ...trusteePublicKeys(f) })) })
+      .expect(201);
+
+    const page = await browser.newPage();
+    const errors: string[] = [];
+    page.on('pageerror', (e) => errors.push(e.message));
+    const status = () => page.locator('#trustee-status').filter({ hasText: /^(Done\.|Not done)/ });
+    const press = async (button: string) => {
+      await page.locator('#trustee-status').evaluate((el) => (el.textContent = ''));
+      await page.click(button);
+      await status().waitFor({ timeout: 60_000 });
+      expect(await page.locator('#trustee-status').innerText(), errors.join('\n')).toBe('Done.');
+      return JSON.parse(await page.locator('#trustee-out').innerText()) as Record<string, unknown>;
+    };
+    await page.goto(`${base}/governance/trustee/`);
+    await page.fill('#trustee-file', JSON.stringify(files[0]));
+    await page.fill('#room', roomId);
+    expect((await press('#ceremony')).did).toContain('dealt');
+    files[1] = (await ceremonyRound(base, roomId, files[1]!)).file; // T2 deals and judges both
+    expect(await press('#ceremony')).toMatchObject({ status: 'ready' }); // T1 judges T2's dealing
+    // The page kept what T1 dealt in the file it shows, for the trustee to save.
+    const saved = JSON.parse(await page.locator('#trustee-file').inputValue()) as {
+      dealt: Record<string, string[]>;
+    };
+    expect(saved.dealt[roomId]).toHaveLength(2);
+    expect((await fetchCeremony(base, roomId)).status).toBe('ready');
+
+    const id = (
+      await request
+        .post('/api/governance/proposals')
+        .set('Authorization', OPERATOR)
+        .send({
+          roomId,
+          title: 'Browser',
+          options: [CHOICE, 'keep-2b9c'],
+          reviewCommittee: 'review',
+          votingSeconds: 3,
+        })
+        .expect(201)
+    ).body.proposalId as string;
+    await request
+      .post(`/api/governance/proposals/${id}/review`)
+      .send({
+        walletPublicKey: reviewer.address,
+        decision: 'approve',
+        signature: reviewer.sign(reviewMessage(id, 'approve')),
+      })
+      .expect(200);
+    const info = await ballotInfo(request as never, id);
+    await request
+      .post(`/api/governance/proposals/${id}/ballots`)
+      .send(await makeBallotBody(info, voter, CHOICE))
+      .expect(201);
+    // Before the close the page refuses to decrypt.
+    await page.fill('#proposal', id);
+    await page.locator('#trustee-status').evaluate((el) => (el.textContent = ''));
+    await page.click('#decrypt');
+    await status().waitFor({ timeout: 60_000 });
+    expect(await page.locator('#trustee-status').innerText()).toMatch(/^Not done: Nothing to decrypt now/);
+    await until(new Date(Date.now() + 3500));
+    expect((await request.get(`/api/governance/proposals/${id}`).expect(200)).body.status).toBe('decrypting');
+    expect(await press('#decrypt')).toMatchObject({ trusteesDecrypted: 1, trusteesNeeded: 2 });
+    await trusteeDecrypt(base, id, files[1]!);
+    const closed = (await request.get(`/api/governance/proposals/${id}`).expect(200)).body;
+    expect(closed).toMatchObject({ status: 'closed', winner: CHOICE, countedCount: 1 });
+    expect(errors).toEqual([]);
   }, 320_000);
 });
