@@ -52,7 +52,7 @@ export const usage = `usage: npm run px -- <command> [options]
   treasury limit --room ROOM --asset ASSET --period-seconds N --limit AMOUNT
   treasury request --room ROOM --committee SLUG --operation spend|mint|burn|transfer --asset ASSET
                    --amount AMOUNT --recipient TO --purpose TEXT
-  treasury show REQUEST
+  treasury show REQUEST | treasury bundle REQUEST   the request; its package as a bundle for npm run verify
   treasury decide FILE --wallet NAME --decision approve|reject
                                         FILE: the request as created or shown; its hash is recomputed here
   auction create --title TEXT --pricing first|second --asset ASSET --bidding-seconds N --reveal-seconds N
@@ -448,6 +448,14 @@ export async function run(argv: string[]): Promise<void> {
       return out(
         await call(
           px().platform.GET('/api/treasury/requests/{requestId}', {
+            params: { path: { requestId: needId('a REQUEST') } },
+          }),
+        ),
+      );
+    case 'treasury bundle':
+      return out(
+        await call(
+          px().platform.GET('/api/treasury/requests/{requestId}/bundle', {
             params: { path: { requestId: needId('a REQUEST') } },
           }),
         ),
