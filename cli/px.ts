@@ -6,7 +6,7 @@
 // service is --url, else PX_URL, else BASE_URL, else this machine's PORT; the credential --token, else
 // the license the key file holds, else OPERATOR_TOKEN. A refusal prints one line and exits 1.
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -66,8 +66,9 @@ export const usage = `usage: npm run px -- <command> [options]
   workflow event WORKFLOW --stage KEY --action ACTION --actor NAME [--evidence TEXT | --evidence-file FILE]
   workflow approvers --template NAME --stage KEY (--identity FILE | --commitment C)...
   workflow status PROOF
-Options: --keys FILE (else PX_KEYS), --url URL (else PX_URL), --token TOKEN, --field PATH (print one field
-of the answer, e.g. --field roomId), --timeout SECONDS (for --wait; default 600).`;
+Options: --keys FILE (else PX_KEYS), --url URL (else PX_URL), --token TOKEN, --field PATH (print that field
+of the answer, e.g. --field roomId; several: on one line), --out FILE (write the whole answer there), --timeout SECONDS (for
+--wait; default 600).`;
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 
@@ -87,7 +88,8 @@ const options = {
   keys: { type: 'string' },
   url: { type: 'string' },
   token: { type: 'string' },
-  field: { type: 'string' },
+  field: { type: 'string', multiple: true },
+  out: { type: 'string' },
   timeout: { type: 'string' },
   wallet: { type: 'string' },
   member: { type: 'string', multiple: true },
@@ -131,14 +133,23 @@ const options = {
 
 type Values = ReturnType<typeof parseArgs<{ options: typeof options; allowPositionals: true }>>['values'];
 
-/** Prints the answer, or one field of it (a string as is). */
-function print(value: unknown, field: string | undefined): void {
-  let v = value;
-  if (field) {
+/**
+ * Prints the answer; with `fields`, only those (a string as is), several on one line separated by
+ * spaces; with `out`, writes the whole answer there (and prints only the fields asked for).
+ */
+function print(value: unknown, fields: string[] | undefined, out: string | undefined): void {
+  if (out) writeFileSync(out, `${JSON.stringify(value, null, 2)}\n`);
+  if (!fields?.length) {
+    if (!out) process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+    return;
+  }
+  const picked = fields.map((field) => {
+    let v = value;
     for (const part of field.split('.')) v = (v as Record<string, unknown> | undefined)?.[part];
     if (v === undefined) throw new Error(`the answer has no ${field}`);
-  }
-  process.stdout.write(typeof v === 'string' ? `${v}\n` : `${JSON.stringify(v, null, 2)}\n`);
+    return typeof v === 'string' ? v : JSON.stringify(v, null, fields.length > 1 ? undefined : 2);
+  });
+  process.stdout.write(`${picked.join(' ')}\n`);
 }
 
 const int = (v: string | undefined, name: string): number | undefined => {
@@ -180,7 +191,7 @@ export async function run(argv: string[]): Promise<void> {
   const noId = () => {
     if (id) throw new UsageError(`unexpected ${id}`);
   };
-  const out = (v: unknown) => print(v, values.field);
+  const out = (v: unknown) => print(v, values.field, values.out);
   const timeoutMs = (int(values.timeout, 'timeout') ?? 600) * 1000;
 
   /** The answer's data, or the refusal as one line. */

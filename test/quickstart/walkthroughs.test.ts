@@ -91,7 +91,7 @@ async function runWalkthrough(doc: string): Promise<{ code: number | null; out: 
     execFile(
       'bash',
       ['-euo', 'pipefail', '-c', script],
-      { cwd: repo, env, encoding: 'utf8', timeout: 240_000, maxBuffer: 16 * 1024 * 1024 },
+      { cwd: repo, env, encoding: 'utf8', timeout: 280_000, maxBuffer: 16 * 1024 * 1024 },
       (err, stdout, stderr) =>
         done({ code: err ? ((err as { code?: number }).code ?? 1) : 0, out: stdout + stderr }),
     );
@@ -112,5 +112,41 @@ describe('the walkthroughs, run as written', () => {
     expect(out).not.toContain('INVALID');
     // No secret reached the terminal: the key file's seeds and license key.
     expect(out).not.toMatch(/lk_[A-Za-z0-9_-]{20}/);
+  }, 300_000);
+
+  it('docs/treasury.md: a limit, a request over it refused, two of three signers approve, the bundle verified', async () => {
+    const { code, out } = await runWalkthrough('docs/treasury.md');
+    expect(code, out).toBe(0);
+    expect(out).toMatch(/refused \(422 spending_limit_exceeded\): .*\nexit 1/);
+    expect(out).toMatch(/"status": "approved"/);
+    expect(out).toMatch(/refused \(409 request_decided\): .*\nexit 1/);
+    expect(out).toMatch(/^approved$/m);
+    expect(out).toMatch(/^valid: /m);
+    expect(out).not.toContain('INVALID');
+    expect(out).not.toMatch(/lk_[A-Za-z0-9_-]{20}/);
+  }, 300_000);
+
+  it('docs/auctions.md: sealed bids, an early reveal refused, reveals, second price to the highest bidder, the bundle verified', async () => {
+    const { code, out } = await runWalkthrough('docs/auctions.md');
+    expect(code, out).toBe(0);
+    expect(out).toMatch(/refused \(409 reveal_not_open\): .*\nexit 1/);
+    expect(out).toMatch(/^reveal$/m);
+    const bea = out.trimEnd().split('\n').at(-1)!;
+    expect(bea).toMatch(/^[1-9A-HJ-NP-Za-km-z]{32,44}$/);
+    expect(out).toContain(`"winner": "${bea}"`);
+    expect(out).toContain('"price": "1800000"');
+    expect(out).toMatch(/^valid: /m);
+    expect(out).not.toContain('INVALID');
+  }, 300_000);
+
+  it('docs/workflows.md: events with actor commitments, a bare approval refused, an anonymous approval, the bundle verified', async () => {
+    const { code, out } = await runWalkthrough('docs/workflows.md');
+    expect(code, out).toBe(0);
+    expect(out).toMatch(/^security_review completed$/m);
+    expect(out).toMatch(/refused \(409 approval_proof_required\): .*\nexit 1/);
+    expect(out).toMatch(/"workflowStatus": "completed"/);
+    expect(out).toMatch(/^completed$/m);
+    expect(out).toMatch(/^valid: /m);
+    expect(out).not.toContain('INVALID');
   }, 300_000);
 });
