@@ -83,6 +83,8 @@ export function treasuryDecision(
   request: { requestId: string; terms: TreasuryTerms; requestHash?: string },
   decision: Decision,
 ) {
+  if (request.terms.requestId !== request.requestId)
+    throw new Error(`the terms are those of ${request.terms.requestId}, not of ${request.requestId}`);
   const hash = requestHash(request.terms);
   if (request.requestHash !== undefined && request.requestHash !== hash)
     throw new Error(`the request's hash ${request.requestHash} is not the hash of its terms (${hash})`);
