@@ -532,8 +532,16 @@ export async function run(argv: string[]): Promise<void> {
     case 'auction bid': {
       const auctionId = needId('an AUCTION');
       const wallet = keys.wallet(need('wallet'));
-      const { bid, reveal } = sealedBid(wallet, auctionId, need('amount'), need('deposit'));
-      keys.keepBid(auctionId, wallet.address, { amount: reveal.amount, salt: reveal.salt });
+      const amount = need('amount');
+      // A bid kept from an attempt whose answer never came is sent again as it was (same salt, same
+      // commitment): a new salt would lose the reveal of the one the service may hold.
+      const before = keys.keptBid(auctionId, wallet.address);
+      if (before && before.amount !== amount)
+        throw new Error(
+          `${keys.path} keeps a bid of ${values.wallet} in ${auctionId} for ${before.amount}: one bid per wallet`,
+        );
+      const { bid, reveal } = sealedBid(wallet, auctionId, amount, need('deposit'), before?.salt);
+      if (!before) keys.keepBid(auctionId, wallet.address, { amount: reveal.amount, salt: reveal.salt });
       try {
         return out(
           await call(
@@ -544,8 +552,10 @@ export async function run(argv: string[]): Promise<void> {
           ),
         );
       } catch (err) {
-        // Refused: nothing was recorded, so nothing is kept for a reveal either.
-        if (!(err as Error).message.startsWith('the service does not answer'))
+        // Refused: nothing was recorded, so nothing is kept for a reveal either (unless the refusal
+        // says a bid is already there, or no answer came).
+        const message = (err as Error).message;
+        if (!before && message.startsWith('refused') && !message.includes(' already_bid)'))
           keys.dropBid(auctionId, wallet.address);
         throw err;
       }

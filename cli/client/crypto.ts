@@ -96,13 +96,19 @@ export function treasuryDecision(
 }
 
 /**
- * A sealed bid: a fresh 32-byte salt, the commitment sha256([amount, sha256([salt, bidder])]) and the
+ * A sealed bid: a fresh 32-byte salt (or the one kept from an attempt that got no answer), the commitment sha256([amount, sha256([salt, bidder])]) and the
  * bidder's signature over it. `reveal` is what the bidder keeps (secret until the reveal window) and
  * sends then.
  */
-export function sealedBid(wallet: Wallet, auctionId: string, amount: string, depositRef: string) {
+export function sealedBid(
+  wallet: Wallet,
+  auctionId: string,
+  amount: string,
+  depositRef: string,
+  salt: string = randomBytes(32).toString('hex'),
+) {
   if (!/^(0|[1-9]\d{0,77})$/.test(amount)) throw new Error('an amount is base units, a decimal string');
-  const salt = randomBytes(32).toString('hex');
+  if (!/^[0-9a-f]{64}$/.test(salt)) throw new Error('a salt is 32 bytes, hex');
   const commitment = bidCommitment(amount, salt, wallet.address);
   return {
     bid: {

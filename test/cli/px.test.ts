@@ -378,7 +378,7 @@ describe('npm run px', () => {
       '--room',
       roomId,
       '--bidding-seconds',
-      '30',
+      '45',
       '--reveal-seconds',
       '15',
     ]);
@@ -392,6 +392,16 @@ describe('npm run px', () => {
       ['auction', 'bid', id, '--wallet', 'mallory', '--amount', '999', '--deposit', 'dep-m'],
       403,
       'not_a_member',
+    );
+    // One bid per wallet: another amount is refused here; the same one again is the service's 409,
+    // and the kept salt stays (the bid it reveals is the one recorded).
+    const other = await px(['auction', 'bid', id, '--wallet', 'alice', '--amount', '120', '--deposit', 'd']);
+    expect(other.code).toBe(1);
+    expect(other.stderr).toContain('one bid per wallet');
+    await refused(
+      ['auction', 'bid', id, '--wallet', 'alice', '--amount', '100', '--deposit', 'dep-alice'],
+      409,
+      'already_bid',
     );
     const kept = JSON.parse(readFileSync(adminKeys, 'utf8')).bids[id] as Record<string, unknown>;
     expect(Object.keys(kept).sort()).toEqual([await address('alice'), await address('bob')].sort());
