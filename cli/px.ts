@@ -17,14 +17,14 @@ import {
   identityRegistration,
   membershipProof,
   newWallet,
-  problemLine,
   proposalReview,
-  pxClient,
   sealedBid,
   treasuryDecision,
   trialClaim,
-} from './client';
-import type { Decision, PxClient } from './client';
+} from './client/crypto';
+import type { Decision } from './client/crypto';
+import { problemLine, pxClient } from './client/http';
+import type { PxClient } from './client/http';
 import { KeyFile, defaultKeyFile } from './keyfile';
 import { readIdentityFile } from './member';
 
@@ -200,7 +200,8 @@ export async function run(argv: string[]): Promise<void> {
     try {
       r = await p;
     } catch (err) {
-      const cause = (err as { cause?: { code?: string } }).cause?.code ?? (err as Error).message;
+      const c = (err as { cause?: { code?: string; message?: string } }).cause;
+      const cause = c?.code ?? c?.message ?? (err as Error).message;
       throw new Error(`the service does not answer at ${url} (${cause})`);
     }
     if (!r.response.ok) throw new Error(problemLine(r.response.status, r.error));
