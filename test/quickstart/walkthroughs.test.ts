@@ -2,7 +2,7 @@
 // literally: `npm start` in this checkout (the test database and Redis prefix, a DATA_DIR of its own, no
 // development chain) on a port that is not the default, then every `sh` block of a doc's "Walkthrough"
 // section in order, in one shell, unedited: only curl, `npm run px` (and the clients it runs) and
-// `npm run verify`. Each walkthrough claims its organization's own TRIAL license from this machine's one
+// `npm run verify` (its output and errors taken as one stream, as a terminal shows them). Each walkthrough claims its organization's own TRIAL license from this machine's one
 // address, so the server takes more than the default three a day (the docs say so).
 import { execFile, spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
@@ -87,10 +87,12 @@ async function runWalkthrough(doc: string): Promise<{ code: number | null; out: 
   expect(port).not.toBe(3000);
   const script = walkthrough(doc).join('\n');
   expect(script).not.toContain('localhost:3000');
+  // One stream, in the order a terminal shows it: a refusal's line right before the `exit` it caused.
+  const merged = `exec 2>&1\n${script}`;
   return new Promise((done) => {
     execFile(
       'bash',
-      ['-euo', 'pipefail', '-c', script],
+      ['-euo', 'pipefail', '-c', merged],
       { cwd: repo, env, encoding: 'utf8', timeout: 280_000, maxBuffer: 16 * 1024 * 1024 },
       (err, stdout, stderr) =>
         done({ code: err ? ((err as { code?: number }).code ?? 1) : 0, out: stdout + stderr }),
