@@ -140,7 +140,8 @@ type Values = ReturnType<typeof parseArgs<{ options: typeof options; allowPositi
 function print(value: unknown, fields: string[] | undefined, out: string | undefined): void {
   if (out) writeFileSync(out, `${JSON.stringify(value, null, 2)}\n`);
   if (!fields?.length) {
-    if (!out) process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+    if (!out)
+      process.stdout.write(typeof value === 'string' ? `${value}\n` : `${JSON.stringify(value, null, 2)}\n`);
     return;
   }
   const picked = fields.map((field) => {

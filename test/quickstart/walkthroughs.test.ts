@@ -109,7 +109,8 @@ describe('the walkthroughs, run as written', () => {
     // The second ballot of one identity is refused, in one line, with a non-zero exit.
     expect(out).toMatch(/already_voted.*\nexit 1/);
     expect(out).toMatch(/"outcome": "passed"[\s\S]*"winner": "yes"/);
-    expect(out).toMatch(/"tally": \{\s*"yes": 2,\s*"no": 1\s*\}/);
+    expect(out).toMatch(/"tally": \{[^}]*"yes": 2[,\s]/);
+    expect(out).toMatch(/"tally": \{[^}]*"no": 1[,\s]/);
     expect(out).toMatch(/^valid: /m);
     expect(out).not.toContain('INVALID');
     // No secret reached the terminal: the key file's seeds and license key.
