@@ -23,6 +23,7 @@ import { rateLimit, spendAuthFailure, tokenCheckedElsewhere } from './http/ratel
 import { requestLog } from './http/request-log';
 import { httpTracing } from './http/tracing';
 import { queueDepths } from './http/health-checks';
+import { routeOf } from './http/route-label';
 import { AGENT_EXCHANGE_VERSION } from './views/exchange';
 import { buildTables } from './tables';
 import type { RouteTables } from './tables';
@@ -53,7 +54,7 @@ export function createApp(deps: AppDeps, options: AppOptions = {}): express.Expr
       // Sealed actions are not metered: a per-route count would be a running tally of ballots or bids.
       if (res.locals.sealed) return;
       end({
-        route: req.route?.path ?? (res.statusCode === 404 ? 'unmatched' : req.baseUrl),
+        route: routeOf(req, res) ?? '',
         status: res.statusCode,
       });
     });

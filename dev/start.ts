@@ -245,7 +245,12 @@ async function main() {
             PAYMENTS_PROVIDER_SECRET: standInSecret,
           }
         : {}),
-      ...(devnetInfo ? devnetChildEnv(devnetInfo, env.ASSETS_JSON) : {}),
+      ...(devnetInfo
+        ? devnetChildEnv(devnetInfo, env.ASSETS_JSON, {
+            facilitatorUrl: env.X402_FACILITATOR_URL,
+            settlerKey: env.X402_EVM_SETTLER_KEY,
+          })
+        : {}),
     });
     const processType = (name: keyof typeof processTypes): ProcessSpec => ({
       name,

@@ -29,7 +29,7 @@ function skills(base: string): AgentSkill[] {
       description: `${s.description} ${price} Send a message with one data part {"service":"${s.id}","input":{…}}; the input's JSON Schema is at ${base}/api/services.`,
       tags: [s.id.split('.')[0]!, s.priceUsdCents === 0 ? 'free' : 'paid'],
       examples: (s.examples ?? []).map((input) => exampleMessage(s.id, input)),
-      inputModes: ['application/json'],
+      inputModes: ['application/json', 'text/plain'],
       outputModes: ['application/json', 'text/plain'],
       // No key is needed for any skill: a priced one needs payment, not a credential.
       securityRequirements: [],
@@ -83,7 +83,7 @@ export function agentCard(base: string): AgentCard {
           value: {
             scheme: 'Bearer',
             bearerFormat: 'jt_…',
-            description: `A task's access token: returned once, as metadata.accessToken of the task that the SendMessage (or SendStreamingMessage) creating it answers, and never again. GetTask, CancelTask, SubscribeToTask and the task's push notification configs need it, or the key that created the task; for anyone else the task is not found, as one that does not exist. It opens the task's job on the HTTP API too (${base}/api/jobs/{id}, its events and its payment route).`,
+            description: `A task's access token: returned once, as metadata.accessToken of the task that the SendMessage (or SendStreamingMessage) creating it answers, and never again. GetTask, CancelTask, SubscribeToTask and the task's push notification configs need it, or the key that created the task; with another credential the task is not found, as one that does not exist, and without any the call is refused (401). It opens the task's job on the HTTP API too (${base}/api/jobs/{id}, its events and its payment route).`,
           },
         },
       },
@@ -110,7 +110,7 @@ export function agentCard(base: string): AgentCard {
       },
     },
     securityRequirements: [],
-    defaultInputModes: ['application/json'],
+    defaultInputModes: ['application/json', 'text/plain'],
     defaultOutputModes: ['application/json', 'text/plain'],
     skills: skills(base),
     signatures: [],

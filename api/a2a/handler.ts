@@ -14,6 +14,7 @@ import type {
   GetTaskRequest,
   ListTaskPushNotificationConfigsRequest,
   ListTaskPushNotificationConfigsResponse,
+  ListTasksRequest,
   ListTasksResponse,
   Message,
   SendMessageRequest,
@@ -25,8 +26,16 @@ import type {
 import { UnsupportedOperationError } from '@a2a-js/sdk/errors';
 import type { A2ARequestHandler, ServerCallContext } from '@a2a-js/sdk/server';
 import { taskContext } from '../../shared/a2a/context';
+import { listTasksOf } from '../../shared/a2a/list';
 import { taskUpdates } from '../../shared/a2a/follow';
-import { isSettledState, isTerminalState, taskFromJob, taskStateOf } from '../../shared/a2a/tasks';
+import {
+  isSettledState,
+  isTerminalState,
+  requestInText,
+  taskFromJob,
+  taskStateOf,
+  textOnly,
+} from '../../shared/a2a/tasks';
 import { cancelJob } from '../../shared/jobs/cancel';
 import { firstEventId, lastEventId, waitForJob } from '../../shared/jobs/follow';
 import { getJob } from '../../shared/jobs/jobs';
@@ -37,6 +46,7 @@ import type { A2ACaller } from './caller';
 import { baseOf, callerOf, jobIdOf, ownJob } from './caller';
 import { agentCard } from './card';
 import { a2a, toA2AError } from './errors';
+import { guidanceFor } from './guide';
 import { createPushConfig, getPushConfig, listPushConfigs, removePushConfig } from './push-configs';
 import { startTask } from './start';
 
@@ -63,6 +73,8 @@ export class JobTaskHandler implements A2ARequestHandler {
   async sendMessage(params: SendMessageRequest, context: ServerCallContext): Promise<Message | Task> {
     return a2a(async () => {
       const caller = callerOf(context);
+      const guidance = this.guidance(params, caller);
+      if (guidance) return guidance;
       const started = await startTask(this.deps, params, caller);
       // Blocking (the default): answer once the task ended or waits for the caller (a payment).
       const row = params.configuration?.returnImmediately
@@ -84,6 +96,11 @@ export class JobTaskHandler implements A2ARequestHandler {
   ): AsyncGenerator<StreamResponse, void, undefined> {
     try {
       const caller = callerOf(context);
+      const guidance = this.guidance(params, caller);
+      if (guidance) {
+        yield { payload: { $case: 'message', value: guidance } };
+        return;
+      }
       const started = await startTask(this.deps, params, caller);
       // A new task streams from its first event; a resent message from now (the cursor before the row,
       // so an event in between shows twice rather than not at all).
@@ -113,10 +130,22 @@ export class JobTaskHandler implements A2ARequestHandler {
     });
   }
 
-  async listTasks(): Promise<ListTasksResponse> {
-    throw new UnsupportedOperationError(
-      'Listing tasks is not offered: keep the ids of the tasks you create (GetTask reads any of them).',
-    );
+  async listTasks(params: ListTasksRequest, context: ServerCallContext): Promise<ListTasksResponse> {
+    return a2a(async () => {
+      const caller = callerOf(context);
+      const page = await listTasksOf(this.deps.db, caller.access.caller, params);
+      const base = baseOf(this.deps, caller);
+      const tasks = await Promise.all(
+        page.rows.map(async (row) => {
+          const task = taskFromJob(
+            row,
+            await taskContext(this.deps.db, row, base, { contextId: row.context_id }),
+          );
+          return params.includeArtifacts ? task : { ...task, artifacts: [] };
+        }),
+      );
+      return { tasks, nextPageToken: page.nextPageToken, pageSize: tasks.length, totalSize: page.totalSize };
+    });
   }
 
   async cancelTask(params: CancelTaskRequest, context: ServerCallContext): Promise<Task> {
@@ -175,6 +204,18 @@ export class JobTaskHandler implements A2ARequestHandler {
     context: ServerCallContext,
   ): Promise<void> {
     return a2a(async () => removePushConfig(this.deps, params, callerOf(context)));
+  }
+
+  /**
+   * The reply to a message of text alone that is not a request (nor names a task): what to send instead.
+   * No task is made, nothing is written.
+   */
+  private guidance(params: SendMessageRequest, caller: A2ACaller): Message | undefined {
+    const message = params.message;
+    if (!message || message.taskId) return undefined;
+    const text = textOnly(message);
+    if (text === undefined || requestInText(text)) return undefined;
+    return guidanceFor(message, baseOf(this.deps, caller));
   }
 
   /** The job as a task, with what the caller already holds of its context. */

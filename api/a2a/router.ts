@@ -14,7 +14,7 @@ import { z } from 'zod';
 import { AppError, unauthorized, validationFailed } from '../../shared/platform/errors';
 import type { AppDeps } from '../deps';
 import { requireScope } from '../../shared/licensing/scopes';
-import { authenticate } from '../http/auth';
+import { authenticate, bearerToken } from '../http/auth';
 import { closedSignal } from '../http/closed';
 import { guardInput } from '../http/input-guard';
 import { sendProblem, toAppError } from '../http/problem';
@@ -26,6 +26,55 @@ import { JobTaskHandler } from './handler';
 type Transport = 'jsonrpc' | 'rest';
 /** The interfaces and versions served, whatever the address. */
 const servedCard = agentCard('');
+
+type RpcId = string | number | null;
+const isRpcId = (id: unknown): id is RpcId =>
+  id === null || typeof id === 'string' || (typeof id === 'number' && Number.isInteger(id));
+
+/**
+ * The JSON-RPC 2.0 envelope checked before the SDK reads it (the SDK answers an invalid request with
+ * -32602 and replies to notifications; docs/a2a.md, Upstream): a body that is not a request object, a
+ * `jsonrpc` other than "2.0", a missing method, an id that is not a string, an integer or null, or
+ * params that are not structured are an invalid request (-32600, with the request's id when it has a
+ * valid one); a valid request without an id is a notification, answered with nothing.
+ */
+function rpcEnvelope(body: unknown): { invalid: string; id: RpcId } | 'notification' | undefined {
+  if (!body || typeof body !== 'object' || Array.isArray(body)) {
+    return {
+      invalid: Array.isArray(body)
+        ? 'Batch requests are not taken: send one request per call.'
+        : 'The body is not a JSON-RPC request object.',
+      id: null,
+    };
+  }
+  const rpc = body as Record<string, unknown>;
+  if ('id' in rpc && !isRpcId(rpc.id))
+    return { invalid: 'The id must be a string, an integer or null.', id: null };
+  const id = 'id' in rpc ? (rpc.id as RpcId) : null;
+  if (rpc.jsonrpc !== '2.0') return { invalid: 'jsonrpc must be exactly "2.0".', id };
+  if (typeof rpc.method !== 'string' || !rpc.method) return { invalid: 'The request names no method.', id };
+  if ('params' in rpc && (rpc.params === null || typeof rpc.params !== 'object')) {
+    return { invalid: 'params must be an object.', id };
+  }
+  return 'id' in rpc ? undefined : 'notification';
+}
+
+/** The operations on existing tasks: nothing but a credential (a key, a task's token) opens any. */
+const TASK_METHODS = new Set([
+  'GetTask',
+  'ListTasks',
+  'CancelTask',
+  'SubscribeToTask',
+  'CreateTaskPushNotificationConfig',
+  'GetTaskPushNotificationConfig',
+  'ListTaskPushNotificationConfigs',
+  'DeleteTaskPushNotificationConfig',
+]);
+
+function needsCredential(req: Request, transport: Transport): boolean {
+  if (transport === 'jsonrpc') return TASK_METHODS.has((req.body as { method?: string }).method ?? '');
+  return /^\/tasks(\/|$)/.test(req.path);
+}
 
 /** Answers an A2A-level refusal in the transport's own error form. */
 function sendA2AError(req: Request, res: Response, transport: Transport, err: unknown): void {
@@ -88,7 +137,8 @@ function checkShape(req: Request, transport: Transport): void {
 function prelude(deps: AppDeps, transport: Transport): RequestHandler {
   const parse = express.json({
     limit: deps.bodyLimitBytes,
-    strict: transport === 'jsonrpc',
+    // Any JSON: one that is no request object is the envelope check's to answer (-32600), not a parse error.
+    strict: false,
     type: ['application/json', A2A_CONTENT_TYPE],
   });
   const binding = transport === 'jsonrpc' ? 'JSONRPC' : 'HTTP+JSON';
@@ -129,23 +179,47 @@ function prelude(deps: AppDeps, transport: Transport): RequestHandler {
         } else sendA2AError(req, res, transport, problem);
         return;
       }
-      void (async () => {
-        try {
-          // The version first, as the SDK would (a request without A2A-Version asks for 0.3).
-          validateVersion(req.header('A2A-Version') || '0.3', servedCard, binding);
-          if (req.body !== undefined) guardInput(req.body, 'body');
-          checkShape(req, transport);
-        } catch (err) {
-          sendA2AError(req, res, transport, err);
+      if (transport === 'jsonrpc') {
+        const envelope = rpcEnvelope(req.body);
+        if (envelope === 'notification') {
+          // No reply, and nothing done: every A2A method answers, and its answer would reach nobody.
+          res.status(204).end();
           return;
         }
+        if (envelope) {
+          res.status(200).json({
+            jsonrpc: '2.0',
+            id: envelope.id,
+            error: { code: A2A_ERROR_CODE.INVALID_REQUEST, message: `Invalid request: ${envelope.invalid}` },
+          });
+          return;
+        }
+      }
+      void (async () => {
+        // The credential first: one that is not valid is refused before anything else is read, and an
+        // operation on tasks, which only a credential can open, is refused without one.
         let principal;
         try {
+          if (!bearerToken(req) && needsCredential(req, transport)) {
+            throw unauthorized(
+              'Tasks open only to the key that created them, or to their access token (Authorization: Bearer …).',
+              { 'WWW-Authenticate': 'Bearer' },
+            );
+          }
           principal = await authenticate(req, deps, 'job');
           // A task is an exchange job, paid from the license's credit: an organization key needs admin.
           if (principal.kind === 'license') requireScope(principal.scopes, 'admin', undefined);
         } catch (err) {
           sendProblem(res, toAppError(err), req.originalUrl);
+          return;
+        }
+        try {
+          // The version, as the SDK would (a request without A2A-Version asks for 0.3).
+          validateVersion(req.header('A2A-Version') || '0.3', servedCard, binding);
+          if (req.body !== undefined) guardInput(req.body, 'body');
+          checkShape(req, transport);
+        } catch (err) {
+          sendA2AError(req, res, transport, err);
           return;
         }
         res.locals.a2aCaller = new A2ACaller(principal, req, closedSignal(res));

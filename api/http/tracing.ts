@@ -3,6 +3,7 @@
 import { SpanStatusCode, context } from '@opentelemetry/api';
 import type { NextFunction, Request, Response } from 'express';
 import { startServerSpan, tracingOn } from '../../shared/platform/tracing';
+import { routeOf } from './route-label';
 
 export function httpTracing() {
   return (req: Request, res: Response, next: NextFunction): void => {
@@ -14,13 +15,7 @@ export function httpTracing() {
       ended = true;
       // The route's pattern, never the path itself (ids, tokens in links); a sealed action (a ballot,
       // a bid) says nothing about where it went, as in the metrics.
-      const route = res.locals.sealed
-        ? undefined
-        : req.route?.path !== undefined
-          ? `${req.baseUrl}${String(req.route.path)}`
-          : res.statusCode === 404
-            ? 'unmatched'
-            : req.baseUrl || undefined;
+      const route = res.locals.sealed ? undefined : routeOf(req, res);
       if (route) {
         span.setAttribute('http.route', route);
         span.updateName(`${req.method} ${route}`);

@@ -6,6 +6,48 @@
 // here: the service publishes every tree node, and the circuit computes the root and nullifier itself.
 import { BALLOT_CIRCUIT, VOTE_PLAINTEXT_BYTES } from '../../shared/governance/ballot-protocol';
 import { escapeHtml } from './layout';
+import { NOBLE_PREFIX, nobleImportMap } from './noble-assets';
+
+/**
+ * The vote encrypted to the trustees' joint key, byte for byte shared/governance/threshold.ts's
+ * `encryptThresholdVote`: R = r·G, a Schnorr proof of knowledge of r bound to the proposal (sha512 over
+ * length-prefixed parts), the AES key from HKDF-SHA256 of r·Y. Exposed as window.encryptThresholdVote.
+ */
+const thresholdModule = (proposalId: string) => `${nobleImportMap}
+<script type="module">
+import { ristretto255 } from '${NOBLE_PREFIX}curves/ed25519.js';
+const P = ristretto255.Point, n = P.Fn.ORDER, G = P.BASE;
+const enc = new TextEncoder();
+const toBig = (b) => BigInt('0x' + (Array.from(b, (x) => x.toString(16).padStart(2, '0')).join('') || '0'));
+const be32 = (k) => Uint8Array.from(k.toString(16).padStart(64, '0').match(/../g), (h) => parseInt(h, 16));
+const scalar = () => { for (;;) { const k = toBig(crypto.getRandomValues(new Uint8Array(64))) % n; if (k) return k; } };
+async function challenge(parts) {
+  const chunks = parts.map((p) => (typeof p === 'string' ? enc.encode(p) : p));
+  const out = new Uint8Array(chunks.reduce((a, c) => a + 4 + c.length, 0));
+  let at = 0;
+  for (const c of chunks) { new DataView(out.buffer).setUint32(at, c.length); out.set(c, at + 4); at += 4 + c.length; }
+  return toBig(new Uint8Array(await crypto.subtle.digest('SHA-512', out))) % n;
+}
+window.encryptThresholdVote = async function (jointKey, plain) {
+  const PROPOSAL = ${JSON.stringify(proposalId)};
+  const Y = P.fromBytes(jointKey);
+  const r = scalar(), k = scalar();
+  const R = G.multiply(r), Rb = R.toBytes();
+  const c = await challenge(['proof-exchange/governance/ballot-pok/v1', PROPOSAL, Rb, G.multiply(k).toBytes()]);
+  const z = (k + c * r) % n;
+  const ikm = await crypto.subtle.importKey('raw', Y.multiply(r).toBytes(), 'HKDF', false, ['deriveKey']);
+  const salt = new Uint8Array(64); salt.set(Rb, 0); salt.set(jointKey, 32);
+  const key = await crypto.subtle.deriveKey(
+    { name: 'HKDF', hash: 'SHA-256', salt, info: enc.encode('proof-exchange/governance/vote/v2\\n' + PROPOSAL) },
+    ikm, { name: 'AES-GCM', length: 256 }, false, ['encrypt']);
+  const nonce = crypto.getRandomValues(new Uint8Array(12));
+  const body = new Uint8Array(await crypto.subtle.encrypt(
+    { name: 'AES-GCM', iv: nonce, additionalData: enc.encode(PROPOSAL) }, key, plain));
+  const out = new Uint8Array(108 + body.length);
+  out.set(Rb, 0); out.set(be32(c), 32); out.set(be32(z), 64); out.set(nonce, 96); out.set(body, 108);
+  return out;
+};
+</script>`;
 
 /**
  * The Content-Security-Policy of the voting page: this origin's stylesheet (no inline styles), its own
@@ -46,6 +88,7 @@ const countdown = `<script>
 export const ballotForm = (
   proposalId: string,
   options: readonly string[],
+  scheme: 'service' | 'threshold' = 'service',
 ): string => `<h2>Vote in this browser</h2>
 <form id="vote-form">
 <label for="identity">Your identity (the JSON file <code>npm run ballot -- identity</code> wrote; it stays in this page)</label><br>
@@ -63,6 +106,7 @@ ${options
 <p id="vote-status" role="status"></p>
 <pre id="receipt" class="hash"></pre>
 <script src="/circuits/snarkjs.min.js"></script>
+${scheme === 'threshold' ? thresholdModule(proposalId) : ''}
 <script>
 (function () {
   var PROPOSAL = ${JSON.stringify(proposalId)};
@@ -79,11 +123,12 @@ ${options
   var hex = function (buf) {
     return Array.from(new Uint8Array(buf), function (b) { return b.toString(16).padStart(2, '0'); }).join('');
   };
-  async function encryptVote(recipient, choice) {
+  async function encryptVote(recipient, choice, scheme) {
     var bytes = enc.encode(choice);
     if (!bytes.length || bytes.length > ${VOTE_PLAINTEXT_BYTES - 2}) throw new Error('A choice is 1 to 200 characters.');
     var plain = new Uint8Array(${VOTE_PLAINTEXT_BYTES});
     plain[0] = bytes.length >> 8; plain[1] = bytes.length & 255; plain.set(bytes, 2);
+    if (scheme === 'threshold') return window.encryptThresholdVote(recipient, plain);
     var eph = await crypto.subtle.generateKey({ name: 'X25519' }, true, ['deriveBits']);
     var ephRaw = new Uint8Array(await crypto.subtle.exportKey('raw', eph.publicKey));
     var them = await crypto.subtle.importKey('raw', recipient, { name: 'X25519' }, false, []);
@@ -123,7 +168,7 @@ ${options
       if (index < 0) throw new Error('This identity is not in the room’s member list.');
       var path = [], pos = index;
       for (var d = 0; d < tree.depth; d++) { path.push(tree.levels[d][pos ^ 1] || tree.zeros[d]); pos >>= 1; }
-      var ciphertext = await encryptVote(fromB64u(key.publicKey), choice);
+      var ciphertext = await encryptVote(fromB64u(key.publicKey), choice, key.scheme);
       var voteHash = (BigInt('0x' + hex(await crypto.subtle.digest('SHA-256', ciphertext))) >> 8n).toString();
       var proved = await snarkjs.groth16.fullProve(
         { identitySecret: String(identity.secret), pathElements: path, pathIndex: String(index), scope: key.scope, voteHash: voteHash },

@@ -10,13 +10,14 @@ import { AppError } from '../../shared/platform/errors';
 import { idPattern } from '../../shared/platform/ids';
 import { logger } from '../../shared/platform/log';
 import { verifyGovernancePackage } from '../../shared/governance/package';
-import { proposalPackage, publicProposal } from '../../shared/governance/proposals';
+import { ballotKeyInfo, proposalPackage, publicProposal } from '../../shared/governance/proposals';
 import { artifactPaths } from '../../shared/zk/artifacts';
 import { loadVerificationKey } from '../../shared/zk/verify';
 import type { AppDeps } from '../deps';
 import { verifyUnderServiceTrust } from '../../shared/workflows/verify';
 import { auctionPage, formatSeconds } from './auctions';
 import { BALLOT_PAGE_CSP, ballotForm } from './ballot-script';
+import { nobleFiles } from './noble-assets';
 import { escapeHtml, layout, sendPage as sendAnyPage, yesNo } from './layout';
 
 /** Live states change by the second: these pages are never cached. */
@@ -59,6 +60,14 @@ async function proposalPage(
   const state = await publicProposal(deps.db, id);
   const heading = `<h1>Proposal ${escapeHtml(id)}</h1>${questionBlock(state.title, state.options)}`;
   if (state.status === 'voting') {
+    const key = await ballotKeyInfo(deps.db, id);
+    // Under the trustees' key the page encrypts with ristretto255 (@noble/curves, served as modules).
+    const form =
+      (key.scheme === 'threshold'
+        ? `<p id="trustee-note">This vote’s ballots are encrypted to the joint key of the room’s trustees (${escapeHtml(
+            key.trustees?.names.join(', ') ?? '',
+          )}): any ${escapeHtml(key.trustees?.threshold ?? '')} of them open the ballots after the close, and no one else can, the service included.</p>`
+        : '') + ballotForm(id, state.options, key.scheme);
     return [
       `Proposal ${id}`,
       `${heading}<p class="live" id="live">Status: <strong data-status="voting">voting</strong>. Time remaining: <strong id="time-remaining">${escapeHtml(
@@ -73,7 +82,7 @@ async function proposalPage(
 <li>Keep the receipt it prints: after the close, <code>POST /api/governance/verify</code> with the package and the receipt shows your ballot was counted as cast.</li>
 </ol>
 <p>The client downloads the room’s whole member list (never only your own path, which would say who is voting) and the circuit: <a href="/circuits/${BALLOT_CIRCUIT}.wasm">${BALLOT_CIRCUIT}.wasm</a>, <a href="/circuits/${BALLOT_CIRCUIT}.zkey">${BALLOT_CIRCUIT}.zkey</a>, <a href="/circuits/${BALLOT_CIRCUIT}.vkey.json">${BALLOT_CIRCUIT}.vkey.json</a>. Send your ballot over a network path that does not name you (Tor, a relay) if your address must stay apart from your vote.</p>
-${ballotForm(id, state.options)}`,
+${form}`,
       { csp: BALLOT_PAGE_CSP },
     ];
   }
@@ -97,6 +106,17 @@ ${ballotForm(id, state.options)}`,
       `Proposal ${id}`,
       `${heading}<p>Status: <strong data-status="rejected">rejected</strong>.</p>
 <p class="next" id="next">The review committee rejected this proposal: no vote is held.</p>`,
+    ];
+
+  if (state.status === 'decrypting')
+    return [
+      `Proposal ${id}`,
+      `${heading}<p>Status: <strong data-status="decrypting">decrypting</strong>. ${escapeHtml(state.ballotCount)} ballot${
+        state.ballotCount === 1 ? '' : 's'
+      } cast; the vote closed ${escapeHtml(state.votingEndsAt)}.</p>
+<p class="next" id="next">The ballots are encrypted to the room’s trustees: ${escapeHtml(state.trusteesDecrypted)} of the ${escapeHtml(
+        state.trusteesNeeded,
+      )} trustees needed have published their partial decryptions. When ${escapeHtml(state.trusteesNeeded)} have, the ballots are opened, counted, and the tally is published here with its proof package. Until then nobody, the service included, can read a ballot.</p>`,
     ];
 
   const pkg = await proposalPackage(deps.db, id);
@@ -271,6 +291,17 @@ export function coordinationPagesRouter(deps: AppDeps): express.Router {
     'snarkjs.min.js',
     fileURLToPath(new URL('../../node_modules/snarkjs/build/snarkjs.min.js', import.meta.url)),
   );
+  // ristretto255 for the voting page under the trustees' key: @noble/curves' modules as published.
+  router.get('/circuits/noble/*file', (req, res, next) => {
+    const parts = (req.params as { file?: string[] }).file ?? [];
+    const path = nobleFiles().get(parts.join('/'));
+    if (!path) return next();
+    res.setHeader('Cache-Control', 'public, max-age=300');
+    res.type('text/javascript');
+    res.sendFile(path, (err) => {
+      if (err && !res.headersSent) sendPage(res, 404, 'Not found', '<h1>Not found</h1>');
+    });
+  });
   router.get('/circuits/:file', (req, res, next) => {
     const path = artifactFiles.get(String(req.params.file));
     if (!path) return next();

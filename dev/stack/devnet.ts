@@ -5,7 +5,7 @@
 //
 // What lives under DATA_DIR/devnet: the chain (ganache's database, so balances, transactions and the
 // token survive a restart, and receipts keep naming transactions that exist), ganache's log, the
-// treasury's and the demo payer's private keys (0600, never printed), and devnet.json, what
+// treasury's, the demo payer's and the x402 settler's private keys (0600, never printed), and devnet.json, what
 // `npm run demo:pay` needs to find the chain, the token and the payer.
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -32,6 +32,8 @@ export const DEVNET_LABEL = 'local development chain';
 
 /** The payer is topped up to these at every start when below half of them. */
 const PAYER_ETH = parseEther('10');
+/** The x402 settler's gas, topped up the same way: it pays for each transferWithAuthorization it sends. */
+const SETTLER_ETH = parseEther('10');
 const PAYER_TOKENS = '1000';
 
 export type DevnetDecision =
@@ -59,6 +61,12 @@ export interface DevnetInfo {
   payer: Address;
   /** Where the payer's private key is (0600); the key itself is never printed. */
   payerKeyFile: string;
+  /**
+   * The x402 settler's gas account (its key in settlerKeyFile, 0600): the service's own `exact`
+   * facilitator sends the payer's signed transfers with it, so an x402 client pays from the first start.
+   */
+  settler?: Address;
+  settlerKeyFile?: string;
 }
 
 export function devnetPaths(dataDir: string) {
@@ -69,6 +77,7 @@ export function devnetPaths(dataDir: string) {
     info: join(dir, 'devnet.json'),
     payerKey: join(dir, 'payer.key'),
     treasuryKey: join(dir, 'treasury.key'),
+    settlerKey: join(dir, 'settler.key'),
   };
 }
 
@@ -151,11 +160,16 @@ export async function provisionDevnet(opts: { dataDir: string; rpcUrl: string })
 
   const treasury = privateKeyToAccount(keyFile(paths.treasuryKey)).address;
   const payer = privateKeyToAccount(keyFile(paths.payerKey)).address;
+  const settler = privateKeyToAccount(keyFile(paths.settlerKey)).address;
 
-  if ((await pub.getBalance({ address: payer })) < PAYER_ETH / 2n) {
+  for (const [to, eth] of [
+    [payer, PAYER_ETH],
+    [settler, SETTLER_ETH],
+  ] as const) {
+    if ((await pub.getBalance({ address: to })) >= eth / 2n) continue;
     const hash = await node.request({
       method: 'eth_sendTransaction',
-      params: [{ from: deployer, to: payer, value: numberToHex(PAYER_ETH), gas: numberToHex(21_000) }],
+      params: [{ from: deployer, to, value: numberToHex(eth), gas: numberToHex(21_000) }],
     });
     await pub.waitForTransactionReceipt({ hash });
   }
@@ -172,6 +186,8 @@ export async function provisionDevnet(opts: { dataDir: string; rpcUrl: string })
     treasury,
     payer,
     payerKeyFile: paths.payerKey,
+    settler,
+    settlerKeyFile: paths.settlerKey,
   };
   writeFileSync(paths.info, `${JSON.stringify(info, null, 2)}\n`, { mode: 0o644 });
   return info;
@@ -190,7 +206,11 @@ export function readDevnetInfo(dataDir: string): DevnetInfo | undefined {
  * WBTC-ETH stays on Ethereum, so it shows `wrong_network`: the chain has no WBTC. Other ASSETS_JSON
  * overrides are kept.
  */
-export function devnetChildEnv(info: DevnetInfo, assetsJson: string | undefined): Record<string, string> {
+export function devnetChildEnv(
+  info: DevnetInfo,
+  assetsJson: string | undefined,
+  x402: { facilitatorUrl?: string | undefined; settlerKey?: string | undefined } = {},
+): Record<string, string> {
   let overrides: Record<string, Record<string, unknown>> = {};
   if (assetsJson) {
     try {
@@ -216,5 +236,9 @@ export function devnetChildEnv(info: DevnetInfo, assetsJson: string | undefined)
     EVM_CONFIRMATIONS: '1',
     EVM_DEVNET: 'true',
     ASSETS_JSON: JSON.stringify(assets),
+    // The development settler, unless x402 settles elsewhere already (a facilitator, or a key given).
+    ...(info.settlerKeyFile && !x402.facilitatorUrl && !x402.settlerKey
+      ? { X402_EVM_SETTLER_KEY: readFileSync(info.settlerKeyFile, 'utf8').trim() }
+      : {}),
   };
 }

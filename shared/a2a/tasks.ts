@@ -66,7 +66,7 @@ export const isTerminalState = (s: TaskState): boolean => TERMINAL.has(s);
 export const isSettledState = (s: TaskState): boolean =>
   isTerminalState(s) || s === TaskState.TASK_STATE_INPUT_REQUIRED || s === TaskState.TASK_STATE_AUTH_REQUIRED;
 
-function textPart(text: string): Part {
+export function textPart(text: string): Part {
   return {
     content: { $case: 'text', value: text },
     mediaType: 'text/plain',
@@ -104,11 +104,12 @@ const links = (job: Pick<JobRow, 'id' | 'status'>, base: string) => ({
 
 /** The x402 extension's part of a status message, when the job has one. */
 function paymentMeta(state: TaskState, payment: TaskPayment | undefined): Meta | undefined {
+  // x402's payment-required only with a requirement to pay (never an empty `accepts`); the quotes
+  // without one are paid with submitPayment, as the status text says.
   if (state === TaskState.TASK_STATE_INPUT_REQUIRED) {
-    return {
-      [X402_META.status]: 'payment-required',
-      ...(payment?.required ? { [X402_META.required]: payment.required } : {}),
-    };
+    return payment?.required
+      ? { [X402_META.status]: 'payment-required', [X402_META.required]: payment.required }
+      : undefined;
   }
   if (payment?.receipts?.length) {
     return { [X402_META.status]: 'payment-completed', [X402_META.receipts]: payment.receipts };
@@ -116,10 +117,10 @@ function paymentMeta(state: TaskState, payment: TaskPayment | undefined): Meta |
   return undefined;
 }
 
-function describe(job: JobRow, state: TaskState, base: string): string {
+function describe(job: JobRow, state: TaskState, base: string, x402: boolean): string {
   switch (job.status) {
     case 'awaiting_payment':
-      return `Payment required: ${job.price_usd_cents} USD cents for ${job.service_id}. Pay one of the quotes (x402 requirements in this message's metadata, all quotes at ${base}/api/jobs/${job.id}), then POST the transaction to ${base}/api/jobs/${job.id}/payment (Authorization: Bearer with this task's access token, or the key that created it).`;
+      return `Payment required: ${job.price_usd_cents} USD cents for ${job.service_id}. Pay one of the quotes (${x402 ? "x402 requirements in this message's metadata, " : ''}all quotes at ${base}/api/jobs/${job.id}), then POST the transaction to ${base}/api/jobs/${job.id}/payment (Authorization: Bearer with this task's access token, or the key that created it).`;
     case 'queued':
       return 'Queued.';
     case 'running':
@@ -149,7 +150,7 @@ export function taskStatusOf(job: JobRow, ctx: TaskContext, now = Date.now()): T
       job,
       ctx,
       `status/${job.status}`,
-      describe(job, state, ctx.base),
+      describe(job, state, ctx.base, Boolean(ctx.payment?.required)),
       Object.keys(metadata).length ? metadata : undefined,
     ),
     timestamp: iso(job.updated_at),
@@ -311,11 +312,36 @@ export type TaskRequest = z.output<typeof taskRequestSchema>;
  * The job a message asks for: exactly one data part `{service, input}`. Text parts may ride along (a
  * note for people); files are not taken. Throws `400 validation_failed` naming the part.
  */
+/** The text of a message that carries only text parts (joined by new lines); undefined for any other. */
+export function textOnly(message: Pick<Message, 'parts'>): string | undefined {
+  const texts: string[] = [];
+  for (const part of message.parts) {
+    if (part.content?.$case !== 'text') return undefined;
+    texts.push(part.content.value);
+  }
+  return texts.length ? texts.join('\n') : undefined;
+}
+
+/** A text that is itself a request: the JSON of an object naming a service. */
+export function requestInText(text: string): Record<string, unknown> | undefined {
+  const trimmed = text.trim();
+  if (!trimmed.startsWith('{')) return undefined;
+  let value: unknown;
+  try {
+    value = JSON.parse(trimmed);
+  } catch {
+    return undefined;
+  }
+  return value && typeof value === 'object' && !Array.isArray(value) && 'service' in value
+    ? (value as Record<string, unknown>)
+    : undefined;
+}
+
 export function taskRequestOf(message: Pick<Message, 'parts'>): TaskRequest {
-  const data: Array<{ index: number; value: unknown }> = [];
+  const data: Array<{ path: string; value: unknown }> = [];
   message.parts.forEach((part, index) => {
     const content = part.content;
-    if (content?.$case === 'data') data.push({ index, value: content.value });
+    if (content?.$case === 'data') data.push({ path: `message.parts.${index}.data`, value: content.value });
     else if (content?.$case === 'raw' || content?.$case === 'url') {
       throw validationFailed(
         [{ path: `message.parts.${index}`, message: 'file parts are not taken; send a data part' }],
@@ -323,18 +349,22 @@ export function taskRequestOf(message: Pick<Message, 'parts'>): TaskRequest {
       );
     }
   });
+  // Text only: the request may be its JSON.
+  const text = data.length === 0 ? textOnly(message) : undefined;
+  const fromText = text === undefined ? undefined : requestInText(text);
+  if (fromText) data.push({ path: 'message.parts.text', value: fromText });
   if (data.length !== 1) {
     throw validationFailed(
       [{ path: 'message.parts', message: `expected exactly one data part, found ${data.length}` }],
       'The message must carry exactly one data part {"service": "<id from the agent card>", "input": {…}}.',
     );
   }
-  const [{ index, value }] = data as [{ index: number; value: unknown }];
+  const [{ path, value }] = data as [{ path: string; value: unknown }];
   const parsed = taskRequestSchema.safeParse(value);
   if (!parsed.success) {
     throw validationFailed(
       parsed.error.issues.map((i) => ({
-        path: ['message', 'parts', index, 'data', ...i.path].join('.'),
+        path: [path, ...i.path].join('.'),
         message: i.message,
       })),
       'The data part must be {"service": "<id from the agent card>", "input": {…}}.',

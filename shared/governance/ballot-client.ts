@@ -16,6 +16,7 @@ import {
   voteHashOf,
 } from './ballot-protocol';
 import type { Groth16ProofJson, Identity } from './ballot-protocol';
+import { encryptThresholdVote } from './threshold';
 
 export { createIdentity, identityFromSecret };
 export type { Identity };
@@ -24,8 +25,10 @@ export type { Identity };
 export interface BallotInfo {
   proposalId: string;
   roomId: string;
-  /** The proposal's X25519 public key, base64url. */
+  /** The proposal's public key, base64url: X25519 (scheme `service`) or the trustees' ristretto255 joint key. */
   publicKey: string;
+  /** Who opens the ballots: the service at the close, or the room's trustees (default `service`). */
+  scheme?: 'service' | 'threshold' | undefined;
   /** The room's identity commitments in tree order (decimal). */
   members: string[];
   /** The proposal's options, when known: a choice among none of them is refused before proving. */
@@ -111,7 +114,10 @@ export async function makeBallot(options: {
 }): Promise<MadeBallot> {
   const { identity, info, choice, artifacts } = options;
   assertChoice(info, choice);
-  const ciphertext = encryptVote(Buffer.from(info.publicKey, 'base64url'), info.proposalId, choice);
+  const ciphertext =
+    info.scheme === 'threshold'
+      ? encryptThresholdVote(info.publicKey, info.proposalId, choice)
+      : encryptVote(Buffer.from(info.publicKey, 'base64url'), info.proposalId, choice);
   const voteHash = voteHashOf(ciphertext);
   // One witness at a time per compiled calculator, in the shared core: proofs made at once never mix.
   const proved = await proveMembership({
@@ -157,6 +163,7 @@ export async function fetchBallotInfo(
     proposalId,
     roomId,
     publicKey: String(key.publicKey),
+    scheme: key.scheme === 'threshold' ? 'threshold' : 'service',
     members: tree.identityCommitments as string[],
     options: Array.isArray(key.options) ? (key.options as unknown[]).map(String) : undefined,
   };

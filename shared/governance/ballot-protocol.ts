@@ -96,7 +96,8 @@ function voteKey(shared: Buffer, ephemeral: Uint8Array, recipient: Uint8Array, p
   );
 }
 
-function padVote(choice: string): Buffer {
+/** The vote padded to VOTE_PLAINTEXT_BYTES: 2 length bytes, the choice in UTF-8, zeros. */
+export function padVote(choice: string): Buffer {
   const bytes = Buffer.from(choice, 'utf8');
   if (bytes.length === 0 || bytes.length > VOTE_PLAINTEXT_BYTES - 2)
     throw new Error('A choice is 1 to 200 characters.');
@@ -152,7 +153,16 @@ export function decryptVote(
     );
     decipher.setAAD(Buffer.from(proposalId));
     decipher.setAuthTag(ct.subarray(ct.length - TAG_BYTES));
-    const plain = Buffer.concat([decipher.update(body), decipher.final()]);
+    return unpadVote(Buffer.concat([decipher.update(body), decipher.final()]));
+  } catch {
+    return null;
+  }
+}
+
+/** The choice of a padded vote; null when the padding or the UTF-8 is not well formed. Never throws. */
+export function unpadVote(plain: Buffer): string | null {
+  try {
+    if (plain.length !== VOTE_PLAINTEXT_BYTES) return null;
     const length = plain.readUInt16BE(0);
     if (length === 0 || length > VOTE_PLAINTEXT_BYTES - 2 || plain.subarray(2 + length).some((b) => b !== 0))
       return null;

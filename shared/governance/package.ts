@@ -35,6 +35,17 @@ import {
   voteHashOf,
 } from './ballot-protocol';
 import { HEX64, legacyBallotCommitment } from './commitments';
+import {
+  MAX_TRUSTEES,
+  THRESHOLD_BALLOT_BYTES,
+  ballotEphemeral,
+  ceremonyKeys,
+  combinePartials,
+  dealingCommitments,
+  openThresholdVote,
+  verifyPartialDecryption,
+  verifyTrusteeSignature,
+} from './threshold';
 import { chainSchema } from './records';
 import type { ChainLink } from './records';
 
@@ -194,6 +205,55 @@ const anonymousBallotSchema = z
   })
   .strict();
 
+const trusteeIndex = z.number().int().min(1).max(MAX_TRUSTEES);
+const decryptionSchema = z
+  .object({
+    trustee: trusteeIndex,
+    share: key32,
+    proof: z.object({ c: hex64, z: hex64 }).strict(),
+  })
+  .strict();
+
+const thresholdBallotSchema = z
+  .object({
+    nullifier: fieldString,
+    root: fieldString,
+    ciphertext: b64url.length(Math.ceil((THRESHOLD_BALLOT_BYTES * 4) / 3)),
+    proof: proofSchema,
+    choice: z.string().max(200).nullable(),
+    /** The trustees' partial decryptions that open it (none for a ballot spoiled by its own proof). */
+    decryptions: z.array(decryptionSchema).max(MAX_TRUSTEES),
+  })
+  .strict();
+
+/** The room's trustees and the signed dealings their joint key is the sum of. */
+const trusteesSchema = z
+  .object({
+    threshold: trusteeIndex,
+    members: z
+      .array(
+        z
+          .object({ index: trusteeIndex, name: z.string().max(100), publicKey: key32, encryptionKey: key32 })
+          .strict(),
+      )
+      .min(1)
+      .max(MAX_TRUSTEES),
+    dealings: z
+      .array(
+        z
+          .object({
+            trustee: trusteeIndex,
+            commitments: z.array(key32).max(MAX_TRUSTEES),
+            shares: z.array(b64url.max(400)).max(MAX_TRUSTEES),
+            signature: b64url.max(100),
+          })
+          .strict(),
+      )
+      .max(MAX_TRUSTEES),
+    jointKey: key32,
+  })
+  .strict();
+
 const legacyBallotSchema = z
   .object({ commitment: hex64, choice: z.string().max(200), salt: hex64, castAt: z.iso.datetime() })
   .strict();
@@ -253,15 +313,31 @@ const anonymousPackageSchema = z
   })
   .strict();
 
+/** Ballots encrypted to the room's trustees: no key is published, each ballot carries its decryptions. */
+const thresholdPackageSchema = z
+  .object({
+    ...common,
+    scheme: z.literal('threshold'),
+    trustees: trusteesSchema,
+    scope: fieldString,
+    membership: anonymousPackageSchema.shape.membership,
+    ballots: z.array(thresholdBallotSchema).max(1024),
+  })
+  .strict();
+
 const legacyPackageSchema = z
   .object({ ...common, ballots: z.array(legacyBallotSchema).max(100_000) })
   .strict();
 
 export const governancePackageSchema = z
-  .union([anonymousPackageSchema, legacyPackageSchema])
+  .union([anonymousPackageSchema, thresholdPackageSchema, legacyPackageSchema])
   .meta({ id: 'GovernancePackage' });
 export type AnonymousGovernancePackage = z.infer<typeof anonymousPackageSchema> & Envelope;
-export type GovernancePackage = AnonymousGovernancePackage | (z.infer<typeof legacyPackageSchema> & Envelope);
+export type ThresholdGovernancePackage = z.infer<typeof thresholdPackageSchema> & Envelope;
+export type ThresholdBallot = z.infer<typeof thresholdBallotSchema>;
+export type PackageTrustees = z.infer<typeof trusteesSchema>;
+export type GovernancePackage =
+  AnonymousGovernancePackage | ThresholdGovernancePackage | (z.infer<typeof legacyPackageSchema> & Envelope);
 
 export interface BuildGovernanceInput {
   proofId: string;
@@ -307,6 +383,43 @@ export function buildGovernancePackage(input: BuildGovernanceInput, key: Signer)
   );
 }
 
+export interface BuildThresholdInput extends Omit<BuildGovernanceInput, 'ballotKey' | 'ballots'> {
+  trustees: PackageTrustees;
+  ballots: readonly ThresholdBallot[];
+}
+
+export function buildThresholdPackage(input: BuildThresholdInput, key: Signer): ThresholdGovernancePackage {
+  const ballots = [...input.ballots].sort(byNullifier).map((b) => ({
+    nullifier: b.nullifier,
+    root: b.root,
+    ciphertext: b.ciphertext,
+    proof: { pi_a: b.proof.pi_a, pi_b: b.proof.pi_b, pi_c: b.proof.pi_c },
+    choice: b.choice,
+    decryptions: [...b.decryptions].sort((x, y) => x.trustee - y.trustee),
+  }));
+  const entries = [...input.entries];
+  const head = entries.length ? entries[entries.length - 1]!.entryHash : input.genesis;
+  return signPackage<ThresholdGovernancePackage>(
+    {
+      version: 1,
+      kind: 'governance',
+      scheme: 'threshold',
+      proofId: input.proofId,
+      issuedAt: input.issuedAt.toISOString(),
+      phase: input.phase,
+      subject: input.subject,
+      trustees: input.trustees,
+      scope: String(proposalScope(input.subject.proposalId)),
+      membership: { ...input.membership, roots: [...new Set(input.membership.roots)].sort() },
+      ballots,
+      ballotsRoot: ballotsRoot(ballots),
+      tally: input.tally,
+      chain: { genesis: input.genesis, head, entries },
+    },
+    key,
+  );
+}
+
 export interface GovernanceVerdict {
   valid: boolean;
   signatureValid: boolean;
@@ -334,18 +447,14 @@ const fail = (reasons: Reason[], code: string, detail: string): void => {
 
 const short = (n: string) => `${n.slice(0, 12)}…`;
 
-/** The anonymous scheme's ballots: proofs, nullifiers, roots, the published key, each vote reopened. */
-async function checkAnonymousBallots(
+/** A ballot's vote as its package's scheme opens it: the choice, null (spoiled), or a reason it fails. */
+type Opener<B> = (ballot: B, ciphertext: Buffer) => { choice: string | null } | { failure: string };
+
+/** The service-key scheme: the published key pair, checked against the key the vote opened with. */
+function serviceKeyOpener(
   pkg: AnonymousGovernancePackage,
-  vkey: unknown,
   reasons: Reason[],
-): Promise<boolean> {
-  const { subject } = pkg;
-  const scope = proposalScope(subject.proposalId);
-  if (pkg.scope !== String(scope)) {
-    fail(reasons, 'scope_mismatch', 'The scope is not this proposal’s.');
-    return false;
-  }
+): Opener<PublishedBallot> | null {
   const privateKey = Buffer.from(pkg.ballotKey.privateKey, 'base64url');
   let keyValid = false;
   try {
@@ -356,8 +465,111 @@ async function checkAnonymousBallots(
   const opened = pkg.chain.entries.find((e) => e.action === 'vote_opened');
   if (!keyValid || opened?.data?.ballotPublicKey !== pkg.ballotKey.publicKey) {
     fail(reasons, 'ballot_key_mismatch', 'The published ballot key is not the one the vote opened with.');
+    return null;
+  }
+  return (_b, ciphertext) => ({ choice: decryptVote(privateKey, pkg.subject.proposalId, ciphertext) });
+}
+
+/**
+ * The trustees' scheme: every qualified dealing signed by its trustee, the joint key their sum and the
+ * key the vote opened with; each ballot's proof of knowledge, then `threshold` partial decryptions whose
+ * Chaum–Pedersen proofs hold against the trustees' verification shares, combined to open it.
+ */
+function trusteesOpener(pkg: ThresholdGovernancePackage, reasons: Reason[]): Opener<ThresholdBallot> | null {
+  const { trustees, subject } = pkg;
+  const members = trustees.members;
+  const n = members.length;
+  if (members.some((m, i) => m.index !== i + 1) || trustees.threshold > n) {
+    fail(
+      reasons,
+      'trustees_malformed',
+      'The trustees are not numbered 1 to n with a threshold of at most n.',
+    );
+    return null;
+  }
+  const commitments = [];
+  const dealers = new Set<number>();
+  for (const d of trustees.dealings) {
+    const member = members[d.trustee - 1];
+    const points = dealingCommitments(d, trustees.threshold);
+    if (
+      !member ||
+      dealers.has(d.trustee) ||
+      !points ||
+      !verifyTrusteeSignature(
+        member,
+        subject.roomId,
+        'dealing',
+        { commitments: d.commitments, shares: d.shares },
+        d.signature,
+      )
+    ) {
+      fail(
+        reasons,
+        'dealing_invalid',
+        `trustee ${d.trustee}'s dealing is not well formed or not signed by it`,
+      );
+      return null;
+    }
+    dealers.add(d.trustee);
+    commitments.push(points);
+  }
+  // Fewer qualified dealings than the threshold would let fewer trustees than the threshold know the key.
+  if (commitments.length < trustees.threshold) {
+    fail(reasons, 'too_few_dealings', 'The joint key rests on fewer dealings than the threshold.');
+    return null;
+  }
+  const keys = ceremonyKeys(commitments, n);
+  const opened = pkg.chain.entries.find((e) => e.action === 'vote_opened');
+  if (keys.jointKey !== trustees.jointKey || opened?.data?.ballotPublicKey !== trustees.jointKey) {
+    fail(
+      reasons,
+      'ballot_key_mismatch',
+      'The joint key is not the sum of the trustees’ dealings, or not the key the vote opened with.',
+    );
+    return null;
+  }
+  return (b, ciphertext) => {
+    const R = ballotEphemeral(ciphertext, subject.proposalId);
+    if (!R)
+      return b.decryptions.length ? { failure: 'a spoiled ballot carries decryptions' } : { choice: null };
+    const seen = new Set<number>();
+    for (const d of b.decryptions) {
+      const share = keys.verificationShares[d.trustee - 1];
+      if (
+        seen.has(d.trustee) ||
+        !share ||
+        !verifyPartialDecryption(d, share, d.trustee, subject.proposalId, R)
+      )
+        return { failure: `trustee ${d.trustee}'s partial decryption does not prove itself` };
+      seen.add(d.trustee);
+    }
+    if (seen.size < trustees.threshold) return { failure: 'fewer partial decryptions than the threshold' };
+    const shared = combinePartials(b.decryptions.map((d) => ({ index: d.trustee, share: d.share })));
+    return { choice: openThresholdVote(shared, trustees.jointKey, subject.proposalId, ciphertext) };
+  };
+}
+
+/** The anonymous ballots of either scheme: proofs, nullifiers, roots, each vote reopened. */
+async function checkAnonymousBallots<B extends PublishedBallot>(
+  pkg: {
+    subject: GovernancePackage['subject'];
+    scope: string;
+    membership: { roots: string[] };
+    ballots: B[];
+    ballotsRoot: string;
+  },
+  open: Opener<B> | null,
+  vkey: unknown,
+  reasons: Reason[],
+): Promise<boolean> {
+  const { subject } = pkg;
+  const scope = proposalScope(subject.proposalId);
+  if (pkg.scope !== String(scope)) {
+    fail(reasons, 'scope_mismatch', 'The scope is not this proposal’s.');
     return false;
   }
+  if (!open) return false;
   if (vkey === undefined) {
     fail(reasons, 'no_verification_key', 'The ballot circuit’s verification key was not given.');
     return false;
@@ -389,7 +601,12 @@ async function checkAnonymousBallots(
       fail(reasons, 'proof_invalid', `ballot ${short(b.nullifier)}: the membership proof does not verify`);
       return false;
     }
-    const choice = decryptVote(privateKey, subject.proposalId, ciphertext);
+    const opened = open(b, ciphertext);
+    if ('failure' in opened) {
+      fail(reasons, 'decryption_invalid', `ballot ${short(b.nullifier)}: ${opened.failure}`);
+      return false;
+    }
+    const { choice } = opened;
     const counted = choice !== null && subject.options.includes(choice) ? choice : null;
     if (counted !== b.choice) {
       fail(reasons, 'ballot_mismatch', `ballot ${short(b.nullifier)} does not open to its published vote`);
@@ -433,7 +650,10 @@ function checkLegacyBallots(
   return true;
 }
 
-const isAnonymous = (pkg: GovernancePackage): pkg is AnonymousGovernancePackage => 'scheme' in pkg;
+/** A package of anonymous ballots, under the service's key or the trustees'. */
+const isAnonymous = (
+  pkg: GovernancePackage,
+): pkg is AnonymousGovernancePackage | ThresholdGovernancePackage => 'scheme' in pkg;
 
 /** Recomputes everything a governance package claims, proofs included. Never throws. */
 export async function verifyGovernancePackage(
@@ -482,9 +702,11 @@ export async function verifyGovernancePackage(
   }
 
   const anonymous = isAnonymous(pkg);
-  const ballotsValid = anonymous
-    ? await checkAnonymousBallots(pkg, keys.ballotVerificationKey, reasons)
-    : checkLegacyBallots(pkg as Parameters<typeof checkLegacyBallots>[0], reasons);
+  const ballotsValid = !anonymous
+    ? checkLegacyBallots(pkg as Parameters<typeof checkLegacyBallots>[0], reasons)
+    : pkg.scheme === 'threshold'
+      ? await checkAnonymousBallots(pkg, trusteesOpener(pkg, reasons), keys.ballotVerificationKey, reasons)
+      : await checkAnonymousBallots(pkg, serviceKeyOpener(pkg, reasons), keys.ballotVerificationKey, reasons);
 
   const recomputed = tallyBallots(
     subject.options,
@@ -495,10 +717,15 @@ export async function verifyGovernancePackage(
   let tallyValid = canonicalJson(recomputed) === canonicalJson(pkg.tally);
   if (!tallyValid) fail(reasons, 'tally_mismatch', 'The published tally is not the count of the ballots.');
   const closed = pkg.chain.entries.find((e) => e.action === 'vote_closed');
+  // Under the trustees' key the close fixes the ballots; the tally is recorded once they are opened.
+  const tallied =
+    anonymous && pkg.scheme === 'threshold'
+      ? pkg.chain.entries.find((e) => e.action === 'ballots_opened')
+      : closed;
   if (
     !closed ||
     closed.data?.ballotsRoot !== pkg.ballotsRoot ||
-    closed.data?.tallyHash !== tallyHash(pkg.tally) ||
+    tallied?.data?.tallyHash !== tallyHash(pkg.tally) ||
     closed.data?.ballotCount !== pkg.ballots.length
   ) {
     tallyValid = false;

@@ -39,8 +39,13 @@ import {
 import type { BallotReceipt, GovernancePackage, PublishedBallot, Tally } from './package';
 import { assertOwner, committeeOrThrow, memberCount, roomOrThrow, walletCommitment } from './rooms';
 import { newProposalBallotKey, proposalBallotKey } from './ballot-key';
+import { THRESHOLD_BALLOT_BYTES, ballotEphemeral } from './threshold';
+import { trusteesOf } from './trustees';
 
-export type ProposalStatus = 'review' | 'voting' | 'closed' | 'executed' | 'rejected';
+export type ProposalStatus = 'review' | 'voting' | 'decrypting' | 'closed' | 'executed' | 'rejected';
+
+/** Who can open the ballots: the service's own key (opened at the close), or the room's trustees (t of n). */
+export type BallotScheme = 'service' | 'threshold';
 
 export interface ProposalRow {
   id: string;
@@ -56,9 +61,11 @@ export interface ProposalRow {
   voting_seconds: number | null;
   voting_opened_at: string | null;
   created_at_iso: string;
-  key_wrapped: Buffer;
+  /** The service-held ballot key, sealed; null under the trustees' scheme (the service holds none). */
+  key_wrapped: Buffer | null;
   /** Set at creation since anonymous ballots; derived from key_wrapped for older proposals. */
   ballot_public_key: string | null;
+  ballot_scheme: BallotScheme;
   chain_genesis: string;
   chain_head: string;
   entry_count: number;
@@ -101,7 +108,16 @@ export async function createProposal(db: Knex, input: CreateProposalInput, owner
     const id = newId('prop');
     const genesis = governanceGenesis(id);
     const createdAt = iso(new Date());
-    const key = newProposalBallotKey(id);
+    // A room with trustees encrypts to their joint key, and only once their ceremony has made it.
+    const trustees = await trusteesOf(trx, input.roomId);
+    if (trustees && trustees.status !== 'ready')
+      throw conflict(
+        'trustees_not_ready',
+        'The room’s trustees have not finished their key ceremony; a proposal can be made once it has ended.',
+      );
+    const key = trustees
+      ? { wrapped: null, publicKey: trustees.joint_key!, scheme: 'threshold' as const }
+      : { ...newProposalBallotKey(id), scheme: 'service' as const };
     const row = {
       id,
       room_id: input.roomId,
@@ -115,6 +131,7 @@ export async function createProposal(db: Knex, input: CreateProposalInput, owner
       created_at_iso: createdAt,
       key_wrapped: key.wrapped,
       ballot_public_key: key.publicKey,
+      ballot_scheme: key.scheme,
       chain_genesis: genesis,
       chain_head: genesis,
       entry_count: 0,
@@ -133,6 +150,7 @@ export async function createProposal(db: Knex, input: CreateProposalInput, owner
         reviewCommittee: committee.slug,
         reviewThreshold: committee.threshold,
         quorum: row.quorum,
+        ...(trustees ? { ballotScheme: 'threshold', trusteeThreshold: trustees.threshold } : {}),
       },
     });
     return {
@@ -195,7 +213,11 @@ export async function reviewProposal(
         actorCommitment: null,
         // The key voters encrypt to, fixed in the chain before any ballot: the close publishes its
         // private half, and a verifier checks it is this key's.
-        data: { votingEndsAt: iso(endsAt), ballotPublicKey: publicKeyOf(p) },
+        data: {
+          votingEndsAt: iso(endsAt),
+          ballotPublicKey: publicKeyOf(p),
+          ...(p.ballot_scheme === 'threshold' ? { ballotScheme: 'threshold' } : {}),
+        },
       });
       await trx('proposals')
         .where({ id: proposalId, status: 'review' })
@@ -226,19 +248,33 @@ export async function reviewProposal(
 const secondsLeft = (endsAt: Date, now: Date) =>
   Math.max(0, Math.ceil((endsAt.getTime() - now.getTime()) / 1000));
 
-/** The proposal's ballot public key (base64url X25519). */
-function publicKeyOf(p: ProposalRow): string {
-  return p.ballot_public_key ?? ballotPublicKey(proposalBallotKey(p.id, p.key_wrapped)).toString('base64url');
+/** The proposal's ballot public key (base64url: X25519, or the trustees' ristretto255 joint key). */
+export function publicKeyOf(p: ProposalRow): string {
+  return (
+    p.ballot_public_key ?? ballotPublicKey(proposalBallotKey(p.id, p.key_wrapped!)).toString('base64url')
+  );
 }
 
 /** What a voter encrypts to and proves for: the same for every voter and at every moment of the vote. */
 export async function ballotKeyInfo(db: Knex, proposalId: string) {
   const p = (await db('proposals').where('id', proposalId).first()) as ProposalRow | undefined;
   if (!p) throw notFound('The proposal');
+  const trustees = p.ballot_scheme === 'threshold' ? await trusteesOf(db, p.room_id) : undefined;
   return {
     proposalId: p.id,
     roomId: p.room_id,
     scope: String(proposalScope(p.id)),
+    // Who can open the ballots: the service at the close, or any `threshold` of the room's trustees.
+    scheme: p.ballot_scheme,
+    ...(trustees
+      ? {
+          trustees: {
+            threshold: trustees.threshold,
+            names: trustees.trustees.map((t) => t.name),
+            ceremony: `/api/governance/rooms/${p.room_id}/trustees`,
+          },
+        }
+      : {}),
     publicKey: publicKeyOf(p),
     // What a ballot may say: a voter's client refuses any other choice before proving.
     options: p.options,
@@ -281,8 +317,16 @@ export async function castBallot(db: Knex, proposalId: string, input: BallotInpu
   if (!p) throw notFound('The proposal');
   if (!isOpen(p, new Date())) throw notOpen();
   const ciphertext = Buffer.from(input.ciphertext, 'base64url');
-  if (ciphertext.length !== BALLOT_CIPHERTEXT_BYTES)
-    throw unprocessable('invalid_ciphertext', `A ballot's ciphertext is ${BALLOT_CIPHERTEXT_BYTES} bytes.`);
+  const bytes = ciphertextBytes(p.ballot_scheme);
+  if (ciphertext.length !== bytes)
+    throw unprocessable('invalid_ciphertext', `A ballot's ciphertext is ${bytes} bytes for this proposal.`);
+  // Under the trustees' key a ballot proves it was made for this proposal (knowledge of its R): a copy
+  // of another proposal's ballot is refused, so it can never be opened by this proposal's decryption.
+  if (p.ballot_scheme === 'threshold' && !ballotEphemeral(ciphertext, p.id))
+    throw unprocessable(
+      'invalid_ciphertext',
+      'The ballot’s proof of knowledge does not hold for this proposal; encrypt the vote anew for it.',
+    );
   if (!(await acceptedRoots(db, p.room_id)).includes(input.root))
     throw unprocessable(
       'unknown_root',
@@ -322,7 +366,40 @@ export async function castBallot(db: Knex, proposalId: string, input: BallotInpu
   });
 }
 
-function packageSubject(p: ProposalRow, members: number, threshold: number): GovernancePackage['subject'] {
+/** A ballot's ciphertext length under the proposal's scheme. */
+const ciphertextBytes = (scheme: BallotScheme) =>
+  scheme === 'threshold' ? THRESHOLD_BALLOT_BYTES : BALLOT_CIPHERTEXT_BYTES;
+
+/**
+ * The close under the trustees' scheme: the ballots are fixed in the chain (their count and root) and
+ * the proposal waits for the trustees' partial decryptions; nothing is opened here.
+ */
+async function sealBallotsForTrustees(trx: Knex.Transaction, p: ProposalRow, now: Date): Promise<void> {
+  const ballots = (
+    (await trx('ballots').where('proposal_id', p.id).select('nullifier', 'ciphertext')) as Array<{
+      nullifier: string;
+      ciphertext: Buffer;
+    }>
+  )
+    .map((b) => ({ nullifier: b.nullifier, ciphertext: b.ciphertext.toString('base64url') }))
+    .sort(byNullifier);
+  await appendEntry(trx, 'proposals', p.id, p, {
+    stage: 'vote',
+    action: 'vote_closed',
+    at: iso(now > p.voting_ends_at! ? now : p.voting_ends_at!),
+    actorCommitment: null,
+    data: { ballotCount: ballots.length, ballotsRoot: ballotsRoot(ballots) },
+  });
+  await trx('proposals')
+    .where({ id: p.id, status: 'voting' })
+    .update({ status: 'decrypting', updated_at: trx.fn.now() });
+}
+
+export function packageSubject(
+  p: ProposalRow,
+  members: number,
+  threshold: number,
+): GovernancePackage['subject'] {
   return {
     proposalId: p.id,
     roomId: p.room_id,
@@ -346,7 +423,11 @@ export async function closeProposal(db: Knex, proposalId: string, now = new Date
     const p = await lockProposal(trx, proposalId);
     if (p.status !== 'voting') return false;
     if (now < p.voting_ends_at!) return false;
-    const privateKey = proposalBallotKey(p.id, p.key_wrapped);
+    if (p.ballot_scheme === 'threshold') {
+      await sealBallotsForTrustees(trx, p, now);
+      return true;
+    }
+    const privateKey = proposalBallotKey(p.id, p.key_wrapped!);
     const rows = (await trx('ballots').where('proposal_id', p.id)) as Array<{
       nullifier: string;
       root: string;
@@ -518,6 +599,18 @@ export type PublicProposal =
     }
   | {
       proposalId: string;
+      status: 'decrypting';
+      title: string;
+      options: string[];
+      votingEndsAt: string;
+      /** Ballots cast (the vote is closed, so the count says nothing of momentum). */
+      ballotCount: number;
+      /** Trustees whose partial decryptions are in, and how many open the ballots. */
+      trusteesDecrypted: number;
+      trusteesNeeded: number;
+    }
+  | {
+      proposalId: string;
       status: 'closed' | 'executed';
       title: string;
       options: string[];
@@ -569,6 +662,22 @@ export async function publicProposal(db: Knex, proposalId: string): Promise<Publ
       votingEndsAt: iso(p.voting_ends_at!),
       timeRemainingSeconds: secondsLeft(p.voting_ends_at!, now),
     };
+  if (p.status === 'decrypting') {
+    const [ballots, decrypted, trustees] = await Promise.all([
+      db('ballots').where('proposal_id', p.id).count({ n: '*' }).first() as Promise<{ n: string }>,
+      db('ballot_decryptions').where('proposal_id', p.id).count({ n: '*' }).first() as Promise<{ n: string }>,
+      trusteesOf(db, p.room_id),
+    ]);
+    return {
+      proposalId: p.id,
+      status: 'decrypting',
+      ...question,
+      votingEndsAt: iso(p.voting_ends_at!),
+      ballotCount: Number(ballots.n),
+      trusteesDecrypted: Number(decrypted.n),
+      trusteesNeeded: trustees!.threshold,
+    };
+  }
   const pkg = p.tally_package!;
   return {
     proposalId: p.id,

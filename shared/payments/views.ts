@@ -100,6 +100,20 @@ export function x402Requirements(
   };
 }
 
+/**
+ * The x402 requirements of an unpaid job, where there is one to offer: never an empty `accepts` (no
+ * settler, or no quote `exact` can pay), which is not x402 at all; those quotes are paid with
+ * submitPayment alone.
+ */
+async function offeredX402(
+  jobUrl: string,
+  serviceName: string,
+  quotes: QuoteRow[],
+): Promise<{ x402?: PaymentRequired }> {
+  const x402 = x402Requirements(jobUrl, serviceName, quotes, await x402Networks());
+  return x402.accepts.length ? { x402 } : {};
+}
+
 export function paymentView(p: PaymentRow, base: string, receiptId?: string | null) {
   return {
     id: p.id,
@@ -162,14 +176,7 @@ export async function jobPayment(
     ),
     ...(extra.unavailable ? { unavailable: extra.unavailable } : {}),
     ...(awaiting
-      ? {
-          x402: x402Requirements(
-            jobUrl,
-            findService(job.service_id)?.name ?? job.service_id,
-            quotes,
-            await x402Networks(),
-          ),
-        }
+      ? await offeredX402(jobUrl, findService(job.service_id)?.name ?? job.service_id, quotes)
       : {}),
     payments: payments.map((p) => paymentView(p, base, receiptOf.get(p.id))),
     links: {

@@ -89,17 +89,20 @@ export const privacyExecutionMatrix: readonly MatrixRow[] = [
       'proposal status',
       'time remaining',
       'the proposal ballot key (public half) and the room’s identity commitments and tree roots',
-      'after the close: every ballot (nullifier, ciphertext, proof, vote) in nullifier order, the ballot key, tally and proof package',
+      'a room’s trustees, their public keys and every signed message of their key ceremony',
+      'after the close: every ballot (nullifier, ciphertext, proof, vote) in nullifier order, the tally and proof package; under the service’s key the ballot key, under the trustees’ key each ballot’s partial decryptions with their proofs',
     ],
     private: [
       'during voting: ratios, addresses, intent, momentum, option tallies, even the ballot count',
       'which member cast which ballot, from everyone including the operator with the database and logs',
       'identity secrets (they never leave the voter’s machine)',
       'when each ballot was cast (no time stored or published)',
+      'in a room with trustees: every vote until the threshold of trustees decrypts after the close, from the operator too (the service holds no share)',
+      'trustees’ secrets and shares (they never leave the trustees’ machines)',
     ],
     executes: ['client', 'zk-proof', 'service'],
     notes:
-      'Voters prove tree membership (Groth16) and encrypt their vote to the proposal key on their own machine; the service verifies, keeps a nullifier, a root, the ciphertext and the proof, and opens the votes at the close. The operator holds the key wrapping: it could read votes early, never attribute them.',
+      'Voters prove tree membership (Groth16) and encrypt their vote on their own machine; the service verifies, keeps a nullifier, a root, the ciphertext and the proof. In a room with trustees the vote is encrypted to the joint key of their distributed key generation and opened only by any threshold of them after the close: the operator cannot read it early, with every table, log and key it holds. In a room without trustees the proposal key is the service’s own, opened at the close: the operator could read votes early, never attribute them.',
   },
   {
     feature: 'treasury',
@@ -397,6 +400,28 @@ export const privacyClaims: readonly PrivacyClaim[] = [
     test: {
       file: 'test/workflows/approvals.test.ts',
       name: 'is recorded as an approve entry whose actor is the nullifier, and nothing of who',
+    },
+  },
+  {
+    id: 'ballot-trustees-only',
+    claim:
+      'In a room with trustees, no ballot opens before the threshold of trustees decrypts it after the close: not for the operator holding every table, every key of the service and fewer than the threshold of trustees’ shares.',
+    enforcement:
+      'The joint key comes from the trustees’ own dealings (signed, checked against Feldman commitments); the service keeps public messages only; each ballot proves knowledge of its ephemeral key for its own proposal, so a copy cannot be decrypted under another; trustee clients decrypt only after the close.',
+    test: {
+      file: 'test/governance/trustees.test.ts',
+      name: 'opens no ballot before the close for whoever holds every table, every service key and one trustee’s share',
+    },
+  },
+  {
+    id: 'ballot-trustees-provable',
+    claim:
+      'A vote opened by trustees recomputes offline: every dealing signed by its trustee, the joint key their sum, every partial decryption proved, a wrong one caught.',
+    enforcement:
+      'Chaum–Pedersen proofs against each trustee’s verification share, at submission and in the package verifier.',
+    test: {
+      file: 'test/governance/trustees.test.ts',
+      name: 'recomputes offline from the package: dealings, joint key, every partial’s proof, every ballot, the tally',
     },
   },
   {

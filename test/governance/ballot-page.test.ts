@@ -16,6 +16,19 @@ import type { Identity } from '../../shared/governance/ballot-client';
 import { decryptVote, nullifierOf, proposalScope } from '../../shared/governance/ballot-protocol';
 import { reviewMessage } from '../../shared/governance/commitments';
 import { proposalBallotKey } from '../../shared/governance/ballot-key';
+import {
+  ballotEphemeral,
+  combinePartials,
+  openThresholdVote,
+  partialDecrypt,
+} from '../../shared/governance/threshold';
+import {
+  ceremonyRound,
+  fetchCeremony,
+  newTrusteeFile,
+  secretShareOf,
+  trusteePublicKeys,
+} from '../../shared/governance/trustee-client';
 import { terminateCurves } from '../../shared/zk';
 import { OPERATOR, captureLogs, wallet } from './helpers';
 
@@ -140,5 +153,90 @@ describe('the voting page in a browser', () => {
       .waitFor({ timeout: 150_000 });
     expect(await page.locator('#vote-status').innerText()).toContain('already_voted');
     expect(await deps.db('ballots').where('proposal_id', proposalId)).toHaveLength(1);
+  }, 320_000);
+
+  it('under the trustees’ key, encrypts to their joint key in the page: only both trustees together open it', async () => {
+    const request = supertest(base);
+    const roomId = (
+      await request
+        .post('/api/governance/rooms')
+        .set('Authorization', OPERATOR)
+        .send({ name: 'Trustee board', members: [reviewer.address] })
+        .expect(201)
+    ).body.roomId as string;
+    await request
+      .post(`/api/governance/rooms/${roomId}/committees`)
+      .set('Authorization', OPERATOR)
+      .send({ slug: 'review', name: 'Review', members: [reviewer.address], threshold: 1 })
+      .expect(201);
+    const voter = await createIdentity();
+    await request
+      .post(`/api/governance/rooms/${roomId}/identities`)
+      .set('Authorization', OPERATOR)
+      .send({ identityCommitments: [voter.commitment] })
+      .expect(200);
+    const files = [newTrusteeFile(), newTrusteeFile()];
+    await request
+      .post(`/api/governance/rooms/${roomId}/trustees`)
+      .set('Authorization', OPERATOR)
+      .send({ threshold: 2, trustees: files.map((f, i) => ({ name: `T${i + 1}`, ...trusteePublicKeys(f) })) })
+      .expect(201);
+    for (let round = 0; round < 2; round++)
+      for (const [i, f] of files.entries()) files[i] = (await ceremonyRound(base, roomId, f)).file;
+    const ceremony = await fetchCeremony(base, roomId);
+    expect(ceremony.status).toBe('ready');
+    const id = (
+      await request
+        .post('/api/governance/proposals')
+        .set('Authorization', OPERATOR)
+        .send({
+          roomId,
+          title: 'Trust',
+          options: [CHOICE, 'keep-2b9c'],
+          reviewCommittee: 'review',
+          votingSeconds: 600,
+        })
+        .expect(201)
+    ).body.proposalId as string;
+    await request
+      .post(`/api/governance/proposals/${id}/review`)
+      .send({
+        walletPublicKey: reviewer.address,
+        decision: 'approve',
+        signature: reviewer.sign(reviewMessage(id, 'approve')),
+      })
+      .expect(200);
+
+    const page = await browser.newPage();
+    const errors: string[] = [];
+    page.on('pageerror', (e) => errors.push(e.message));
+    page.on('console', (m) => {
+      if (m.type() === 'error') errors.push(m.text());
+    });
+    await page.goto(`${base}/governance/proposals/${id}/`);
+    expect(await page.locator('#trustee-note').innerText()).toContain('T1, T2');
+    await page.fill('#identity', JSON.stringify(voter));
+    await page.check(`input[name="choice"][value="${CHOICE}"]`);
+    await page.click('#vote-form button');
+    await page
+      .locator('#vote-status')
+      .filter({ hasText: /Cast\.|Not cast/ })
+      .waitFor({ timeout: 150_000 });
+    expect(await page.locator('#vote-status').innerText(), errors.join('\n')).toMatch(/^Cast\./);
+    expect(errors).toEqual([]);
+
+    const [row] = (await deps.db('ballots').where('proposal_id', id)) as Array<{ ciphertext: Buffer }>;
+    const R = ballotEphemeral(row!.ciphertext, id);
+    expect(R, 'the page proved knowledge of r for this proposal').not.toBeNull();
+    const partials = files.map((f) => {
+      const { index, share } = secretShareOf(ceremony, f);
+      return { index, share: partialDecrypt(share, index, id, R!).share };
+    });
+    expect(openThresholdVote(combinePartials(partials), ceremony.jointKey!, id, row!.ciphertext)).toBe(
+      CHOICE,
+    );
+    expect(
+      openThresholdVote(combinePartials(partials.slice(0, 1)), ceremony.jointKey!, id, row!.ciphertext),
+    ).toBeNull();
   }, 320_000);
 });

@@ -54,7 +54,13 @@ export const ballotArtifacts = (): Promise<BallotArtifacts> =>
 export async function ballotInfo(request: TestApp['request'], proposalId: string): Promise<BallotInfo> {
   const key = (await request.get(`/api/governance/proposals/${proposalId}/ballot-key`).expect(200)).body;
   const tree = (await request.get(`/api/governance/rooms/${key.roomId}/tree`).expect(200)).body;
-  return { proposalId, roomId: key.roomId, publicKey: key.publicKey, members: tree.identityCommitments };
+  return {
+    proposalId,
+    roomId: key.roomId,
+    publicKey: key.publicKey,
+    scheme: key.scheme,
+    members: tree.identityCommitments,
+  };
 }
 
 let native: Promise<NativeBallotProver | undefined> | undefined;

@@ -61,8 +61,10 @@ describe('Solana Pay quotes', () => {
     const res = await pricedJob();
     expect(res.status).toBe(402);
     // No x402 settler is configured, and Solana quotes are bound by a reference key x402 cannot carry:
-    // PAYMENT-REQUIRED lists nothing; every quote is paid with submitPayment.
-    expect(res.body.payment.x402.accepts).toEqual([]);
+    // there is no x402 requirement to offer, so the 402 carries none (never an empty `accepts`); every
+    // quote is paid with submitPayment.
+    expect(res.body.payment.x402).toBeUndefined();
+    expect(res.headers['payment-required']).toBeUndefined();
     const quotes = res.body.payment.quotes as QuoteBody[];
     const usdc = quotes.find((q) => q.asset === 'USDC-SOL')!;
     expect(usdc).toMatchObject({ binding: 'reference', payTo: TREASURY_SOLANA, amount: '500000' });

@@ -129,6 +129,31 @@ describe('metrics of every process type', () => {
     scraped.set('web', res.text);
   });
 
+  it('web: each request is counted under its full route, the A2A transports’ mount paths included', async () => {
+    const rpc = { jsonrpc: '2.0', id: 1, method: 'GetTask', params: { id: 'job_missing' } };
+    const someToken = `Bearer jt_${'A'.repeat(43)}`;
+    await app.request
+      .post('/a2a/jsonrpc')
+      .set({ 'A2A-Version': '1.0', Authorization: someToken })
+      .send(rpc)
+      .expect(200);
+    await app.request
+      .get('/a2a/rest/tasks/job_missing')
+      .set({ 'A2A-Version': '1.0', Authorization: someToken })
+      .expect(404);
+    await app.request.get('/api/pricing').expect(200);
+    const text = (await app.request.get('/metrics').set(bearer(TOKEN)).expect(200)).text;
+    const routes = new Set(
+      [...text.matchAll(/^px_http_request_duration_seconds_count\{[^}]*route="([^"]*)"/gm)].map((m) => m[1]),
+    );
+    expect(routes, [...routes].join(' ')).toContain('/a2a/jsonrpc');
+    expect(routes, [...routes].join(' ')).toContain('/a2a/rest/tasks/:taskId');
+    expect(routes).toContain('/api/pricing');
+    // No request is counted under a mount's own part alone, or under a path holding an id.
+    expect(routes).not.toContain('/');
+    expect([...routes].filter((r) => r?.includes('job_missing'))).toEqual([]);
+  });
+
   it('worker: its own listener, with the wait and outcome of the jobs it ran', async () => {
     const { port, child } = await worker;
     await scrapeProcess(port, child);

@@ -413,13 +413,39 @@ describe('problem replies carry documented codes', () => {
     );
   });
 
+  it('documents the proof log’s tree sizes as the routes take them: `from` required, `to` and `treeSize` optional', async () => {
+    type Param = { name: string; required?: boolean; schema: { type?: unknown } };
+    const params = (path: string) =>
+      (platform.paths[path]!.get as unknown as { parameters: Param[] }).parameters;
+    const consistency = params('/api/proof-workflows/log/consistency');
+    expect(consistency.map((p) => [p.name, p.required])).toEqual([
+      ['from', true],
+      ['to', false],
+    ]);
+    const inclusion = params('/api/proof-workflows/log/inclusion');
+    expect(inclusion.find((p) => p.name === 'treeSize')!.required).toBe(false);
+    // A size is never null, in the document as in the route.
+    for (const p of [...consistency, ...inclusion]) expect(JSON.stringify(p.schema)).not.toContain('null');
+
+    // The route as documented: without `from`, or with an empty or non-numeric one, a 400 naming it.
+    for (const query of ['', '?to=0', '?from=', '?from=1e0', '?from=-1', '?from=null']) {
+      const res = await app.request.get(`/api/proof-workflows/log/consistency${query}`).expect(400);
+      expect(res.body.code, query).toBe('validation_failed');
+      expect(JSON.stringify(res.body.errors), query).toContain('from');
+    }
+    // With it (and `to` left out: the latest size), a proof.
+    const ok = await app.request.get('/api/proof-workflows/log/consistency?from=0').expect(200);
+    expect(ok.body.proof).toBeDefined();
+  });
+
   it('documents createJob’s 402 with the job and its PAYMENT-REQUIRED and Location headers, and PAYMENT-RESPONSE on the 202', () => {
     const op = exchange.paths['/api/jobs']!.post! as unknown as {
       responses: Record<string, { headers?: Record<string, { required?: boolean }>; content?: object }>;
     };
     const paymentRequired = op.responses['402']!;
     expect(Object.keys(paymentRequired.headers ?? {}).sort()).toEqual(['Location', 'PAYMENT-REQUIRED']);
-    expect(paymentRequired.headers!['PAYMENT-REQUIRED']!.required).toBe(true);
+    // Present whenever x402 can pay a quote; absent, never empty, when nothing can.
+    expect(paymentRequired.headers!['PAYMENT-REQUIRED']!.required).toBe(false);
     // The created job, as in the 202; and, for a refused x402 payment, a problem document.
     const content = paymentRequired.content as Record<string, unknown>;
     expect(content['application/json']).toEqual(

@@ -182,7 +182,11 @@ async function attackOverHttp(victim: Created, auth: Auth) {
 
 async function attackOverA2A(victim: Created, auth: Auth, configId: string) {
   const o = opts(auth);
-  const notFound = { name: 'TaskNotFoundError' };
+  // With a credential that does not open the task: not found. With none at all: 401 before the id is
+  // looked at (no task opens without one), alike for a task that exists and one that does not.
+  const notFound = auth.Authorization
+    ? { name: 'TaskNotFoundError' }
+    : { message: expect.stringMatching(/\b401\b/) as unknown };
   await expect(client.getTask({ tenant: '', id: victim.id }, o)).rejects.toMatchObject(notFound);
   await expect(
     client.cancelTask({ tenant: '', id: victim.id, metadata: undefined }, o),
@@ -211,7 +215,7 @@ async function attackOverA2A(victim: Created, auth: Auth, configId: string) {
   );
   await expect(
     client.sendMessage({ tenant: '', message: followUp, configuration: undefined, metadata: undefined }, o),
-  ).rejects.toMatchObject(notFound);
+  ).rejects.toMatchObject({ name: 'TaskNotFoundError' });
 }
 
 describe("an attacker holding another caller's job id", () => {
@@ -269,21 +273,29 @@ describe("an attacker holding another caller's job id", () => {
     expect([a.status, b.status]).toEqual([404, 404]);
     expect(strip(a.body)).toEqual(strip(b.body));
     expect(a.body.detail.replace(victim.id, missing)).toBe(b.body.detail);
+    const send = (id: string, method: string, auth: Auth) =>
+      fetch(`${base}/a2a/jsonrpc`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json', 'A2A-Version': '1.0', ...auth },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params: { id } }),
+      });
     const rpc = async (id: string, method: string) =>
       (
-        (await (
-          await fetch(`${base}/a2a/jsonrpc`, {
-            method: 'POST',
-            headers: { 'Content-Type': 'application/json', 'A2A-Version': '1.0' },
-            body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params: { id } }),
-          })
-        ).json()) as { error: { code: number; message: string } }
+        (await (await send(id, method, bearer(`jt_${'A'.repeat(43)}`))).json()) as {
+          error: { code: number; message: string };
+        }
       ).error;
     for (const method of ['GetTask', 'CancelTask']) {
       const [x, y] = [await rpc(victim.id, method), await rpc(missing, method)];
       expect(x.code).toBe(-32001);
       expect(y.code).toBe(-32001);
       expect(x.message.replace(victim.id, missing)).toBe(y.message);
+      // Without a credential: the same 401 for both.
+      const [u, v] = [await send(victim.id, method, {}), await send(missing, method, {})];
+      expect([u.status, v.status]).toEqual([401, 401]);
+      expect(strip((await u.json()) as Record<string, unknown>)).toEqual(
+        strip((await v.json()) as Record<string, unknown>),
+      );
     }
   });
 });

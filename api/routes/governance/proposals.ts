@@ -3,6 +3,7 @@
 import { z } from 'zod';
 import { walletPublicKeySchema, walletSignatureSchema } from '../../../shared/platform/wallet';
 import { BALLOT_CIPHERTEXT_BYTES } from '../../../shared/governance/ballot-protocol';
+import { THRESHOLD_BALLOT_BYTES } from '../../../shared/governance/threshold';
 import { governancePackageSchema, receiptSchema } from '../../../shared/governance/package';
 import {
   adminProposal,
@@ -63,6 +64,21 @@ const publicProposalSchema = z
         options: z.array(z.string()),
         votingEndsAt: z.string(),
         timeRemainingSeconds: z.number().int(),
+      })
+      .strict(),
+    z
+      .object({
+        proposalId: z.string(),
+        status: z.literal('decrypting'),
+        title: z.string(),
+        options: z.array(z.string()),
+        votingEndsAt: z.string(),
+        ballotCount: z.number().int(),
+        trusteesDecrypted: z
+          .number()
+          .int()
+          .describe('Trustees whose partial decryptions are in; the ballots open at trusteesNeeded'),
+        trusteesNeeded: z.number().int(),
       })
       .strict(),
     z.object({
@@ -217,7 +233,15 @@ export function proposalRoutes(table: RouteTable): RouteTable {
             proposalId: z.string(),
             roomId: z.string(),
             scope: z.string(),
-            publicKey: z.string().describe('X25519, base64url'),
+            scheme: z
+              .enum(['service', 'threshold'])
+              .describe(
+                '`threshold`: encrypted to the room’s trustees’ joint key, opened by any `threshold` of them after the close, never by the service; `service`: the service’s own per-proposal key, opened at the close',
+              ),
+            trustees: z
+              .object({ threshold: z.number().int(), names: z.array(z.string()), ceremony: z.string() })
+              .optional(),
+            publicKey: z.string().describe('X25519 (service) or ristretto255 (threshold), base64url'),
             options: z
               .array(z.string())
               .describe('The choices a ballot may carry; any other vote is spoiled at the close'),
@@ -247,7 +271,13 @@ export function proposalRoutes(table: RouteTable): RouteTable {
         ciphertext: z
           .string()
           .regex(/^[A-Za-z0-9_-]+$/, 'base64url')
-          .length(Math.ceil((BALLOT_CIPHERTEXT_BYTES * 4) / 3)),
+          .refine(
+            (c) =>
+              [BALLOT_CIPHERTEXT_BYTES, THRESHOLD_BALLOT_BYTES].some(
+                (bytes) => c.length === Math.ceil((bytes * 4) / 3),
+              ),
+            'a ballot ciphertext of the proposal’s scheme',
+          ),
         proof: ballotProofSchema,
       }),
       responses: { 201: { description: 'The ballot receipt', schema: receiptSchema } },

@@ -79,8 +79,9 @@ export function createJobRoutes(table: RouteTable): RouteTable {
         schema: createdJobSchema,
         headers: {
           'PAYMENT-REQUIRED': {
-            description: 'The x402 payment requirements of this job (base64 of their JSON)',
-            required: true,
+            description:
+              'The x402 payment requirements of this job (base64 of their JSON): sent whenever a quote can be paid with x402 (`exact`, through a configured settler). It never lists nothing: where no quote can be, the header and `payment.x402` are absent and the quotes are paid with submitPayment',
+            required: false,
             schema: { type: 'string' },
           },
           Location: jobLocation,

@@ -22,6 +22,16 @@ import type { RouteTable } from '../../http/route';
 
 const tags = ['Proof workflows'];
 const proofIdSchema = z.string().regex(idPattern('prf'), 'a proof id (prf_…)');
+/**
+ * A tree size in a query: decimal digits only. (z.coerce would take `?from=` as 0, and its document
+ * would call a required size optional and nullable.)
+ */
+const treeSizeParam = (min: number) =>
+  z
+    .string()
+    .regex(/^\d{1,16}$/, 'a tree size: a whole number')
+    .transform(Number)
+    .pipe(z.number().int().min(min).max(Number.MAX_SAFE_INTEGER));
 const treeHeadReply = z.object({
   treeSize: z.number().int(),
   treeHead: signedTreeHeadSchema.nullable(),
@@ -92,11 +102,11 @@ export function logRoutes(table: RouteTable): RouteTable {
       operationId: 'proofLogConsistency',
       summary: 'A consistency proof between two tree sizes (RFC 6962)',
       description:
-        'Proves the log of size `from` is a prefix of the log of size `to` (default: the latest size).',
+        'Proves the log of size `from` (required: the size the client already holds) is a prefix of the log of size `to` (default: the latest size).',
       tags,
       query: z.strictObject({
-        from: z.coerce.number().int().min(0).max(Number.MAX_SAFE_INTEGER),
-        to: z.coerce.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional(),
+        from: treeSizeParam(0).meta({ description: 'The older tree size, the one a client holds' }),
+        to: treeSizeParam(0).optional().meta({ description: 'The newer tree size (default: the latest)' }),
       }),
       responses: {
         200: {
@@ -133,7 +143,7 @@ export function logRoutes(table: RouteTable): RouteTable {
       tags,
       query: z.strictObject({
         proofId: proofIdSchema,
-        treeSize: z.coerce.number().int().min(1).max(Number.MAX_SAFE_INTEGER).optional(),
+        treeSize: treeSizeParam(1).optional(),
       }),
       responses: {
         200: {

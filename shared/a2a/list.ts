@@ -1,0 +1,137 @@
+// ListTasks: the caller's own tasks, newest first by id (job ids are time-ordered), in keyset pages
+// whose token names the last id shown (shared/platform/paging.ts), so tasks created while a client
+// pages never shift or repeat a page. A task is a job: the tasks of a key are the jobs that key
+// created, over A2A or over the HTTP API alike. Nothing else is listed to anyone: an anonymous caller,
+// the bearer of one task's token and the operator own no list here.
+import { TaskState } from '@a2a-js/sdk';
+import type { Knex } from 'knex';
+import type { JobCaller } from '../jobs/access';
+import type { JobRow } from '../jobs/jobs';
+import type { Db } from '../platform/db/knex';
+import { env } from '../platform/env';
+import { validationFailed } from '../platform/errors';
+import { decodeListCursor, listPage } from '../platform/paging';
+
+export const DEFAULT_TASK_PAGE = 50;
+export const MAX_TASK_PAGE = 100;
+const LIST = 'a2a-tasks';
+
+export interface TaskListQuery {
+  contextId: string;
+  status: TaskState;
+  pageSize?: number | undefined;
+  pageToken: string;
+  historyLength?: number | undefined;
+  statusTimestampAfter?: string | undefined;
+}
+
+export interface TaskListPage {
+  rows: Array<JobRow & { context_id: string }>;
+  nextPageToken: string;
+  totalSize: number;
+}
+
+const bad = (path: string, message: string) =>
+  validationFailed([{ path: `params.${path}`, message }], `ListTasks: ${path} ${message}.`);
+
+/** The query checked: a page size of 1 to 100, a known state, a timestamp that is one, a token of this list. */
+function checked(query: TaskListQuery): {
+  limit: number;
+  after: string | undefined;
+  since: Date | undefined;
+  status: TaskState | undefined;
+} {
+  const { pageSize, historyLength, statusTimestampAfter, status } = query;
+  if (pageSize !== undefined && (!Number.isInteger(pageSize) || pageSize < 1 || pageSize > MAX_TASK_PAGE)) {
+    throw bad('pageSize', `must be a whole number from 1 to ${MAX_TASK_PAGE}`);
+  }
+  if (historyLength !== undefined && (!Number.isInteger(historyLength) || historyLength < 0)) {
+    throw bad('historyLength', 'must be a whole number, 0 or more');
+  }
+  let since: Date | undefined;
+  if (statusTimestampAfter !== undefined) {
+    since = new Date(statusTimestampAfter);
+    if (!/^\d{4}-\d\d-\d\dT/.test(statusTimestampAfter) || Number.isNaN(since.getTime())) {
+      throw bad('statusTimestampAfter', 'must be an RFC 3339 timestamp');
+    }
+  }
+  if (!Object.values(TaskState).includes(status) || (status as number) < 0) {
+    throw bad('status', 'must be a TaskState');
+  }
+  let after: string | undefined;
+  try {
+    after = decodeListCursor(query.pageToken || undefined, LIST);
+  } catch {
+    throw bad('pageToken', 'is not one this list returned; start again without it');
+  }
+  return {
+    limit: pageSize ?? DEFAULT_TASK_PAGE,
+    after,
+    since,
+    status: status === TaskState.TASK_STATE_UNSPECIFIED ? undefined : status,
+  };
+}
+
+/** The jobs in a task state, as ./tasks.ts taskStateOf maps them (an expired quote still watched waits). */
+function inState(q: Knex.QueryBuilder, state: TaskState, now: number): void {
+  const watchedAfter = new Date(now - env.QUOTE_LATE_WINDOW_SECONDS * 1000);
+  const watched = (b: Knex.QueryBuilder) =>
+    b
+      .where('jobs.status', 'expired')
+      .whereNotNull('jobs.expires_at')
+      .where('jobs.expires_at', '>', watchedAfter);
+  const plain: Partial<Record<TaskState, string>> = {
+    [TaskState.TASK_STATE_SUBMITTED]: 'queued',
+    [TaskState.TASK_STATE_WORKING]: 'running',
+    [TaskState.TASK_STATE_COMPLETED]: 'succeeded',
+    [TaskState.TASK_STATE_CANCELED]: 'cancelled',
+  };
+  if (plain[state]) void q.where('jobs.status', plain[state]);
+  else if (state === TaskState.TASK_STATE_INPUT_REQUIRED)
+    void q.where((b) => void b.where('jobs.status', 'awaiting_payment').orWhere((w) => void watched(w)));
+  else if (state === TaskState.TASK_STATE_FAILED)
+    void q.where(
+      (b) =>
+        void b
+          .where('jobs.status', 'failed')
+          .orWhere((w) => void w.where('jobs.status', 'expired').whereNot((n) => void watched(n))),
+    );
+  // No job is ever rejected or waiting for authentication.
+  else void q.whereRaw('false');
+}
+
+/** One page of the caller's tasks. */
+export async function listTasksOf(
+  db: Db,
+  caller: JobCaller,
+  query: TaskListQuery,
+  now = Date.now(),
+): Promise<TaskListPage> {
+  const { limit, after, since, status } = checked(query);
+  const owner =
+    caller.kind === 'agent'
+      ? { column: 'jobs.agent_id', id: caller.agentId }
+      : caller.kind === 'license'
+        ? { column: 'jobs.license_id', id: caller.licenseId }
+        : undefined;
+  if (!owner) return { rows: [], nextPageToken: '', totalSize: 0 };
+  const base = db('jobs')
+    .leftJoin('a2a_tasks', 'a2a_tasks.job_id', 'jobs.id')
+    .where(owner.column, owner.id)
+    .modify((q) => {
+      if (query.contextId) void q.whereRaw('coalesce(a2a_tasks.context_id, jobs.id) = ?', [query.contextId]);
+      if (status !== undefined) inState(q, status, now);
+      if (since) void q.where('jobs.updated_at', '>', since);
+    });
+  const [rows, count] = await Promise.all([
+    base
+      .clone()
+      .modify((q) => void (after !== undefined && q.where('jobs.id', '<', after)))
+      .orderBy('jobs.id', 'desc')
+      .limit(limit + 1)
+      .select('jobs.*', db.raw('coalesce(a2a_tasks.context_id, jobs.id) as context_id')),
+    base.clone().count<{ n: string }[]>({ n: '*' }),
+  ]);
+  const page = listPage(rows as TaskListPage['rows'], limit, LIST, (r) => r);
+  return { rows: page.items, nextPageToken: page.nextCursor ?? '', totalSize: Number(count[0]?.n ?? 0) };
+}
