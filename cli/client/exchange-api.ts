@@ -1384,8 +1384,8 @@ export interface operations {
       /** @description Stored and awaiting payment: the same body, whose `payment` holds this job’s quotes (amounts, receiving addresses, references, expiry); pay one and submit it, or retry with an x402 payment. Problem codes: `payment_invalid`, `payment_settlement_failed`. */
       402: {
         headers: {
-          /** @description The x402 payment requirements of this job (base64 of their JSON) */
-          'PAYMENT-REQUIRED': string;
+          /** @description The x402 payment requirements of this job (base64 of their JSON): sent whenever a quote can be paid with x402 (`exact`, through a configured settler). It never lists nothing: where no quote can be, the header and `payment.x402` are absent and the quotes are paid with submitPayment */
+          'PAYMENT-REQUIRED'?: string;
           /** @description The job’s address (jobStatus) */
           Location: string;
           [name: string]: unknown;

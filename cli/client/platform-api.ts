@@ -826,7 +826,7 @@ export interface paths {
     };
     /**
      * A consistency proof between two tree sizes (RFC 6962)
-     * @description Proves the log of size `from` is a prefix of the log of size `to` (default: the latest size).
+     * @description Proves the log of size `from` (required: the size the client already holds) is a prefix of the log of size `to` (default: the latest size).
      */
     get: operations['proofLogConsistency'];
     put?: never;
@@ -1265,7 +1265,8 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    get?: never;
+    /** After the close of a vote under the trustees’ key: the ballots to decrypt */
+    get: operations['listGovernanceClosedBallots'];
     put?: never;
     /**
      * Cast an anonymous ballot; returns a signed receipt
@@ -1340,6 +1341,115 @@ export interface paths {
     get: operations['getGovernanceBundle'];
     put?: never;
     post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/governance/rooms/{roomId}/trustees': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** The room’s trustees and their key ceremony, every message in the open */
+    get: operations['getGovernanceTrustees'];
+    put?: never;
+    /**
+     * Name the room’s trustees and the threshold t of n that opens its ballots
+     * @description Once per room. Each trustee makes its keys on its own machine (`npm run trustee -- keys`) and gives the public half. Proposals made after the ceremony ends encrypt their ballots to the trustees’ joint key: the service cannot open them.
+     */
+    post: operations['appointGovernanceTrustees'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/governance/rooms/{roomId}/trustees/dealings': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** A trustee’s dealing: commitments to its polynomial and a sealed share for each trustee */
+    post: operations['postGovernanceTrusteeDealing'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/governance/rooms/{roomId}/trustees/verdicts': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** A trustee’s verdict on one dealing: its share matches the commitments, or a complaint */
+    post: operations['postGovernanceTrusteeVerdict'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/governance/rooms/{roomId}/trustees/answers': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** A dealer answers a complaint by publishing the complainer’s share; a wrong one disqualifies it */
+    post: operations['postGovernanceTrusteeAnswer'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/governance/rooms/{roomId}/trustees/end': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** End a ceremony a trustee does not finish, with at least the threshold of qualified dealings */
+    post: operations['endGovernanceTrusteeCeremony'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/governance/proposals/{proposalId}/decryptions': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * A trustee’s partial decryption of every decryptable ballot, each with a Chaum–Pedersen proof
+     * @description Made on the trustee’s machine (`npm run trustee -- decrypt`). Each proof is checked against the trustee’s verification share; one that fails refuses the whole set. When the threshold of trustees have posted, the ballots are opened, tallied and the package published.
+     */
+    post: operations['postGovernanceDecryption'];
     delete?: never;
     options?: never;
     head?: never;
@@ -2411,6 +2521,18 @@ export interface components {
       | {
           proposalId: string;
           /** @enum {string} */
+          status: 'decrypting';
+          title: string;
+          options: string[];
+          votingEndsAt: string;
+          ballotCount: number;
+          /** @description Trustees whose partial decryptions are in; the ballots open at trusteesNeeded */
+          trusteesDecrypted: number;
+          trusteesNeeded: number;
+        }
+      | {
+          proposalId: string;
+          /** @enum {string} */
           status: 'closed' | 'executed';
           title: string;
           options: string[];
@@ -2609,6 +2731,123 @@ export interface components {
               entryHash: string;
             }[];
           };
+          /** @enum {string} */
+          scheme: 'threshold';
+          trustees: {
+            threshold: number;
+            members: {
+              index: number;
+              name: string;
+              publicKey: string;
+              encryptionKey: string;
+            }[];
+            dealings: {
+              trustee: number;
+              commitments: string[];
+              shares: string[];
+              signature: string;
+            }[];
+            jointKey: string;
+          };
+          scope: string;
+          membership: {
+            depth: number;
+            identityCount: number;
+            roots: string[];
+          };
+          ballots: {
+            nullifier: string;
+            root: string;
+            ciphertext: string;
+            proof: {
+              pi_a: string[];
+              pi_b: string[][];
+              pi_c: string[];
+            };
+            choice: string | null;
+            decryptions: {
+              trustee: number;
+              share: string;
+              proof: {
+                c: string;
+                z: string;
+              };
+            }[];
+          }[];
+        }
+      | {
+          /** @enum {number} */
+          version: 1;
+          /** @enum {string} */
+          kind: 'governance';
+          proofId: string;
+          /** Format: date-time */
+          issuedAt: string;
+          issuer: {
+            /** @enum {string} */
+            alg: 'ed25519';
+            keyId: string;
+          };
+          signature: string;
+          log?: {
+            inclusion: {
+              leafIndex: number;
+              treeSize: number;
+              leafHash: string;
+              path: string[];
+            };
+            treeHead: {
+              treeSize: number;
+              rootHash: string;
+              /** Format: date-time */
+              timestamp: string;
+              keyId: string;
+              signature: string;
+            };
+          };
+          /** @enum {string} */
+          phase: 'tallied' | 'executed';
+          subject: {
+            proposalId: string;
+            roomId: string;
+            title: string;
+            descriptionHash: string | null;
+            options: string[];
+            quorum: number;
+            memberCount: number;
+            reviewThreshold: number;
+            /** Format: date-time */
+            votingOpenedAt: string;
+            /** Format: date-time */
+            votingEndsAt: string;
+          };
+          ballotsRoot: string;
+          tally: {
+            counts: {
+              [key: string]: number;
+            };
+            total: number;
+            spoiled?: number;
+            outcome: string;
+            winner: string | null;
+          };
+          chain: {
+            genesis: string;
+            head: string;
+            entries: {
+              seq: number;
+              stage: string;
+              action: string;
+              /** Format: date-time */
+              at: string;
+              actorCommitment: string | null;
+              data: {
+                [key: string]: string | number | boolean | null;
+              } | null;
+              prevHash: string;
+              entryHash: string;
+            }[];
+          };
           ballots: {
             commitment: string;
             choice: string;
@@ -2617,6 +2856,43 @@ export interface components {
             castAt: string;
           }[];
         };
+    /** @description The key ceremony in the open. Every message is signed by its trustee; the shares are sealed to each recipient’s X25519 key. */
+    TrusteeCeremony: {
+      roomId: string;
+      /** @enum {string} */
+      status: 'dealing' | 'ready';
+      threshold: number;
+      trustees: {
+        index: number;
+        name: string;
+        publicKey: string;
+        encryptionKey: string;
+      }[];
+      dealings: {
+        trustee: number;
+        body?: unknown;
+        signature: string;
+      }[];
+      verdicts: {
+        trustee: number;
+        body?: unknown;
+        signature: string;
+      }[];
+      answers: {
+        trustee: number;
+        body?: unknown;
+        signature: string;
+      }[];
+      pendingComplaints: {
+        dealer: number;
+        complainer: number;
+      }[];
+      qualified: number[];
+      /** @description ristretto255, base64url: what ballots are encrypted to */
+      jointKey: string | null;
+      /** @description x_i·G of each trustee, in order: what its partial decryptions are proved against */
+      verificationShares: string[] | null;
+    };
     GovernanceVerification: {
       valid: boolean;
       signatureValid: boolean;
@@ -8477,9 +8753,11 @@ export interface operations {
   };
   proofLogConsistency: {
     parameters: {
-      query?: {
-        from?: number | null;
-        to?: number | null;
+      query: {
+        /** @description The older tree size, the one a client holds */
+        from: string;
+        /** @description The newer tree size (default: the latest) */
+        to?: string;
       };
       header?: never;
       path?: never;
@@ -8587,7 +8865,7 @@ export interface operations {
     parameters: {
       query: {
         proofId: string;
-        treeSize?: number;
+        treeSize?: string;
       };
       header?: never;
       path?: never;
@@ -11492,7 +11770,17 @@ export interface operations {
             proposalId: string;
             roomId: string;
             scope: string;
-            /** @description X25519, base64url */
+            /**
+             * @description `threshold`: encrypted to the room’s trustees’ joint key, opened by any `threshold` of them after the close, never by the service; `service`: the service’s own per-proposal key, opened at the close
+             * @enum {string}
+             */
+            scheme: 'service' | 'threshold';
+            trustees?: {
+              threshold: number;
+              names: string[];
+              ceremony: string;
+            };
+            /** @description X25519 (service) or ristretto255 (threshold), base64url */
             publicKey: string;
             /** @description The choices a ballot may carry; any other vote is spoiled at the close */
             options: string[];
@@ -11536,6 +11824,110 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
             code?: 'not_found';
+          };
+        };
+      };
+      /** @description Too Many Requests. Problem codes: `rate_limited`. */
+      429: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'rate_limited';
+          };
+        };
+      };
+      /** @description Any other failure, as an RFC 9457 problem document (5xx: try again later). */
+      default: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+    };
+  };
+  listGovernanceClosedBallots: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        proposalId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Nullifiers and ciphertexts in canonical order */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            proposalId: string;
+            status: string;
+            ballots: {
+              nullifier: string;
+              ciphertext: string;
+              /** @description Its proof of knowledge holds for this proposal; a ballot that fails it is spoiled */
+              decryptable: boolean;
+            }[];
+          };
+        };
+      };
+      /** @description Bad Request. Problem codes: `bad_request`, `validation_failed`. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'bad_request' | 'validation_failed';
+          };
+        };
+      };
+      /** @description Unauthorized. Problem codes: `unauthorized`. */
+      401: {
+        headers: {
+          /** @description The scheme to authenticate with (Bearer) */
+          'WWW-Authenticate'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'unauthorized';
+          };
+        };
+      };
+      /** @description Not Found. Problem codes: `not_found`. */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'not_found';
+          };
+        };
+      };
+      /** @description Conflict. Problem codes: `not_threshold`, `voting_not_closed`. */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'not_threshold' | 'voting_not_closed';
           };
         };
       };
@@ -12235,6 +12627,1068 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
             code?: 'rate_limited';
+          };
+        };
+      };
+      /** @description Any other failure, as an RFC 9457 problem document (5xx: try again later). */
+      default: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+    };
+  };
+  getGovernanceTrustees: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        roomId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The ceremony */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['TrusteeCeremony'];
+        };
+      };
+      /** @description Bad Request. Problem codes: `bad_request`, `validation_failed`. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'bad_request' | 'validation_failed';
+          };
+        };
+      };
+      /** @description Unauthorized. Problem codes: `unauthorized`. */
+      401: {
+        headers: {
+          /** @description The scheme to authenticate with (Bearer) */
+          'WWW-Authenticate'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'unauthorized';
+          };
+        };
+      };
+      /** @description Not Found. Problem codes: `not_found`. */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'not_found';
+          };
+        };
+      };
+      /** @description Too Many Requests. Problem codes: `rate_limited`. */
+      429: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'rate_limited';
+          };
+        };
+      };
+      /** @description Any other failure, as an RFC 9457 problem document (5xx: try again later). */
+      default: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+    };
+  };
+  appointGovernanceTrustees: {
+    parameters: {
+      query?: never;
+      header?: {
+        'Idempotency-Key'?: string;
+      };
+      path: {
+        roomId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          threshold: number;
+          trustees: {
+            name: string;
+            /** @description ed25519, raw, base64url: signs the trustee’s messages */
+            publicKey: string;
+            /** @description X25519, raw, base64url: its shares are sealed to it */
+            encryptionKey: string;
+          }[];
+        };
+      };
+    };
+    responses: {
+      /** @description The ceremony, dealing */
+      201: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['TrusteeCeremony'];
+        };
+      };
+      /** @description Bad Request. Problem codes: `bad_request`, `invalid_idempotency_key`, `json_too_deep`, `malformed_json`, `validation_failed`. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?:
+              | 'bad_request'
+              | 'invalid_idempotency_key'
+              | 'json_too_deep'
+              | 'malformed_json'
+              | 'validation_failed';
+          };
+        };
+      };
+      /** @description Unauthorized. Problem codes: `key_revoked`, `license_expired`, `license_key_revoked`, `license_revoked`, `license_suspended`, `unauthorized`. */
+      401: {
+        headers: {
+          /** @description The scheme to authenticate with (Bearer) */
+          'WWW-Authenticate'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?:
+              | 'key_revoked'
+              | 'license_expired'
+              | 'license_key_revoked'
+              | 'license_revoked'
+              | 'license_suspended'
+              | 'unauthorized';
+          };
+        };
+      };
+      /** @description Forbidden. Problem codes: `insufficient_scope`, `license_product_not_included`. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'insufficient_scope' | 'license_product_not_included';
+          };
+        };
+      };
+      /** @description Not Found. Problem codes: `not_found`. */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'not_found';
+          };
+        };
+      };
+      /** @description Conflict. Problem codes: `idempotency_conflict`, `idempotency_in_progress`, `trustees_exist`. */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'idempotency_conflict' | 'idempotency_in_progress' | 'trustees_exist';
+          };
+        };
+      };
+      /** @description Payload Too Large. Problem codes: `payload_too_large`. */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'payload_too_large';
+          };
+        };
+      };
+      /** @description Unsupported Media Type. Problem codes: `unsupported_media_type`. */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'unsupported_media_type';
+          };
+        };
+      };
+      /** @description Unprocessable Content. Problem codes: `duplicate_trustee`, `threshold_too_high`, `trustee_count`. */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'duplicate_trustee' | 'threshold_too_high' | 'trustee_count';
+          };
+        };
+      };
+      /** @description Too Many Requests. Problem codes: `rate_limited`. */
+      429: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'rate_limited';
+          };
+        };
+      };
+      /** @description Any other failure, as an RFC 9457 problem document (5xx: try again later). */
+      default: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+    };
+  };
+  postGovernanceTrusteeDealing: {
+    parameters: {
+      query?: never;
+      header?: {
+        'Idempotency-Key'?: string;
+      };
+      path: {
+        roomId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          trustee: number;
+          body: {
+            commitments: string[];
+            shares: string[];
+          };
+          /** @description ed25519 by the trustee’s key, base64url, over `proof-exchange/governance/trustee/v1\nroom:<roomId>\nkind:<dealing|verdict|answer>\nsha256:<hex sha256 of the canonical JSON of body>` */
+          signature: string;
+        };
+      };
+    };
+    responses: {
+      /** @description The ceremony */
+      201: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['TrusteeCeremony'];
+        };
+      };
+      /** @description Bad Request. Problem codes: `bad_request`, `invalid_idempotency_key`, `json_too_deep`, `malformed_json`, `validation_failed`. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?:
+              | 'bad_request'
+              | 'invalid_idempotency_key'
+              | 'json_too_deep'
+              | 'malformed_json'
+              | 'validation_failed';
+          };
+        };
+      };
+      /** @description Unauthorized. Problem codes: `unauthorized`. */
+      401: {
+        headers: {
+          /** @description The scheme to authenticate with (Bearer) */
+          'WWW-Authenticate'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'unauthorized';
+          };
+        };
+      };
+      /** @description Forbidden. Problem codes: `signature_invalid`. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'signature_invalid';
+          };
+        };
+      };
+      /** @description Not Found. Problem codes: `not_found`. */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'not_found';
+          };
+        };
+      };
+      /** @description Conflict. Problem codes: `already_posted`, `ceremony_closed`, `idempotency_conflict`, `idempotency_in_progress`. */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'already_posted' | 'ceremony_closed' | 'idempotency_conflict' | 'idempotency_in_progress';
+          };
+        };
+      };
+      /** @description Payload Too Large. Problem codes: `payload_too_large`. */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'payload_too_large';
+          };
+        };
+      };
+      /** @description Unsupported Media Type. Problem codes: `unsupported_media_type`. */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'unsupported_media_type';
+          };
+        };
+      };
+      /** @description Unprocessable Content. Problem codes: `answer_invalid`, `invalid_dealing`, `no_complaint`, `no_such_dealing`, `unknown_trustee`. */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?:
+              'answer_invalid' | 'invalid_dealing' | 'no_complaint' | 'no_such_dealing' | 'unknown_trustee';
+          };
+        };
+      };
+      /** @description Too Many Requests. Problem codes: `rate_limited`. */
+      429: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'rate_limited';
+          };
+        };
+      };
+      /** @description Any other failure, as an RFC 9457 problem document (5xx: try again later). */
+      default: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+    };
+  };
+  postGovernanceTrusteeVerdict: {
+    parameters: {
+      query?: never;
+      header?: {
+        'Idempotency-Key'?: string;
+      };
+      path: {
+        roomId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          trustee: number;
+          body: {
+            dealer: number;
+            ok: boolean;
+          };
+          /** @description ed25519 by the trustee’s key, base64url, over `proof-exchange/governance/trustee/v1\nroom:<roomId>\nkind:<dealing|verdict|answer>\nsha256:<hex sha256 of the canonical JSON of body>` */
+          signature: string;
+        };
+      };
+    };
+    responses: {
+      /** @description The ceremony */
+      201: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['TrusteeCeremony'];
+        };
+      };
+      /** @description Bad Request. Problem codes: `bad_request`, `invalid_idempotency_key`, `json_too_deep`, `malformed_json`, `validation_failed`. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?:
+              | 'bad_request'
+              | 'invalid_idempotency_key'
+              | 'json_too_deep'
+              | 'malformed_json'
+              | 'validation_failed';
+          };
+        };
+      };
+      /** @description Unauthorized. Problem codes: `unauthorized`. */
+      401: {
+        headers: {
+          /** @description The scheme to authenticate with (Bearer) */
+          'WWW-Authenticate'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'unauthorized';
+          };
+        };
+      };
+      /** @description Forbidden. Problem codes: `signature_invalid`. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'signature_invalid';
+          };
+        };
+      };
+      /** @description Not Found. Problem codes: `not_found`. */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'not_found';
+          };
+        };
+      };
+      /** @description Conflict. Problem codes: `already_posted`, `ceremony_closed`, `idempotency_conflict`, `idempotency_in_progress`. */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'already_posted' | 'ceremony_closed' | 'idempotency_conflict' | 'idempotency_in_progress';
+          };
+        };
+      };
+      /** @description Payload Too Large. Problem codes: `payload_too_large`. */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'payload_too_large';
+          };
+        };
+      };
+      /** @description Unsupported Media Type. Problem codes: `unsupported_media_type`. */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'unsupported_media_type';
+          };
+        };
+      };
+      /** @description Unprocessable Content. Problem codes: `answer_invalid`, `invalid_dealing`, `no_complaint`, `no_such_dealing`, `unknown_trustee`. */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?:
+              'answer_invalid' | 'invalid_dealing' | 'no_complaint' | 'no_such_dealing' | 'unknown_trustee';
+          };
+        };
+      };
+      /** @description Too Many Requests. Problem codes: `rate_limited`. */
+      429: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'rate_limited';
+          };
+        };
+      };
+      /** @description Any other failure, as an RFC 9457 problem document (5xx: try again later). */
+      default: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+    };
+  };
+  postGovernanceTrusteeAnswer: {
+    parameters: {
+      query?: never;
+      header?: {
+        'Idempotency-Key'?: string;
+      };
+      path: {
+        roomId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          trustee: number;
+          body: {
+            complainer: number;
+            share: string;
+          };
+          /** @description ed25519 by the trustee’s key, base64url, over `proof-exchange/governance/trustee/v1\nroom:<roomId>\nkind:<dealing|verdict|answer>\nsha256:<hex sha256 of the canonical JSON of body>` */
+          signature: string;
+        };
+      };
+    };
+    responses: {
+      /** @description The ceremony */
+      201: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['TrusteeCeremony'];
+        };
+      };
+      /** @description Bad Request. Problem codes: `bad_request`, `invalid_idempotency_key`, `json_too_deep`, `malformed_json`, `validation_failed`. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?:
+              | 'bad_request'
+              | 'invalid_idempotency_key'
+              | 'json_too_deep'
+              | 'malformed_json'
+              | 'validation_failed';
+          };
+        };
+      };
+      /** @description Unauthorized. Problem codes: `unauthorized`. */
+      401: {
+        headers: {
+          /** @description The scheme to authenticate with (Bearer) */
+          'WWW-Authenticate'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'unauthorized';
+          };
+        };
+      };
+      /** @description Forbidden. Problem codes: `signature_invalid`. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'signature_invalid';
+          };
+        };
+      };
+      /** @description Not Found. Problem codes: `not_found`. */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'not_found';
+          };
+        };
+      };
+      /** @description Conflict. Problem codes: `already_posted`, `ceremony_closed`, `idempotency_conflict`, `idempotency_in_progress`. */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'already_posted' | 'ceremony_closed' | 'idempotency_conflict' | 'idempotency_in_progress';
+          };
+        };
+      };
+      /** @description Payload Too Large. Problem codes: `payload_too_large`. */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'payload_too_large';
+          };
+        };
+      };
+      /** @description Unsupported Media Type. Problem codes: `unsupported_media_type`. */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'unsupported_media_type';
+          };
+        };
+      };
+      /** @description Unprocessable Content. Problem codes: `answer_invalid`, `invalid_dealing`, `no_complaint`, `no_such_dealing`, `unknown_trustee`. */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?:
+              'answer_invalid' | 'invalid_dealing' | 'no_complaint' | 'no_such_dealing' | 'unknown_trustee';
+          };
+        };
+      };
+      /** @description Too Many Requests. Problem codes: `rate_limited`. */
+      429: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'rate_limited';
+          };
+        };
+      };
+      /** @description Any other failure, as an RFC 9457 problem document (5xx: try again later). */
+      default: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+    };
+  };
+  endGovernanceTrusteeCeremony: {
+    parameters: {
+      query?: never;
+      header?: {
+        'Idempotency-Key'?: string;
+      };
+      path: {
+        roomId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The ceremony, ready */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['TrusteeCeremony'];
+        };
+      };
+      /** @description Bad Request. Problem codes: `bad_request`, `invalid_idempotency_key`, `json_too_deep`, `malformed_json`, `validation_failed`. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?:
+              | 'bad_request'
+              | 'invalid_idempotency_key'
+              | 'json_too_deep'
+              | 'malformed_json'
+              | 'validation_failed';
+          };
+        };
+      };
+      /** @description Unauthorized. Problem codes: `key_revoked`, `license_expired`, `license_key_revoked`, `license_revoked`, `license_suspended`, `unauthorized`. */
+      401: {
+        headers: {
+          /** @description The scheme to authenticate with (Bearer) */
+          'WWW-Authenticate'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?:
+              | 'key_revoked'
+              | 'license_expired'
+              | 'license_key_revoked'
+              | 'license_revoked'
+              | 'license_suspended'
+              | 'unauthorized';
+          };
+        };
+      };
+      /** @description Forbidden. Problem codes: `insufficient_scope`, `license_product_not_included`. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'insufficient_scope' | 'license_product_not_included';
+          };
+        };
+      };
+      /** @description Not Found. Problem codes: `not_found`. */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'not_found';
+          };
+        };
+      };
+      /** @description Conflict. Problem codes: `ceremony_closed`, `idempotency_conflict`, `idempotency_in_progress`, `too_few_dealings`. */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?:
+              'ceremony_closed' | 'idempotency_conflict' | 'idempotency_in_progress' | 'too_few_dealings';
+          };
+        };
+      };
+      /** @description Payload Too Large. Problem codes: `payload_too_large`. */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'payload_too_large';
+          };
+        };
+      };
+      /** @description Unsupported Media Type. Problem codes: `unsupported_media_type`. */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'unsupported_media_type';
+          };
+        };
+      };
+      /** @description Too Many Requests. Problem codes: `rate_limited`. */
+      429: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'rate_limited';
+          };
+        };
+      };
+      /** @description Any other failure, as an RFC 9457 problem document (5xx: try again later). */
+      default: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+    };
+  };
+  postGovernanceDecryption: {
+    parameters: {
+      query?: never;
+      header?: {
+        'Idempotency-Key'?: string;
+      };
+      path: {
+        proposalId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          trustee: number;
+          shares: {
+            nullifier: string;
+            share: string;
+            proof: {
+              c: string;
+              z: string;
+            };
+          }[];
+        };
+      };
+    };
+    responses: {
+      /** @description Taken */
+      201: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            proposalId: string;
+            trustee: number;
+            trusteesDecrypted: number;
+            trusteesNeeded: number;
+          };
+        };
+      };
+      /** @description Bad Request. Problem codes: `bad_request`, `invalid_idempotency_key`, `json_too_deep`, `malformed_json`, `validation_failed`. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?:
+              | 'bad_request'
+              | 'invalid_idempotency_key'
+              | 'json_too_deep'
+              | 'malformed_json'
+              | 'validation_failed';
+          };
+        };
+      };
+      /** @description Unauthorized. Problem codes: `unauthorized`. */
+      401: {
+        headers: {
+          /** @description The scheme to authenticate with (Bearer) */
+          'WWW-Authenticate'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'unauthorized';
+          };
+        };
+      };
+      /** @description Not Found. Problem codes: `not_found`. */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'not_found';
+          };
+        };
+      };
+      /** @description Conflict. Problem codes: `already_decrypted`, `idempotency_conflict`, `idempotency_in_progress`, `not_decrypting`, `not_threshold`. */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?:
+              | 'already_decrypted'
+              | 'idempotency_conflict'
+              | 'idempotency_in_progress'
+              | 'not_decrypting'
+              | 'not_threshold';
+          };
+        };
+      };
+      /** @description Payload Too Large. Problem codes: `payload_too_large`. */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'payload_too_large';
+          };
+        };
+      };
+      /** @description Unsupported Media Type. Problem codes: `unsupported_media_type`. */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'unsupported_media_type';
+          };
+        };
+      };
+      /** @description Unprocessable Content. Problem codes: `decryption_incomplete`, `decryption_invalid`, `unknown_trustee`. */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'decryption_incomplete' | 'decryption_invalid' | 'unknown_trustee';
+          };
+        };
+      };
+      /** @description Too Many Requests. Problem codes: `rate_limited`. */
+      429: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'rate_limited';
+          };
+        };
+      };
+      /** @description Service Unavailable. Problem codes: `signing_key_retired`. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'signing_key_retired';
           };
         };
       };
