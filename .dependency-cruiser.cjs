@@ -3,6 +3,7 @@
 // * shared/platform is the lowest layer: it imports no product line.
 // * The product lines of shared/, lowest first: a line imports only the platform and lines before it.
 // * shared/ imports none of the programs (api, workers, dev, cli); api and workers never import each other.
+// * cli/client (the typed client) imports shared/ and itself only.
 // * In api/routes, a route file imports no other route file; only a line folder's index.ts composes its
 //   files (api/tables.ts composes the lines).
 // No exceptions: a rule that needs one is a rule to change here, in the open.
@@ -84,6 +85,14 @@ module.exports = {
       severity: 'error',
       from: { path: '^(api|workers|shared)/' },
       to: { path: '^(dev|cli)/' },
+    },
+    {
+      name: 'client-stands-alone',
+      comment:
+        'cli/client is the typed client a program of its own can import: its generated types, openapi-fetch and the pure parts of shared/, nothing of the service, the other programs or the rest of cli/.',
+      severity: 'error',
+      from: { path: '^cli/client/' },
+      to: { path: '^(api|workers|dev|bench|scripts|test)/|^cli/(?!client/)' },
     },
     {
       name: 'routes-import-no-routes',

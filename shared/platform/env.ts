@@ -24,6 +24,11 @@ export const envSchema = z.object({
    * service; default: BASE_URL, else this machine's PORT (see serviceUrl).
    */
   PX_URL: url.optional(),
+  /**
+   * The key file of `npm run px` (wallets, the license key, sealed bids' salts; written 0600); default
+   * ~/.proof-exchange/keys.json.
+   */
+  PX_KEYS: z.string().min(1).optional(),
   /** Public addresses used in absolute links; default: the app's own address. */
   BASE_URL: url.optional(),
   API_URL: url.optional(),

@@ -1,0 +1,155 @@
+// The walkthroughs of docs/governance.md, docs/treasury.md, docs/auctions.md and docs/workflows.md,
+// literally: `npm start` in this checkout (the test database and Redis prefix, a DATA_DIR of its own, no
+// development chain) on a port that is not the default, then every `sh` block of a doc's "Walkthrough"
+// section in order, in one shell, unedited: only curl, `npm run px` (and the clients it runs) and
+// `npm run verify` (its output and errors taken as one stream, as a terminal shows them). Each walkthrough claims its organization's own TRIAL license from this machine's one
+// address, so the server takes more than the default three a day (the docs say so).
+import { execFile, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+const repo = resolve('.');
+
+/** The `sh` blocks of a doc's "## Walkthrough" section, in order. */
+export function walkthrough(doc: string): string[] {
+  const text = readFileSync(join(repo, doc), 'utf8');
+  const start = text.indexOf('\n## Walkthrough\n');
+  if (start < 0) throw new Error(`${doc} has no Walkthrough section`);
+  const end = text.indexOf('\n## ', start + 1);
+  const section = text.slice(start, end < 0 ? undefined : end);
+  return [...section.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]!);
+}
+
+function freePort(): Promise<number> {
+  return new Promise((res, rej) => {
+    const s = createServer();
+    s.once('error', rej);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as { port: number };
+      s.close(() => res(port));
+    });
+  });
+}
+
+const dataDir = mkdtempSync(join(tmpdir(), 'px-walkthroughs-'));
+let env: NodeJS.ProcessEnv;
+let port: number;
+let stack: { child: ChildProcess; out: string; exit: Promise<unknown> } | undefined;
+
+async function until(pattern: RegExp, ms: number): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!pattern.test(stack!.out)) {
+    if (stack!.child.exitCode !== null || stack!.child.signalCode !== null)
+      throw new Error(`npm start exited before ${pattern}:\n${stack!.out}`);
+    if (Date.now() > deadline) throw new Error(`no ${pattern} after ${ms} ms:\n${stack!.out}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+beforeAll(async () => {
+  port = await freePort();
+  // Nothing of the test process's client settings: the blocks set PX_URL and PX_KEYS themselves.
+  const { VITEST: _v, OPERATOR_TOKEN: _o, PX_URL: _u, PX_KEYS: _k, ...inherited } = process.env;
+  env = {
+    ...inherited,
+    NODE_ENV: 'development',
+    LOG_LEVEL: 'info',
+    HOST: '127.0.0.1',
+    PORT: String(port),
+    DEVNET: 'off',
+    DATA_DIR: dataDir,
+    TRIAL_PER_ADDRESS_PER_DAY: '10',
+  };
+  const child = spawn('sh', ['-c', 'npm start'], { cwd: repo, env, detached: true });
+  stack = { child, out: '', exit: new Promise((r) => child.once('close', r)) };
+  child.stdout!.on('data', (c: Buffer) => (stack!.out += c.toString()));
+  child.stderr!.on('data', (c: Buffer) => (stack!.out += c.toString()));
+  await until(/\[start\] Ctrl-C stops everything|cannot start/, 150_000);
+  expect(stack.out).not.toContain('cannot start');
+}, 180_000);
+
+afterAll(async () => {
+  if (stack?.child.pid && stack.child.exitCode === null && stack.child.signalCode === null) {
+    process.kill(-stack.child.pid, 'SIGINT');
+    await Promise.race([stack.exit, new Promise((r) => setTimeout(r, 20_000))]);
+    if (stack.child.exitCode === null && stack.child.signalCode === null)
+      process.kill(-stack.child.pid, 'SIGKILL');
+  }
+  rmSync(dataDir, { recursive: true, force: true });
+}, 30_000);
+
+/** Runs a doc's walkthrough as one shell script; its exit code and everything it printed. */
+async function runWalkthrough(doc: string): Promise<{ code: number | null; out: string }> {
+  expect(port).not.toBe(3000);
+  const script = walkthrough(doc).join('\n');
+  expect(script).not.toContain('localhost:3000');
+  // One stream, in the order a terminal shows it: a refusal's line right before the `exit` it caused.
+  const merged = `exec 2>&1\n${script}`;
+  return new Promise((done) => {
+    execFile(
+      'bash',
+      ['-euo', 'pipefail', '-c', merged],
+      { cwd: repo, env, encoding: 'utf8', timeout: 280_000, maxBuffer: 16 * 1024 * 1024 },
+      (err, stdout, stderr) =>
+        done({ code: err ? ((err as { code?: number }).code ?? 1) : 0, out: stdout + stderr }),
+    );
+  });
+}
+
+describe('the walkthroughs, run as written', () => {
+  it('docs/governance.md: a room, identities, a reviewed proposal, anonymous ballots, the tally, the bundle verified', async () => {
+    const { code, out } = await runWalkthrough('docs/governance.md');
+    expect(code, out).toBe(0);
+    expect(out).toContain('"member": true');
+    expect(out).toContain('"status": "voting"');
+    // The second ballot of one identity is refused, in one line, with a non-zero exit.
+    expect(out).toMatch(/already_voted.*\nexit 1/);
+    expect(out).toMatch(/"outcome": "passed"[\s\S]*"winner": "yes"/);
+    expect(out).toMatch(/"tally": \{[^}]*"yes": 2[,\s]/);
+    expect(out).toMatch(/"tally": \{[^}]*"no": 1[,\s]/);
+    expect(out).toMatch(/^valid: /m);
+    expect(out).not.toContain('INVALID');
+    // No secret reached the terminal: the key file's seeds and license key.
+    expect(out).not.toMatch(/lk_[A-Za-z0-9_-]{20}/);
+  }, 300_000);
+
+  it('docs/treasury.md: a limit, a request over it refused, two of three signers approve, the bundle verified', async () => {
+    const { code, out } = await runWalkthrough('docs/treasury.md');
+    expect(code, out).toBe(0);
+    expect(out).toMatch(/refused \(422 spending_limit_exceeded\): .*\nexit 1/);
+    expect(out).toMatch(/"status": "approved"/);
+    expect(out).toMatch(/refused \(409 request_decided\): .*\nexit 1/);
+    expect(out).toMatch(/^approved$/m);
+    expect(out).toMatch(/^valid: /m);
+    expect(out).not.toContain('INVALID');
+    expect(out).not.toMatch(/lk_[A-Za-z0-9_-]{20}/);
+  }, 300_000);
+
+  it('docs/auctions.md: sealed bids, an early reveal refused, reveals, second price to the highest bidder, the bundle verified', async () => {
+    const { code, out } = await runWalkthrough('docs/auctions.md');
+    expect(code, out).toBe(0);
+    expect(out).toMatch(/refused \(409 reveal_not_open\): .*\nexit 1/);
+    expect(out).toMatch(/^reveal$/m);
+    const bea = out.trimEnd().split('\n').at(-1)!;
+    expect(bea).toMatch(/^[1-9A-HJ-NP-Za-km-z]{32,44}$/);
+    expect(out).toContain(`"winner": "${bea}"`);
+    expect(out).toContain('"price": "1800000"');
+    expect(out).toMatch(/^valid: /m);
+    expect(out).not.toContain('INVALID');
+  }, 300_000);
+
+  it('docs/workflows.md: events with actor commitments, a bare approval refused, an anonymous approval, the bundle verified', async () => {
+    const { code, out } = await runWalkthrough('docs/workflows.md');
+    expect(code, out).toBe(0);
+    expect(out).toMatch(/^security_review completed$/m);
+    expect(out).toMatch(/refused \(409 approval_proof_required\): .*\nexit 1/);
+    expect(out).toMatch(/"workflowStatus": "completed"/);
+    expect(out).toMatch(/^completed$/m);
+    expect(out).toMatch(/^valid: /m);
+    expect(out).not.toContain('INVALID');
+  }, 300_000);
+});
