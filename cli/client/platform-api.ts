@@ -1729,6 +1729,43 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/auctions/{auctionId}/sealed-bids': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** After the reveal window of an auction revealed by trustees: the sealed openings to decrypt */
+    get: operations['listAuctionSealedBids'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/auctions/{auctionId}/decryptions': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * A trustee’s partial decryption of every sealed opening, each with a Chaum–Pedersen proof
+     * @description Made on the trustee’s machine (`npm run trustee -- decrypt-auction`). When the threshold of trustees have posted, every bid its bidder did not reveal is opened and the auction decided.
+     */
+    post: operations['postAuctionDecryption'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/api/auctions/{auctionId}/finalize': {
     parameters: {
       query?: never;
@@ -3054,9 +3091,20 @@ export interface components {
       rules: {
         [key: string]: string;
       };
-      /** @enum {string} */
-      status: 'bidding' | 'reveal' | 'finalized';
+      /**
+       * @description `awaiting_trustees`: past the reveal window, until the room’s trustees open the sealed bids
+       * @enum {string}
+       */
+      status: 'bidding' | 'reveal' | 'awaiting_trustees' | 'finalized';
       timeRemainingSeconds: number;
+      /** @description When the room’s trustees reveal the bids: the key a bid’s opening is sealed to */
+      trustees?: {
+        jointKey: string;
+        threshold: number;
+        ceremony: string;
+      };
+      trusteesDecrypted?: number;
+      trusteesNeeded?: number;
       result: {
         winner: string | null;
         price: string | null;
@@ -3114,6 +3162,8 @@ export interface components {
         revealEndsAt: string;
         /** @enum {string} */
         unrevealedDeposit: 'refunded' | 'forfeited';
+        /** @enum {string} */
+        revealBy?: 'trustees';
         rules: {
           [key: string]: string;
         };
@@ -15351,6 +15401,11 @@ export interface operations {
           biddingEndsAt: string;
           /** Format: date-time */
           revealEndsAt: string;
+          /**
+           * @description `trustees`: each bid carries its opening sealed to the room’s trustees, who open every bid after the reveal window (no bidder can withhold a reveal); needs a room whose trustees’ ceremony has ended
+           * @enum {string}
+           */
+          revealBy?: 'bidders' | 'trustees';
         };
       };
     };
@@ -15420,7 +15475,7 @@ export interface operations {
           };
         };
       };
-      /** @description Conflict. Problem codes: `idempotency_conflict`, `idempotency_in_progress`. */
+      /** @description Conflict. Problem codes: `idempotency_conflict`, `idempotency_in_progress`, `trustees_not_ready`. */
       409: {
         headers: {
           [name: string]: unknown;
@@ -15428,7 +15483,7 @@ export interface operations {
         content: {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
-            code?: 'idempotency_conflict' | 'idempotency_in_progress';
+            code?: 'idempotency_conflict' | 'idempotency_in_progress' | 'trustees_not_ready';
           };
         };
       };
@@ -15456,7 +15511,7 @@ export interface operations {
           };
         };
       };
-      /** @description Unprocessable Content. Problem codes: `reveal_window`, `unknown_asset`. */
+      /** @description Unprocessable Content. Problem codes: `reveal_window`, `room_required`, `unknown_asset`. */
       422: {
         headers: {
           [name: string]: unknown;
@@ -15464,7 +15519,7 @@ export interface operations {
         content: {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
-            code?: 'reveal_window' | 'unknown_asset';
+            code?: 'reveal_window' | 'room_required' | 'unknown_asset';
           };
         };
       };
@@ -15596,6 +15651,8 @@ export interface operations {
           depositRef: string;
           /** @description ed25519 signature, base58 (64 bytes), as Solana wallets produce */
           signature: string;
+          /** @description For an auction revealed by trustees: canonical JSON {amount, salt} encrypted to the trustees’ joint key (`sealBidOpening` in shared/auctions/sealed-openings.ts), proved made for this auction and commitment */
+          sealedOpening?: string;
         };
       };
     };
@@ -15702,6 +15759,18 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
             code?: 'unsupported_media_type';
+          };
+        };
+      };
+      /** @description Unprocessable Content. Problem codes: `invalid_sealed_opening`, `sealed_opening_required`, `sealed_opening_unexpected`. */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'invalid_sealed_opening' | 'sealed_opening_required' | 'sealed_opening_unexpected';
           };
         };
       };
@@ -15873,6 +15942,286 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
             code?: 'rate_limited';
+          };
+        };
+      };
+      /** @description Any other failure, as an RFC 9457 problem document (5xx: try again later). */
+      default: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+    };
+  };
+  listAuctionSealedBids: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        auctionId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Every bid’s commitment and sealed opening, by bid id */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            auctionId: string;
+            roomId: string;
+            bids: {
+              bidId: string;
+              commitment: string;
+              sealedOpening: string;
+            }[];
+          };
+        };
+      };
+      /** @description Bad Request. Problem codes: `bad_request`, `validation_failed`. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'bad_request' | 'validation_failed';
+          };
+        };
+      };
+      /** @description Unauthorized. Problem codes: `unauthorized`. */
+      401: {
+        headers: {
+          /** @description The scheme to authenticate with (Bearer) */
+          'WWW-Authenticate'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'unauthorized';
+          };
+        };
+      };
+      /** @description Not Found. Problem codes: `not_found`. */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'not_found';
+          };
+        };
+      };
+      /** @description Conflict. Problem codes: `not_trustees`, `reveal_open`. */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'not_trustees' | 'reveal_open';
+          };
+        };
+      };
+      /** @description Too Many Requests. Problem codes: `rate_limited`. */
+      429: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'rate_limited';
+          };
+        };
+      };
+      /** @description Any other failure, as an RFC 9457 problem document (5xx: try again later). */
+      default: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+    };
+  };
+  postAuctionDecryption: {
+    parameters: {
+      query?: never;
+      header?: {
+        'Idempotency-Key'?: string;
+      };
+      path: {
+        auctionId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          trustee: number;
+          shares: {
+            bidId: string;
+            share: string;
+            proof: {
+              c: string;
+              z: string;
+            };
+          }[];
+        };
+      };
+    };
+    responses: {
+      /** @description Taken */
+      201: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            auctionId: string;
+            trustee: number;
+            trusteesDecrypted: number;
+            trusteesNeeded: number;
+          };
+        };
+      };
+      /** @description Bad Request. Problem codes: `bad_request`, `invalid_idempotency_key`, `json_too_deep`, `malformed_json`, `validation_failed`. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?:
+              | 'bad_request'
+              | 'invalid_idempotency_key'
+              | 'json_too_deep'
+              | 'malformed_json'
+              | 'validation_failed';
+          };
+        };
+      };
+      /** @description Unauthorized. Problem codes: `unauthorized`. */
+      401: {
+        headers: {
+          /** @description The scheme to authenticate with (Bearer) */
+          'WWW-Authenticate'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'unauthorized';
+          };
+        };
+      };
+      /** @description Not Found. Problem codes: `not_found`. */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'not_found';
+          };
+        };
+      };
+      /** @description Conflict. Problem codes: `already_decrypted`, `auction_finalized`, `idempotency_conflict`, `idempotency_in_progress`, `not_trustees`, `reveal_open`. */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?:
+              | 'already_decrypted'
+              | 'auction_finalized'
+              | 'idempotency_conflict'
+              | 'idempotency_in_progress'
+              | 'not_trustees'
+              | 'reveal_open';
+          };
+        };
+      };
+      /** @description Payload Too Large. Problem codes: `payload_too_large`. */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'payload_too_large';
+          };
+        };
+      };
+      /** @description Unsupported Media Type. Problem codes: `unsupported_media_type`. */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'unsupported_media_type';
+          };
+        };
+      };
+      /** @description Unprocessable Content. Problem codes: `decryption_incomplete`, `decryption_invalid`, `unknown_trustee`. */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'decryption_incomplete' | 'decryption_invalid' | 'unknown_trustee';
+          };
+        };
+      };
+      /** @description Too Many Requests. Problem codes: `rate_limited`. */
+      429: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'rate_limited';
+          };
+        };
+      };
+      /** @description Service Unavailable. Problem codes: `signing_key_retired`. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'signing_key_retired';
           };
         };
       };
