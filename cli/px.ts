@@ -27,6 +27,14 @@ import { problemLine, pxClient } from './client/http';
 import type { PxClient } from './client/http';
 import { KeyFile, defaultKeyFile } from './keyfile';
 import { readIdentityFile } from './member';
+import { sealBidOpening } from '../shared/auctions/sealed-openings';
+
+/** --reveal-by: bidders (the default) or the room's trustees. */
+function revealBy(value: string | undefined): 'bidders' | 'trustees' | undefined {
+  if (value !== undefined && value !== 'bidders' && value !== 'trustees')
+    throw new UsageError('--reveal-by is bidders or trustees');
+  return value;
+}
 
 export const usage = `usage: npm run px -- <command> [options]
   wallet new NAME                       make a wallet; prints its address (the key stays in the key file)
@@ -57,6 +65,7 @@ export const usage = `usage: npm run px -- <command> [options]
                                         FILE: the request as created or shown; its hash is recomputed here
   auction create --title TEXT --pricing first|second --asset ASSET --bidding-seconds N --reveal-seconds N
                  [--room ROOM] [--reserve AMOUNT] [--unrevealed-deposit refunded|forfeited]
+                 [--reveal-by trustees]   (bids sealed to the room's trustees, who open them all)
   auction show AUCTION [--wait reveal|finalized]
   auction bid AUCTION --wallet NAME --amount AMOUNT --deposit REF
                                         a sealed bid; its amount and salt are kept for the reveal
@@ -121,6 +130,7 @@ const options = {
   pricing: { type: 'string' },
   reserve: { type: 'string' },
   'unrevealed-deposit': { type: 'string' },
+  'reveal-by': { type: 'string' },
   'bidding-seconds': { type: 'string' },
   'reveal-seconds': { type: 'string' },
   deposit: { type: 'string' },
@@ -510,6 +520,7 @@ export async function run(argv: string[]): Promise<void> {
               unrevealedDeposit: deposit,
               biddingEndsAt: new Date(bidding).toISOString(),
               revealEndsAt: new Date(reveal).toISOString(),
+              revealBy: revealBy(values['reveal-by']),
             },
           }),
         ),
@@ -544,12 +555,19 @@ export async function run(argv: string[]): Promise<void> {
         );
       const { bid, reveal } = sealedBid(wallet, auctionId, amount, need('deposit'), before?.salt);
       if (!before) keys.keepBid(auctionId, wallet.address, { amount: reveal.amount, salt: reveal.salt });
+      // An auction revealed by the room's trustees takes the opening sealed to their joint key too.
+      const view = await call(
+        px().platform.GET('/api/auctions/{auctionId}', { params: { path: { auctionId } } }),
+      );
+      const sealedOpening = view.trustees
+        ? sealBidOpening(view.trustees.jointKey, auctionId, bid.commitment, reveal)
+        : undefined;
       try {
         return out(
           await call(
             px().platform.POST('/api/auctions/{auctionId}/bids', {
               params: { path: { auctionId } },
-              body: bid,
+              body: { ...bid, ...(sealedOpening ? { sealedOpening } : {}) },
             }),
           ),
         );
