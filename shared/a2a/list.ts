@@ -1,16 +1,21 @@
 // ListTasks: the caller's own tasks, newest first by id (job ids are time-ordered), in keyset pages
 // whose token names the last id shown (shared/platform/paging.ts), so tasks created while a client
 // pages never shift or repeat a page. A task is a job: the tasks of a key are the jobs that key
-// created, over A2A or over the HTTP API alike. Nothing else is listed to anyone: an anonymous caller,
-// the bearer of one task's token and the operator own no list here.
+// created, over A2A or over the HTTP API alike, and its conversations still waiting for a request or
+// cancelled (./conversations.ts; a conversation that became a job is listed as that job, which has its
+// id). Nothing else is listed to anyone: an anonymous caller, the bearer of one task's token and the
+// operator own no list here.
 import { TaskState } from '@a2a-js/sdk';
 import type { Knex } from 'knex';
+import type { Message } from '@a2a-js/sdk';
 import type { JobCaller } from '../jobs/access';
 import type { JobRow } from '../jobs/jobs';
 import type { Db } from '../platform/db/knex';
 import { env } from '../platform/env';
 import { validationFailed } from '../platform/errors';
 import { decodeListCursor, listPage } from '../platform/paging';
+import type { ConversationRow } from './conversations';
+import { ownedConversations } from './conversations';
 
 export const DEFAULT_TASK_PAGE = 50;
 export const MAX_TASK_PAGE = 100;
@@ -25,8 +30,13 @@ export interface TaskListQuery {
   statusTimestampAfter?: string | undefined;
 }
 
+/** A listed task: a job (with the history of the conversation it came from, if any), or a conversation. */
+export type ListedTask =
+  | { job: JobRow & { context_id: string; history: Message[] | null }; conversation?: undefined }
+  | { conversation: ConversationRow; job?: undefined };
+
 export interface TaskListPage {
-  rows: Array<JobRow & { context_id: string }>;
+  rows: ListedTask[];
   nextPageToken: string;
   totalSize: number;
 }
@@ -115,23 +125,55 @@ export async function listTasksOf(
         ? { column: 'jobs.license_id', id: caller.licenseId }
         : undefined;
   if (!owner) return { rows: [], nextPageToken: '', totalSize: 0 };
+  const conversationState: Partial<Record<TaskState, string>> = {
+    [TaskState.TASK_STATE_INPUT_REQUIRED]: 'input_required',
+    [TaskState.TASK_STATE_CANCELED]: 'canceled',
+  };
+  const conversations = ownedConversations(db('a2a_conversations'), caller)
+    .whereNot('state', 'started')
+    .modify((q) => {
+      if (query.contextId) void q.where('context_id', query.contextId);
+      if (status !== undefined) void q.where('state', conversationState[status] ?? '');
+      if (since) void q.where('updated_at', '>', since);
+    });
   const base = db('jobs')
     .leftJoin('a2a_tasks', 'a2a_tasks.job_id', 'jobs.id')
+    .leftJoin('a2a_conversations', 'a2a_conversations.id', 'jobs.id')
     .where(owner.column, owner.id)
     .modify((q) => {
       if (query.contextId) void q.whereRaw('coalesce(a2a_tasks.context_id, jobs.id) = ?', [query.contextId]);
       if (status !== undefined) inState(q, status, now);
       if (since) void q.where('jobs.updated_at', '>', since);
     });
-  const [rows, count] = await Promise.all([
+  const [jobs, jobCount, talks, talkCount] = await Promise.all([
     base
       .clone()
       .modify((q) => void (after !== undefined && q.where('jobs.id', '<', after)))
       .orderBy('jobs.id', 'desc')
       .limit(limit + 1)
-      .select('jobs.*', db.raw('coalesce(a2a_tasks.context_id, jobs.id) as context_id')),
+      .select(
+        'jobs.*',
+        db.raw('coalesce(a2a_tasks.context_id, jobs.id) as context_id'),
+        'a2a_conversations.history as history',
+      ),
     base.clone().count<{ n: string }[]>({ n: '*' }),
+    conversations
+      .clone()
+      .modify((q) => void (after !== undefined && q.where('id', '<', after)))
+      .orderBy('id', 'desc')
+      .limit(limit + 1)
+      .select('*'),
+    conversations.clone().count<{ n: string }[]>({ n: '*' }),
   ]);
-  const page = listPage(rows as TaskListPage['rows'], limit, LIST, (r) => r);
-  return { rows: page.items, nextPageToken: page.nextCursor ?? '', totalSize: Number(count[0]?.n ?? 0) };
+  // Job and conversation ids are both time-ordered job ids: one order, newest first, over both.
+  const merged: Array<ListedTask & { id: string }> = [
+    ...(jobs as Array<JobRow & { context_id: string; history: Message[] | null }>).map((job) => ({
+      id: job.id,
+      job,
+    })),
+    ...(talks as ConversationRow[]).map((conversation) => ({ id: conversation.id, conversation })),
+  ].sort((a, b) => (a.id < b.id ? 1 : a.id > b.id ? -1 : 0));
+  const page = listPage(merged, limit, LIST, ({ id: _id, ...task }) => task as ListedTask);
+  const totalSize = Number(jobCount[0]?.n ?? 0) + Number(talkCount[0]?.n ?? 0);
+  return { rows: page.items, nextPageToken: page.nextCursor ?? '', totalSize };
 }
