@@ -1161,6 +1161,34 @@ describe('a conversation: text alone from a caller with a key', () => {
     expect(await talk(task)).toEqual(before);
   });
 
+  it('is listed by its last update, as every task: the most recently updated first, page after page', async () => {
+    const me = await registerAgent(app);
+    const asMe = { serviceParameters: me.auth };
+    const a = await send(client, textMessage('first'), undefined, me.auth);
+    const b = await send(client, textMessage('second'), undefined, me.auth);
+    const job = await send(
+      client,
+      dataMessage({ service: 'attest.batch', input: { digests: [await digest()] } }),
+      config({ returnImmediately: true }),
+      me.auth,
+    );
+    const ids = async (pageSize: number) => {
+      const out: string[] = [];
+      let pageToken = '';
+      do {
+        const page = await client.listTasks(listRequest({ pageSize, pageToken }), asMe);
+        out.push(...page.tasks.map((t) => t.id));
+        pageToken = page.nextPageToken;
+      } while (pageToken);
+      return out;
+    };
+    expect(await ids(50)).toEqual([job.id, b.id, a.id]);
+    // The first conversation answered again is the most recently updated now.
+    await send(client, textMessage('more', { taskId: a.id }), undefined, me.auth);
+    expect(await ids(50)).toEqual([a.id, job.id, b.id]);
+    expect(await ids(1)).toEqual([a.id, job.id, b.id]);
+  });
+
   it('refuses an id sent again with another text, and answers the same text with the task it made', async () => {
     const me = await registerAgent(app);
     const message = textMessage('hello');
