@@ -138,6 +138,11 @@ describe('the agent card', () => {
     expect(Object.keys(raw.securitySchemes)).toEqual(['taskToken', 'agentKey', 'licenseKey']);
     expect(raw.securitySchemes.taskToken.httpAuthSecurityScheme.description).toMatch(/metadata\.accessToken/);
     for (const s of raw.skills) expect(s.securityRequirements ?? []).toEqual([]);
+    // The same card under each interface's address, without a credential or a version.
+    for (const at of ['/a2a/jsonrpc', '/a2a/rest']) {
+      const res = await fetch(`${base}${at}/.well-known/agent-card.json`);
+      expect([res.status, await res.json()]).toEqual([200, raw]);
+    }
     // What the SDK's default client made of it.
     expect(client.protocolVersion).toBe('1.0');
     const card = await client.getAgentCard();
