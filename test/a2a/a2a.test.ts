@@ -1075,6 +1075,32 @@ describe('a conversation: text alone from a caller with a key', () => {
     expect((await client.getTask({ tenant: '', id: first.id, historyLength: 0 }, asMe)).history).toEqual([]);
     const listed = await client.listTasks(listRequest({ status: TaskState.TASK_STATE_INPUT_REQUIRED }), asMe);
     expect(listed.tasks.map((t) => t.id)).toEqual([first.id]);
+    // It has no events to follow nor a job to push for yet: refused, saying why.
+    await expect(
+      (async () => {
+        for await (const _ of client.resubscribeTask({ tenant: '', id: first.id }, asMe)) void _;
+      })(),
+    ).rejects.toThrow(/has no job yet/);
+    await expect(
+      client.createTaskPushNotificationConfig(
+        {
+          tenant: '',
+          id: '',
+          taskId: first.id,
+          url: 'http://127.0.0.1:9/x',
+          token: '',
+          authentication: undefined,
+        },
+        asMe,
+      ),
+    ).rejects.toThrow(/has no job yet/);
+    // A refused request leaves it waiting, unchanged, and makes no job.
+    const unchanged = await talk(first);
+    await expect(
+      send(client, dataMessage({ service: 'no.such', input: {} }, { taskId: first.id }), undefined, me.auth),
+    ).rejects.toThrow(/no service/);
+    expect(await talk(first)).toEqual(unchanged);
+    expect(await jobRow(first.id)).toBeUndefined();
 
     // A request sent to it makes the job, with the task's id and context: it runs to completed.
     const d = await digest();
@@ -1103,6 +1129,33 @@ describe('a conversation: text alone from a caller with a key', () => {
     await expect(
       send(client, textMessage('thanks', { taskId: first.id }), undefined, me.auth),
     ).rejects.toThrow(/has ended/);
+  });
+
+  it('is streamed as its one event, and holds 40 messages: then only a request is taken', async () => {
+    const me = await registerAgent(app);
+    const events: StreamResponse[] = [];
+    for await (const e of client.sendMessageStream(
+      { tenant: '', message: textMessage('hello'), configuration: undefined, metadata: undefined },
+      { serviceParameters: me.auth },
+    ))
+      events.push(e as StreamResponse);
+    expect(events.map((e) => e.payload?.$case)).toEqual(['task']);
+    const task = events[0]!.payload!.value as Task;
+    expect(task.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED);
+    for (let i = 0; i < 19; i++)
+      await send(client, textMessage(`more ${i}`, { taskId: task.id }), undefined, me.auth);
+    expect((await talk(task)).history).toHaveLength(40);
+    await expect(
+      send(client, textMessage('one more', { taskId: task.id }), undefined, me.auth),
+    ).rejects.toThrow(/holds its 40 messages/);
+    expect((await talk(task)).history).toHaveLength(40);
+    const done = await send(
+      client,
+      dataMessage({ service: 'attest.timestamp', input: { digest: await digest() } }, { taskId: task.id }),
+      undefined,
+      me.auth,
+    );
+    expect(done.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
   });
 
   it('is cancelled while it waits, then takes no more messages', async () => {
@@ -1161,6 +1214,14 @@ describe('a conversation: text alone from a caller with a key', () => {
       ),
     ).rejects.toMatchObject({ name: 'TaskNotFoundError' });
     await expect(client.getTask({ tenant: '', id: task.id })).rejects.toThrow(/Status: 401/);
+    // Nor does a job's access token.
+    const job = await send(
+      client,
+      dataMessage({ service: 'attest.batch', input: { digests: [await digest()] } }),
+    );
+    await expect(client.getTask({ tenant: '', id: task.id }, opening(job))).rejects.toMatchObject({
+      name: 'TaskNotFoundError',
+    });
     // Nothing changed: no job, the same messages, still waiting.
     expect(await jobRow(task.id)).toBeUndefined();
     expect(await talk(task)).toEqual(before);
