@@ -174,7 +174,8 @@ export class JobTaskHandler implements A2ARequestHandler {
       const talk = await ownConversation(this.deps, params.id, caller);
       if (talk && talk.state !== 'started') {
         const row = await cancelConversation(this.deps.db, talk, caller.access.caller);
-        return taskFromConversation(row, baseOf(this.deps, caller));
+        // A request made its job in between: the job is what is cancelled (or not), below.
+        if (row.state !== 'started') return taskFromConversation(row, baseOf(this.deps, caller));
       }
       const { row } = await cancelJob(this.deps.db, jobIdOf(params.id), caller.access);
       return this.taskOf(row, caller);
