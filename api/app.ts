@@ -8,7 +8,7 @@ import { safeEqual } from '../shared/platform/crypto';
 import { AppError, forbidden, unauthorized } from '../shared/platform/errors';
 import { logger } from '../shared/platform/log';
 import { httpDuration, queueDepth, registry } from '../shared/platform/metrics';
-import { agentCardHandler } from './a2a/card';
+import { CARD_PATH, agentCardHandler } from './a2a/card';
 import { a2aRouter } from './a2a/router';
 import type { AppDeps } from './deps';
 import { pagesRouter } from './pages';
@@ -144,7 +144,7 @@ export function createApp(deps: AppDeps, options: AppOptions = {}): express.Expr
   const exchangeDoc = (req: Request) => exchangeDocument(tables, AGENT_EXCHANGE_VERSION, urls(req));
   const platformDoc = (req: Request) => platformDocument(tables, AGENT_EXCHANGE_VERSION, urls(req));
   app.get('/openapi.json', (req, res) => void res.json(exchangeDoc(req)));
-  app.get('/.well-known/agent-card.json', cors({ origin: '*', maxAge: 600 }), agentCardHandler(deps));
+  app.get(CARD_PATH, cors({ origin: '*', maxAge: 600 }), agentCardHandler(deps));
   app.get('/openapi/platform.json', (req, res) => void res.json(platformDoc(req)));
   app.use(
     '/docs',

@@ -12,6 +12,8 @@ import { AGENT_EXCHANGE_VERSION, SERVICE_DESCRIPTION, SERVICE_NAME } from '../vi
 
 export const A2A_JSONRPC_PATH = '/a2a/jsonrpc';
 export const A2A_REST_PATH = '/a2a/rest';
+/** Where A2A puts an agent's card: at the host's root, and here also under each interface's address. */
+export const CARD_PATH = '/.well-known/agent-card.json';
 
 /** How a message asks for a job: the data part every skill's examples show. */
 export const exampleMessage = (service: string, input: Record<string, unknown>) =>

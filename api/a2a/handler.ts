@@ -31,11 +31,12 @@ import { taskUpdates } from '../../shared/a2a/follow';
 import {
   isSettledState,
   isTerminalState,
-  requestInText,
+  taskFromConversation,
   taskFromJob,
   taskStateOf,
-  textOnly,
+  withHistory,
 } from '../../shared/a2a/tasks';
+import { cancelConversation } from '../../shared/a2a/conversations';
 import { cancelJob } from '../../shared/jobs/cancel';
 import { firstEventId, lastEventId, waitForJob } from '../../shared/jobs/follow';
 import { getJob } from '../../shared/jobs/jobs';
@@ -46,7 +47,7 @@ import type { A2ACaller } from './caller';
 import { baseOf, callerOf, jobIdOf, ownJob } from './caller';
 import { agentCard } from './card';
 import { a2a, toA2AError } from './errors';
-import { guidanceFor } from './guide';
+import { answerText, ownConversation } from './conversation';
 import { createPushConfig, getPushConfig, listPushConfigs, removePushConfig } from './push-configs';
 import { startTask } from './start';
 
@@ -57,6 +58,9 @@ import { startTask } from './start';
 function withAccessToken(task: Task, accessToken: string | undefined): Task {
   return accessToken ? { ...task, metadata: { ...task.metadata, accessToken } } : task;
 }
+
+const PUSH_LATER =
+  'takes a push notification config once a request made its job (send one in the request message)';
 
 export class JobTaskHandler implements A2ARequestHandler {
   constructor(private readonly deps: AppDeps) {}
@@ -73,9 +77,9 @@ export class JobTaskHandler implements A2ARequestHandler {
   async sendMessage(params: SendMessageRequest, context: ServerCallContext): Promise<Message | Task> {
     return a2a(async () => {
       const caller = callerOf(context);
-      const guidance = this.guidance(params, caller);
-      if (guidance) return guidance;
-      const started = await startTask(this.deps, params, caller);
+      const talk = await answerText(this.deps, params, caller);
+      if (talk?.reply) return talk.reply;
+      const started = await startTask(this.deps, params, caller, talk?.start);
       // Blocking (the default): answer once the task ended or waits for the caller (a payment).
       const row = params.configuration?.returnImmediately
         ? started.row
@@ -96,12 +100,14 @@ export class JobTaskHandler implements A2ARequestHandler {
   ): AsyncGenerator<StreamResponse, void, undefined> {
     try {
       const caller = callerOf(context);
-      const guidance = this.guidance(params, caller);
-      if (guidance) {
-        yield { payload: { $case: 'message', value: guidance } };
+      const talk = await answerText(this.deps, params, caller);
+      if (talk?.reply) {
+        yield 'id' in talk.reply
+          ? { payload: { $case: 'task', value: talk.reply } }
+          : { payload: { $case: 'message', value: talk.reply } };
         return;
       }
-      const started = await startTask(this.deps, params, caller);
+      const started = await startTask(this.deps, params, caller, talk?.start);
       // A new task streams from its first event; a resent message from now (the cursor before the row,
       // so an event in between shows twice rather than not at all).
       const after = started.fresh
@@ -126,7 +132,16 @@ export class JobTaskHandler implements A2ARequestHandler {
   async getTask(params: GetTaskRequest, context: ServerCallContext): Promise<Task> {
     return a2a(async () => {
       const caller = callerOf(context);
-      return this.taskOf(await ownJob(this.deps, params.id, caller), caller);
+      const talk = await ownConversation(this.deps, params.id, caller);
+      if (talk && talk.state !== 'started') {
+        return withHistory(
+          taskFromConversation(talk, baseOf(this.deps, caller)),
+          talk.history,
+          params.historyLength,
+        );
+      }
+      const row = await ownJob(this.deps, params.id, caller);
+      return withHistory(await this.taskOf(row, caller), talk?.history ?? [], params.historyLength);
     });
   }
 
@@ -135,12 +150,17 @@ export class JobTaskHandler implements A2ARequestHandler {
       const caller = callerOf(context);
       const page = await listTasksOf(this.deps.db, caller.access.caller, params);
       const base = baseOf(this.deps, caller);
+      // History only when asked for (historyLength > 0); artifacts only with includeArtifacts.
+      const history = params.historyLength ?? 0;
       const tasks = await Promise.all(
-        page.rows.map(async (row) => {
-          const task = taskFromJob(
-            row,
-            await taskContext(this.deps.db, row, base, { contextId: row.context_id }),
-          );
+        page.rows.map(async ({ job, conversation }) => {
+          const task = conversation
+            ? withHistory(taskFromConversation(conversation, base), conversation.history, history)
+            : withHistory(
+                taskFromJob(job, await taskContext(this.deps.db, job, base, { contextId: job.context_id })),
+                job.history ?? [],
+                history,
+              );
           return params.includeArtifacts ? task : { ...task, artifacts: [] };
         }),
       );
@@ -151,6 +171,12 @@ export class JobTaskHandler implements A2ARequestHandler {
   async cancelTask(params: CancelTaskRequest, context: ServerCallContext): Promise<Task> {
     return a2a(async () => {
       const caller = callerOf(context);
+      const talk = await ownConversation(this.deps, params.id, caller);
+      if (talk && talk.state !== 'started') {
+        const row = await cancelConversation(this.deps.db, talk, caller.access.caller);
+        // A request made its job in between: the job is what is cancelled (or not), below.
+        if (row.state !== 'started') return taskFromConversation(row, baseOf(this.deps, caller));
+      }
       const { row } = await cancelJob(this.deps.db, jobIdOf(params.id), caller.access);
       return this.taskOf(row, caller);
     });
@@ -162,6 +188,11 @@ export class JobTaskHandler implements A2ARequestHandler {
   ): AsyncGenerator<StreamResponse, void, undefined> {
     try {
       const caller = callerOf(context);
+      await this.refuseConversation(
+        params.id,
+        caller,
+        'has no events to follow: it waits for your next message',
+      );
       const { id } = await ownJob(this.deps, params.id, caller);
       // The cursor before the row: an event in between shows twice rather than not at all.
       const after = await lastEventId(this.deps.db, id);
@@ -182,40 +213,50 @@ export class JobTaskHandler implements A2ARequestHandler {
     params: TaskPushNotificationConfig,
     context: ServerCallContext,
   ): Promise<TaskPushNotificationConfig> {
-    return a2a(async () => createPushConfig(this.deps, params, callerOf(context)));
+    return a2a(async () => {
+      await this.refuseConversation(params.taskId, callerOf(context), PUSH_LATER);
+      return createPushConfig(this.deps, params, callerOf(context));
+    });
   }
 
   async getTaskPushNotificationConfig(
     params: GetTaskPushNotificationConfigRequest,
     context: ServerCallContext,
   ): Promise<TaskPushNotificationConfig> {
-    return a2a(async () => getPushConfig(this.deps, params, callerOf(context)));
+    return a2a(async () => {
+      await this.refuseConversation(params.taskId, callerOf(context), PUSH_LATER);
+      return getPushConfig(this.deps, params, callerOf(context));
+    });
   }
 
   async listTaskPushNotificationConfigs(
     params: ListTaskPushNotificationConfigsRequest,
     context: ServerCallContext,
   ): Promise<ListTaskPushNotificationConfigsResponse> {
-    return a2a(async () => listPushConfigs(this.deps, params, callerOf(context)));
+    return a2a(async () => {
+      await this.refuseConversation(params.taskId, callerOf(context), PUSH_LATER);
+      return listPushConfigs(this.deps, params, callerOf(context));
+    });
   }
 
   async deleteTaskPushNotificationConfig(
     params: DeleteTaskPushNotificationConfigRequest,
     context: ServerCallContext,
   ): Promise<void> {
-    return a2a(async () => removePushConfig(this.deps, params, callerOf(context)));
+    return a2a(async () => {
+      await this.refuseConversation(params.taskId, callerOf(context), PUSH_LATER);
+      return removePushConfig(this.deps, params, callerOf(context));
+    });
   }
 
-  /**
-   * The reply to a message of text alone that is not a request (nor names a task): what to send instead.
-   * No task is made, nothing is written.
-   */
-  private guidance(params: SendMessageRequest, caller: A2ACaller): Message | undefined {
-    const message = params.message;
-    if (!message || message.taskId) return undefined;
-    const text = textOnly(message);
-    if (text === undefined || requestInText(text)) return undefined;
-    return guidanceFor(message, baseOf(this.deps, caller));
+  /** A conversation not yet a job has no events: what follows a job's events refuses it, saying why. */
+  private async refuseConversation(taskId: string, caller: A2ACaller, why: string): Promise<void> {
+    const talk = await ownConversation(this.deps, taskId, caller);
+    if (talk && talk.state !== 'started') {
+      throw new UnsupportedOperationError(
+        `Task ${talk.id} ${talk.state === 'canceled' ? 'was cancelled' : 'has no job yet'}; it ${why}.`,
+      );
+    }
   }
 
   /** The job as a task, with what the caller already holds of its context. */

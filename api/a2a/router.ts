@@ -18,7 +18,7 @@ import { authenticate, bearerToken } from '../http/auth';
 import { closedSignal } from '../http/closed';
 import { guardInput } from '../http/input-guard';
 import { sendProblem, toAppError } from '../http/problem';
-import { A2A_JSONRPC_PATH, A2A_REST_PATH, agentCard } from './card';
+import { A2A_JSONRPC_PATH, A2A_REST_PATH, CARD_PATH, agentCard, agentCardHandler } from './card';
 import { toA2AError } from './errors';
 import { A2ACaller } from './caller';
 import { JobTaskHandler } from './handler';
@@ -243,6 +243,10 @@ export function a2aRouter(deps: AppDeps): express.Router {
       maxAge: 600,
     }),
   );
+  // The card also under each interface's own address: a client (a2a-tck among them) given an
+  // interface URL looks for the card there. It is the same public card, and no request reaches a
+  // transport this way.
+  router.get([`${A2A_JSONRPC_PATH}${CARD_PATH}`, `${A2A_REST_PATH}${CARD_PATH}`], agentCardHandler(deps));
   router.use(A2A_JSONRPC_PATH, prelude(deps, 'jsonrpc'), jsonRpcHandler({ requestHandler, userBuilder }));
   router.use(A2A_REST_PATH, prelude(deps, 'rest'), restHandler({ requestHandler, userBuilder }));
   return router;

@@ -1,9 +1,12 @@
 // Starting a task: a message with one data part {service, input} creates a job through createJob's own
 // path (orderJob), its task row and push config in the job's transaction; the same message id sent
-// again answers the task it made before, to a caller who may open it.
+// again answers the task it made before, to a caller who may open it. Sent to the caller's conversation
+// (./conversation.ts), the job takes the conversation's task id and context.
 import { randomUUID } from 'node:crypto';
 import type { SendMessageRequest } from '@a2a-js/sdk';
+import type { Knex } from 'knex';
 import { RequestMalformedError, UnsupportedOperationError } from '@a2a-js/sdk/errors';
+import type { ConversationRow } from '../../shared/a2a/conversations';
 import { pushConfigFrom, registerPushConfig } from '../../shared/a2a/push-configs';
 import { isUniqueViolation, recordTask, taskByMessage } from '../../shared/a2a/store';
 import type { A2ATaskRow } from '../../shared/a2a/store';
@@ -40,6 +43,8 @@ export async function startTask(
   deps: AppDeps,
   params: SendMessageRequest,
   caller: A2ACaller,
+  /** The caller's conversation the message was sent to: the job takes its id and context. */
+  conversation?: ConversationRow,
 ): Promise<StartedTask> {
   const message = params.message;
   if (!message) throw new RequestMalformedError('The request carries no message.');
@@ -47,7 +52,7 @@ export async function startTask(
   if (message.messageId.length > 200 || message.contextId.length > 200) {
     throw new RequestMalformedError('A messageId or contextId is at most 200 characters.');
   }
-  if (message.taskId) await refuseFollowUp(deps, message.taskId, caller);
+  if (message.taskId && !conversation) await refuseFollowUp(deps, message.taskId, caller);
   const request = taskRequestOf(message);
   const raw = params.configuration?.taskPushNotificationConfig;
   const push = raw ? pushConfigFrom(raw, 'configuration.taskPushNotificationConfig') : undefined;
@@ -55,14 +60,15 @@ export async function startTask(
   const before = await taskByMessage(deps.db, caller.userName, message.messageId);
   if (before) return replay(deps, before, hash, caller);
   if (push) await checkWebhookTarget(push.url);
-  const contextId = message.contextId || randomUUID();
+  const contextId = conversation?.context_id ?? (message.contextId || randomUUID());
   try {
     const created = await orderJob(
       deps.db,
       deps.queues,
       orderingCaller(caller.principal, caller.req, deps),
-      { ...request, referralCode: caller.req.header('x-referral-code') },
+      { ...request, referralCode: caller.req.header('x-referral-code'), id: conversation?.id },
       async (trx, job) => {
+        if (conversation) await startConversation(trx, conversation);
         await recordTask(trx, {
           job_id: job.id,
           context_id: contextId,
@@ -82,6 +88,10 @@ export async function startTask(
       accessToken: created.accessToken,
     };
   } catch (err) {
+    // The conversation's job was made by another message in between.
+    if (conversation && isUniqueViolation(err)) {
+      throw new UnsupportedOperationError(`Task ${conversation.id} has started; it takes no more messages.`);
+    }
     // The same message id raced in twice: the first one made the task.
     if (isUniqueViolation(err)) {
       const first = await taskByMessage(deps.db, caller.userName, message.messageId);
@@ -117,6 +127,16 @@ async function replay(
     );
   }
   return { row, contextId: task.context_id, fresh: false };
+}
+
+/** In the job's transaction: the conversation is the job from now on, unless it changed in between. */
+async function startConversation(trx: Knex.Transaction, conversation: ConversationRow): Promise<void> {
+  const changed = await trx('a2a_conversations')
+    .where({ id: conversation.id, state: 'input_required' })
+    .update({ state: 'started', updated_at: trx.fn.now() });
+  if (changed !== 1) {
+    throw new UnsupportedOperationError(`Task ${conversation.id} takes no more messages.`);
+  }
 }
 
 async function refuseFollowUp(deps: AppDeps, taskId: string, caller: A2ACaller): Promise<never> {

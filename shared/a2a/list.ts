@@ -1,20 +1,28 @@
-// ListTasks: the caller's own tasks, newest first by id (job ids are time-ordered), in keyset pages
-// whose token names the last id shown (shared/platform/paging.ts), so tasks created while a client
-// pages never shift or repeat a page. A task is a job: the tasks of a key are the jobs that key
-// created, over A2A or over the HTTP API alike. Nothing else is listed to anyone: an anonymous caller,
-// the bearer of one task's token and the operator own no list here.
+// ListTasks: the caller's own tasks, the most recently updated first (A2A 1.0 §3.1.4: by the status
+// timestamp, descending; ties by id, descending), in keyset pages whose token names the last task shown
+// by its update time (in microseconds, as Postgres keeps it) and id (shared/platform/paging.ts), so a
+// page never repeats a task nor skips one that did not change while the client paged. A task is a job: the tasks of a key are the jobs that key
+// created, over A2A or over the HTTP API alike, and its conversations still waiting for a request or
+// cancelled (./conversations.ts; a conversation that became a job is listed as that job, which has its
+// id). Nothing else is listed to anyone: an anonymous caller, the bearer of one task's token and the
+// operator own no list here.
 import { TaskState } from '@a2a-js/sdk';
 import type { Knex } from 'knex';
+import type { Message } from '@a2a-js/sdk';
 import type { JobCaller } from '../jobs/access';
 import type { JobRow } from '../jobs/jobs';
 import type { Db } from '../platform/db/knex';
 import { env } from '../platform/env';
 import { validationFailed } from '../platform/errors';
 import { decodeListCursor, listPage } from '../platform/paging';
+import type { ConversationRow } from './conversations';
+import { ownedConversations } from './conversations';
 
 export const DEFAULT_TASK_PAGE = 50;
 export const MAX_TASK_PAGE = 100;
 const LIST = 'a2a-tasks';
+/** A timestamp column in whole microseconds (Postgres's own precision): exact keys for the pages. */
+const US = (column: string) => `floor(extract(epoch from ${column}) * 1000000)::bigint`;
 
 export interface TaskListQuery {
   contextId: string;
@@ -25,8 +33,13 @@ export interface TaskListQuery {
   statusTimestampAfter?: string | undefined;
 }
 
+/** A listed task: a job (with the history of the conversation it came from, if any), or a conversation. */
+export type ListedTask =
+  | { job: JobRow & { context_id: string; history: Message[] | null }; conversation?: undefined }
+  | { conversation: ConversationRow; job?: undefined };
+
 export interface TaskListPage {
-  rows: Array<JobRow & { context_id: string }>;
+  rows: ListedTask[];
   nextPageToken: string;
   totalSize: number;
 }
@@ -37,7 +50,7 @@ const bad = (path: string, message: string) =>
 /** The query checked: a page size of 1 to 100, a known state, a timestamp that is one, a token of this list. */
 function checked(query: TaskListQuery): {
   limit: number;
-  after: string | undefined;
+  after: { us: string; id: string } | undefined;
   since: Date | undefined;
   status: TaskState | undefined;
 } {
@@ -58,9 +71,14 @@ function checked(query: TaskListQuery): {
   if (!Object.values(TaskState).includes(status) || (status as number) < 0) {
     throw bad('status', 'must be a TaskState');
   }
-  let after: string | undefined;
+  let after: { us: string; id: string } | undefined;
   try {
-    after = decodeListCursor(query.pageToken || undefined, LIST);
+    const key = decodeListCursor(query.pageToken || undefined, LIST);
+    if (key !== undefined) {
+      const m = /^(\d{1,18})_(job_[0-9a-z]{26})$/.exec(key);
+      if (!m) throw new Error('not a key of this list');
+      after = { us: m[1]!, id: m[2]! };
+    }
   } catch {
     throw bad('pageToken', 'is not one this list returned; start again without it');
   }
@@ -115,23 +133,89 @@ export async function listTasksOf(
         ? { column: 'jobs.license_id', id: caller.licenseId }
         : undefined;
   if (!owner) return { rows: [], nextPageToken: '', totalSize: 0 };
+  const conversationState: Partial<Record<TaskState, string>> = {
+    [TaskState.TASK_STATE_INPUT_REQUIRED]: 'input_required',
+    [TaskState.TASK_STATE_CANCELED]: 'canceled',
+  };
+  const conversations = ownedConversations(db('a2a_conversations'), caller)
+    .whereNot('state', 'started')
+    .modify((q) => {
+      if (query.contextId) void q.where('context_id', query.contextId);
+      if (status !== undefined) void q.where('state', conversationState[status] ?? '');
+      if (since) void q.where('updated_at', '>', since);
+    });
   const base = db('jobs')
     .leftJoin('a2a_tasks', 'a2a_tasks.job_id', 'jobs.id')
+    .leftJoin('a2a_conversations', 'a2a_conversations.id', 'jobs.id')
     .where(owner.column, owner.id)
     .modify((q) => {
       if (query.contextId) void q.whereRaw('coalesce(a2a_tasks.context_id, jobs.id) = ?', [query.contextId]);
       if (status !== undefined) inState(q, status, now);
       if (since) void q.where('jobs.updated_at', '>', since);
     });
-  const [rows, count] = await Promise.all([
+  const [jobs, jobCount, talks, talkCount] = await Promise.all([
     base
       .clone()
-      .modify((q) => void (after !== undefined && q.where('jobs.id', '<', after)))
-      .orderBy('jobs.id', 'desc')
+      .modify(
+        (q) =>
+          void (
+            after && q.whereRaw(`(${US('jobs.updated_at')}, jobs.id) < (?::bigint, ?)`, [after.us, after.id])
+          ),
+      )
+      .orderBy([
+        { column: 'jobs.updated_at', order: 'desc' },
+        { column: 'jobs.id', order: 'desc' },
+      ])
       .limit(limit + 1)
-      .select('jobs.*', db.raw('coalesce(a2a_tasks.context_id, jobs.id) as context_id')),
+      .select(
+        'jobs.*',
+        db.raw(`${US('jobs.updated_at')}::text as updated_us`),
+        db.raw('coalesce(a2a_tasks.context_id, jobs.id) as context_id'),
+        'a2a_conversations.history as history',
+      ),
     base.clone().count<{ n: string }[]>({ n: '*' }),
+    conversations
+      .clone()
+      .modify(
+        (q) => void (after && q.whereRaw(`(${US('updated_at')}, id) < (?::bigint, ?)`, [after.us, after.id])),
+      )
+      .orderBy([
+        { column: 'updated_at', order: 'desc' },
+        { column: 'id', order: 'desc' },
+      ])
+      .limit(limit + 1)
+      .select('*', db.raw(`${US('updated_at')}::text as updated_us`)),
+    conversations.clone().count<{ n: string }[]>({ n: '*' }),
   ]);
-  const page = listPage(rows as TaskListPage['rows'], limit, LIST, (r) => r);
-  return { rows: page.items, nextPageToken: page.nextCursor ?? '', totalSize: Number(count[0]?.n ?? 0) };
+  // Jobs and conversations in one order: the last update first, then the id.
+  type Keyed = ListedTask & { key: { us: bigint; id: string } };
+  const keyOf = (r: { updated_us: string; id: string }) => ({ us: BigInt(r.updated_us), id: r.id });
+  const merged: Keyed[] = [
+    ...(jobs as Array<JobRow & { context_id: string; history: Message[] | null; updated_us: string }>).map(
+      (job) => ({ key: keyOf(job), job }),
+    ),
+    ...(talks as Array<ConversationRow & { updated_us: string }>).map((conversation) => ({
+      key: keyOf(conversation),
+      conversation,
+    })),
+  ].sort((a, b) =>
+    a.key.us !== b.key.us
+      ? a.key.us < b.key.us
+        ? 1
+        : -1
+      : a.key.id < b.key.id
+        ? 1
+        : a.key.id > b.key.id
+          ? -1
+          : 0,
+  );
+  const page = listPage(
+    merged,
+    limit,
+    LIST,
+    ({ key: _key, ...task }) => task as ListedTask,
+    ({ key }) => `${key.us}_${key.id}`,
+  );
+  const totalSize = Number(jobCount[0]?.n ?? 0) + Number(talkCount[0]?.n ?? 0);
+  return { rows: page.items, nextPageToken: page.nextCursor ?? '', totalSize };
 }

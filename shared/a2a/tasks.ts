@@ -372,3 +372,61 @@ export function taskRequestOf(message: Pick<Message, 'parts'>): TaskRequest {
   }
   return parsed.data;
 }
+
+// ---------------------------------------------------------------------------------------------------
+// A conversation (./conversations.ts): the task a message of text alone makes
+
+/**
+ * A task's history as asked: all of it when `historyLength` is absent, none for 0, else the last
+ * `historyLength` messages (A2A 1.0 §3.2.4).
+ */
+export function withHistory(task: Task, history: Message[], historyLength?: number): Task {
+  const kept =
+    historyLength === undefined ? history : historyLength <= 0 ? [] : history.slice(-historyLength);
+  return { ...task, history: kept };
+}
+
+/** A conversation as an A2A task: waiting for a request (its status: the agent's last reply), or cancelled. */
+export function taskFromConversation(
+  row: Pick<ConversationRowView, 'id' | 'context_id' | 'state' | 'history' | 'updated_at'>,
+  base: string,
+): Task {
+  const canceled = row.state === 'canceled';
+  const lastReply = [...row.history].reverse().find((m) => m.role === Role.ROLE_AGENT);
+  const message: Message | undefined = canceled
+    ? {
+        messageId: `${row.id}/status/canceled`,
+        contextId: row.context_id,
+        taskId: row.id,
+        role: Role.ROLE_AGENT,
+        parts: [textPart('Cancelled.')],
+        metadata: undefined,
+        extensions: [],
+        referenceTaskIds: [],
+      }
+    : lastReply;
+  return {
+    id: row.id,
+    contextId: row.context_id,
+    status: {
+      state: canceled ? TaskState.TASK_STATE_CANCELED : TaskState.TASK_STATE_INPUT_REQUIRED,
+      message,
+      timestamp: iso(row.updated_at),
+    },
+    artifacts: [],
+    history: row.history,
+    metadata: {
+      conversation: canceled ? 'canceled' : 'waiting for a request',
+      links: { services: `${base}/api/services` },
+    },
+  };
+}
+
+/** What a conversation row holds that its task view reads (shared/a2a/conversations.ts). */
+export interface ConversationRowView {
+  id: string;
+  context_id: string;
+  state: 'input_required' | 'canceled' | 'started';
+  history: Message[];
+  updated_at: Date | string;
+}

@@ -20,6 +20,8 @@ export interface JobOrder {
   input: Record<string, unknown>;
   webhook?: { url: string } | undefined;
   referralCode?: string | undefined;
+  /** The job's id, minted ahead (an A2A conversation's task id); a new one when absent. */
+  id?: string | undefined;
 }
 
 /** Who orders: an agent (with the network that registered it), a license, or neither. */
@@ -70,6 +72,7 @@ export async function orderJob(
       agentId: caller.agent?.agentId ?? null,
       licenseId,
       prepayment: licenseId ? creditPrepayment(licenseId) : undefined,
+      id: order.id,
     },
     referral || prepared || order.webhook || licenseId || also
       ? async (trx, created) => {

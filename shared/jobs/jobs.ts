@@ -64,6 +64,8 @@ export interface CreateJobInput {
   licenseId?: string | undefined;
   /** What may pay a priced job as it is made (a license's prepaid credit), in its transaction. */
   prepayment?: Prepayment | undefined;
+  /** The id, minted ahead (an A2A conversation's task id becomes its job's); a new one when absent. */
+  id?: string | undefined;
 }
 
 /**
@@ -118,7 +120,7 @@ export async function createJob(
   const service = serviceOrThrow(req.service);
   const input = validateServiceInput(service, req.input);
   const free = service.priceUsdCents === 0;
-  const id = newId('job');
+  const id = req.id ?? newId('job');
   const access = newCapability('job');
   const values: NewJobValues = {
     id,
