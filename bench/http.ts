@@ -316,8 +316,13 @@ async function main() {
         const pid = pids[phase.server];
         const cpuBefore = cpuMs(pid);
         const t = performance.now();
+        const from = process.hrtime.bigint();
         const latencies = await pool([...Array(N).keys()], CONCURRENCY, phase.request);
         const seconds = (performance.now() - t) / 1000;
+        // The phase's window on the monotonic clock the CPU profiles' sample times use (µs), for
+        // bench/profile.ts.
+        if (process.env.BENCH_CPU_PROF)
+          console.error(`phase ${phase.key} ${N} ${from / 1000n} ${process.hrtime.bigint() / 1000n}`);
         samples.get(phase.key)!.push({
           perSecond: N / seconds,
           cpuMs: (cpuMs(pid) - cpuBefore) / N,
