@@ -8,6 +8,7 @@ import helmet from 'helmet';
 import swaggerUi from 'swagger-ui-express';
 import { safeEqual } from '../shared/platform/crypto';
 import { AppError, forbidden, unauthorized } from '../shared/platform/errors';
+import { env } from '../shared/platform/env';
 import { logger } from '../shared/platform/log';
 import { httpDuration, queueDepth, registry } from '../shared/platform/metrics';
 import { agentCardHandler } from './a2a/card';
@@ -22,6 +23,7 @@ import { origin } from './http/links';
 import { exchangeDocument, platformDocument } from './http/openapi';
 import { errorMiddleware, notFoundMiddleware } from './http/problem';
 import { rateLimit, spendAuthFailure, tokenCheckedElsewhere } from './http/ratelimit';
+import { overloadGate } from './http/overload';
 import { requestLog } from './http/request-log';
 import { httpTracing } from './http/tracing';
 import { queueDepths } from './http/health-checks';
@@ -98,6 +100,16 @@ export function createApp(deps: AppDeps, options: AppOptions = {}): express.Expr
   app.set('trust proxy', options.trustProxy ?? 0);
   app.set('query parser', 'simple');
 
+  // Past what it can serve in time, the process sheds a request before doing any work for it.
+  app.use(
+    overloadGate(
+      deps.overload ?? {
+        maxInFlight: env.OVERLOAD_MAX_IN_FLIGHT,
+        maxEventLoopDelayMs: env.OVERLOAD_MAX_EVENT_LOOP_DELAY_MS,
+      },
+      (path) => unlimitedPaths.has(path),
+    ),
+  );
   app.use(httpTracing());
   app.use(requestLog(logger));
   app.use(timeRequest);
