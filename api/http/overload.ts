@@ -3,8 +3,8 @@
 // later one, and its memory, until nothing is answered in time). Two signals, either sheds:
 // * requests in flight: taken and not yet answered, past OVERLOAD_MAX_IN_FLIGHT;
 // * the event loop's delay, sampled every 25 ms, past OVERLOAD_MAX_EVENT_LOOP_DELAY_MS (0: off).
-// A request that waits on purpose (a long poll, an event stream, an A2A wait: closedSignal) gives its
-// place up as it starts waiting. Liveness and readiness are never shed: a monitor sees the truth.
+// A request that may wait on purpose (a long poll, an event stream, an A2A request: whatever asks for
+// closedSignal) gives its place up as it starts waiting. Liveness and readiness are never shed: a monitor sees the truth.
 // The refusal costs no more than a few header writes: nothing after the gate runs for it.
 import type { RequestHandler, Response } from 'express';
 import { httpShed } from '../../shared/platform/metrics';

@@ -5,6 +5,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp } from '../../api/app';
+import { httpShed } from '../../shared/platform/metrics';
 import { testApp } from '../helpers';
 
 const t = testApp({ overload: { maxInFlight: 1, maxEventLoopDelayMs: 0 } });
@@ -53,6 +54,8 @@ const jobCount = async () => Number((await t.deps.db('jobs').count({ n: '*' }))[
 describe('load shedding', () => {
   it('answers past the in-flight cap with 503 overloaded and Retry-After, keeps health, loses nothing it took', async () => {
     const before = await jobCount();
+    const shedCount = async () => (await httpShed.get()).values.reduce((n, v) => n + v.value, 0);
+    const shedBefore = await shedCount();
     // One request taken and held in flight: its body has not all arrived.
     const job = JSON.stringify({ service: 'attest.timestamp', input: { digest: 'cd'.repeat(32) } });
     const held = http.request({
@@ -85,6 +88,8 @@ describe('load shedding', () => {
     );
     expect(shedJob.status).toBe(503);
     expect(await jobCount()).toBe(before);
+    // Both refusals are counted on /metrics (px_http_shed_total).
+    expect((await shedCount()) - shedBefore).toBe(2);
 
     // Liveness and readiness answer whatever the load.
     expect((await send('GET', '/api/health')).status).toBe(200);
@@ -95,5 +100,30 @@ describe('load shedding', () => {
     expect((await heldAnswer).status).toBe(202);
     expect(await jobCount()).toBe(before + 1);
     expect((await send('GET', '/api/pricing')).status).toBe(200);
+  });
+
+  it('does not count a long poll that waits as work in flight', async () => {
+    const created = await send(
+      'POST',
+      '/api/jobs',
+      JSON.stringify({ service: 'attest.timestamp', input: { digest: '12'.repeat(32) } }),
+    );
+    expect(created.status).toBe(202);
+    const { job, accessToken } = JSON.parse(created.body) as { job: { id: string }; accessToken: string };
+    // No worker runs here: the job stays queued and the poll waits its 3 s out.
+    const poll = http.request({
+      host: '127.0.0.1',
+      port,
+      method: 'GET',
+      path: `/api/jobs/${job.id}?wait=3`,
+      agent: false,
+      headers: { authorization: `Bearer ${accessToken}` },
+    });
+    const polled = answer(poll);
+    poll.end();
+    await new Promise((r) => setTimeout(r, 500));
+    // With one place in flight, a request still passes while the poll waits.
+    expect((await send('GET', '/api/pricing')).status).toBe(200);
+    expect((await polled).status).toBe(200);
   });
 });
