@@ -1,11 +1,14 @@
 // The Express app: conventions (validation, problem details, limits, idempotency, logs) around three routers.
+import { ServerResponse } from 'node:http';
 import cors from 'cors';
 import express from 'express';
-import type { Request, Response, NextFunction } from 'express';
+import type { Request, Response, NextFunction, RequestHandler } from 'express';
+import type { Histogram } from 'prom-client';
 import helmet from 'helmet';
 import swaggerUi from 'swagger-ui-express';
 import { safeEqual } from '../shared/platform/crypto';
 import { AppError, forbidden, unauthorized } from '../shared/platform/errors';
+import { env } from '../shared/platform/env';
 import { logger } from '../shared/platform/log';
 import { httpDuration, queueDepth, registry } from '../shared/platform/metrics';
 import { CARD_PATH, agentCardHandler } from './a2a/card';
@@ -20,6 +23,7 @@ import { origin } from './http/links';
 import { exchangeDocument, platformDocument } from './http/openapi';
 import { errorMiddleware, notFoundMiddleware } from './http/problem';
 import { rateLimit, spendAuthFailure, tokenCheckedElsewhere } from './http/ratelimit';
+import { overloadGate } from './http/overload';
 import { requestLog } from './http/request-log';
 import { httpTracing } from './http/tracing';
 import { queueDepths } from './http/health-checks';
@@ -34,6 +38,58 @@ export interface AppOptions {
   trustProxy?: number;
 }
 
+const writeHead = ServerResponse.prototype.writeHead;
+
+/**
+ * helmet's headers, as it sets them on a response, worked out once: they depend on nothing in the
+ * request, so each response gets the same list set in one call.
+ */
+function securityHeaders(): RequestHandler {
+  const headers = new Map<string, string | number | readonly string[]>();
+  const probe = {
+    setHeader: (name: string, value: string | number | readonly string[]) => headers.set(name, value),
+    removeHeader: (name: string) => headers.delete(name),
+    getHeader: () => undefined,
+  };
+  helmet({ contentSecurityPolicy: false, crossOriginEmbedderPolicy: false })(
+    {} as Request,
+    probe as unknown as Response,
+    () => undefined,
+  );
+  return (_req, res, next) => {
+    res.setHeaders(headers);
+    next();
+  };
+}
+
+const started = Symbol('requestStarted');
+type Timed = Response & { [started]?: number };
+/** The histogram's children by method, route and status, bound once (the label sets are few). */
+const durations = new Map<string, Histogram.Internal<'method' | 'route' | 'status'>>();
+const MAX_BOUND = 2_000;
+
+/** Request latency by route pattern and status; one shared listener, no closure per request. */
+const timeRequest: RequestHandler = (_req, res, next) => {
+  (res as Timed)[started] = performance.now();
+  res.on('finish', observeDuration);
+  next();
+};
+
+function observeDuration(this: Timed) {
+  // Sealed actions are not metered: a per-route count would be a running tally of ballots or bids.
+  if (this.locals.sealed) return;
+  const req = this.req;
+  // The full route, mount path included (api/http/route-label.ts), never the path itself.
+  const route = routeOf(req, this) ?? '';
+  const key = `${req.method} ${route} ${this.statusCode}`;
+  let child = durations.get(key);
+  if (!child) {
+    child = httpDuration.labels({ method: req.method, route, status: this.statusCode });
+    if (durations.size < MAX_BOUND) durations.set(key, child);
+  }
+  child.observe((performance.now() - (this[started] ?? 0)) / 1000);
+}
+
 /** Liveness and readiness (api/routes/health.ts): never rate limited. */
 const unlimitedPaths = new Set(['/api/health', '/api/v1/readiness']);
 
@@ -46,34 +102,30 @@ export function createApp(deps: AppDeps, options: AppOptions = {}): express.Expr
   app.set('trust proxy', options.trustProxy ?? 0);
   app.set('query parser', 'simple');
 
+  // Past what it can serve in time, the process sheds a request before doing any work for it.
+  app.use(
+    overloadGate(
+      deps.overload ?? {
+        maxInFlight: env.OVERLOAD_MAX_IN_FLIGHT,
+        maxEventLoopDelayMs: env.OVERLOAD_MAX_EVENT_LOOP_DELAY_MS,
+      },
+      (path) => unlimitedPaths.has(path),
+    ),
+  );
   app.use(httpTracing());
   app.use(requestLog(logger));
-  app.use((req, res, next) => {
-    const end = httpDuration.startTimer({ method: req.method });
-    res.on('finish', () => {
-      // Sealed actions are not metered: a per-route count would be a running tally of ballots or bids.
-      if (res.locals.sealed) return;
-      end({
-        route: routeOf(req, res) ?? '',
-        status: res.statusCode,
-      });
-    });
-    next();
-  });
-  app.use(helmet({ contentSecurityPolicy: false, crossOriginEmbedderPolicy: false }));
-  app.use((_req, res, next) => {
-    // An answer built from the request's Host (no BASE_URL/API_URL/SITE_URL configured) is that
-    // requester's alone: a shared cache must not hand it to anyone else.
-    const writeHead = res.writeHead;
-    res.writeHead = function (this: Response, ...args: Parameters<Response['writeHead']>) {
-      if (res.locals.originFromRequest) {
-        res.setHeader('Cache-Control', 'no-store');
-        res.vary('Host');
-      }
-      return writeHead.apply(this, args);
-    } as Response['writeHead'];
-    next();
-  });
+  app.use(timeRequest);
+  app.use(securityHeaders());
+  // An answer built from the request's Host (no BASE_URL/API_URL/SITE_URL configured) is that
+  // requester's alone: a shared cache must not hand it to anyone else. Checked as the head is written,
+  // on the app's response prototype (no wrapper made per request).
+  app.response.writeHead = function (this: Response, ...args: Parameters<Response['writeHead']>) {
+    if (this.locals?.originFromRequest) {
+      this.setHeader('Cache-Control', 'no-store');
+      this.vary('Host');
+    }
+    return writeHead.apply(this, args);
+  } as Response['writeHead'];
   app.use(
     '/api',
     cors({

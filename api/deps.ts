@@ -28,4 +28,6 @@ export interface AppDeps {
     authFailuresPerMinute?: number;
   };
   bodyLimitBytes: number;
+  /** Load shedding (api/http/overload.ts); default: from configuration. */
+  overload?: { maxInFlight: number; maxEventLoopDelayMs: number };
 }

@@ -48,6 +48,10 @@ export function depsFromEnv(): AppDeps {
       authFailuresPerMinute: env.AUTH_FAILURES_PER_MINUTE,
     },
     bodyLimitBytes: env.BODY_LIMIT_BYTES,
+    overload: {
+      maxInFlight: env.OVERLOAD_MAX_IN_FLIGHT,
+      maxEventLoopDelayMs: env.OVERLOAD_MAX_EVENT_LOOP_DELAY_MS,
+    },
   };
 }
 

@@ -103,7 +103,7 @@ function add(into: Map<number, Set<string>>, status: number, ...codes: string[])
 
 /**
  * The problems the pipeline around a route can answer with (app.ts and RouteTable.router, in order):
- * Bearer-only and the rate limit; for POST the media type, size, JSON, depth and idempotency checks;
+ * load shedding, Bearer-only and the rate limit; for POST the media type, size, JSON, depth and idempotency checks;
  * the input guard and zod on params, query and body; the auth mode; the route's own budget; the
  * license's product line and quota.
  */
@@ -116,6 +116,9 @@ export function pipelineProblems(
   if (spec.path.includes('{')) add(out, 400, 'bad_request');
   add(out, 401, 'unauthorized');
   add(out, 429, 'rate_limited');
+  // Load shedding (api/http/overload.ts), which spares liveness and readiness.
+  if (!(spec.method === 'get' && (spec.path === '/api/health' || spec.path === '/api/v1/readiness')))
+    add(out, 503, 'overloaded');
   if (spec.method !== 'get') {
     add(out, 400, 'malformed_json', 'json_too_deep');
     add(out, 413, 'payload_too_large');

@@ -10,6 +10,7 @@
 //   (AUTH_FAILURES_PER_MINUTE); once that is spent, the network's credentials are refused unchecked.
 import { randomBytes } from 'node:crypto';
 import type { Request, RequestHandler, Response } from 'express';
+import { LRUCache } from 'lru-cache';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import { isCapability } from '../../shared/platform/capabilities';
 import { clientNetwork, networkTag } from '../../shared/platform/client-network';
@@ -71,7 +72,82 @@ export function amountHolder(principal: Principal | null, req: Request, gate = f
   return { key, kind: gate ? 'gate' : 'public', cap: env.AMOUNT_HOLDS_PER_CALLER };
 }
 
-type Limiter = RateLimiterRedis;
+/**
+ * A bucket of `points` a window, counted in Redis, spent from local reservations: a web process takes
+ * `batch` points of a bucket from Redis at a time (a hundredth of the budget, at least 1) and spends
+ * them in memory, so most requests pay no Redis round trip. No more than `points` are ever spent in a
+ * window across all processes (every point spent was counted in Redis first); a bucket may refuse
+ * early by the points other web processes hold and have not spent yet, at most `batch - 1` each. When
+ * the last reservation finds less room than a batch, it takes what is left, so one process alone can
+ * spend the whole budget. A bucket found empty is refused locally until its window ends.
+ */
+export class BatchedLimiter {
+  readonly batch: number;
+  /** Per bucket: points reserved and not yet spent, until the Redis window they came from ends. */
+  private readonly local: LRUCache<string, { left: number; until: number; remaining: number }>;
+
+  constructor(
+    private readonly store: RateLimiterRedis,
+    readonly points: number,
+  ) {
+    this.batch = Math.max(1, Math.floor(points / 100));
+    this.local = new LRUCache({ max: LOCAL_BUCKETS });
+  }
+
+  /** Spends one point; throws RateLimiterRes (as the library does) when the bucket is empty. */
+  consume(key: string): Promise<{ remainingPoints: number }> | { remainingPoints: number } {
+    const now = Date.now();
+    const held = this.local.get(key);
+    if (held && held.until > now) {
+      if (held.left > 0) {
+        held.left--;
+        return { remainingPoints: held.remaining + held.left };
+      }
+      if (held.remaining <= 0) throw refusal(held.until - now);
+    }
+    return this.reserve(key, now);
+  }
+
+  private async reserve(key: string, now: number): Promise<{ remainingPoints: number }> {
+    let consumed: number;
+    let msBeforeNext: number;
+    try {
+      const r = await this.store.consume(key, this.batch);
+      consumed = r.consumedPoints;
+      msBeforeNext = r.msBeforeNext;
+    } catch (err) {
+      if (!(err instanceof RateLimiterRes)) throw err;
+      consumed = err.consumedPoints;
+      msBeforeNext = err.msBeforeNext;
+    }
+    // What this reservation may spend: the batch, or the room that was left before it.
+    const granted = Math.min(this.batch, this.points - (consumed - this.batch));
+    const until = now + msBeforeNext;
+    const remaining = Math.max(0, this.points - consumed);
+    if (granted < 1) {
+      this.local.set(key, { left: 0, until, remaining: 0 });
+      throw refusal(msBeforeNext);
+    }
+    this.local.set(key, { left: granted - 1, until, remaining });
+    return { remainingPoints: remaining + granted - 1 };
+  }
+
+  /** Points spent in the bucket's window across processes (reservations included); null if none. */
+  async consumed(key: string): Promise<{ consumedPoints: number; msBeforeNext: number } | null> {
+    const held = this.local.get(key);
+    if (held && held.until > Date.now() && held.left === 0 && held.remaining === 0) {
+      return { consumedPoints: this.points, msBeforeNext: held.until - Date.now() };
+    }
+    return this.store.get(key);
+  }
+}
+
+/** Buckets a process keeps reservations for; the least recently used beyond this give theirs up. */
+const LOCAL_BUCKETS = 100_000;
+
+const refusal = (msBeforeNext: number) => new RateLimiterRes(0, Math.max(1, msBeforeNext));
+
+type Limiter = BatchedLimiter;
 const limiters = new WeakMap<AppDeps, Map<string, Limiter>>();
 
 function limiter(deps: AppDeps, name: string, points: number, duration = 60): Limiter {
@@ -80,13 +156,16 @@ function limiter(deps: AppDeps, name: string, points: number, duration = 60): Li
   const key = `${name}:${points}:${duration}`;
   let l = byName.get(key);
   if (!l) {
-    l = new RateLimiterRedis({
-      storeClient: deps.redis,
-      keyPrefix: `${untagged(deps.queues.prefix)}:rl:${name}`,
+    l = new BatchedLimiter(
+      new RateLimiterRedis({
+        storeClient: deps.redis,
+        keyPrefix: `${untagged(deps.queues.prefix)}:rl:${name}`,
+        points,
+        duration,
+        insuranceLimiter: new RateLimiterMemory({ points, duration }),
+      }),
       points,
-      duration,
-      insuranceLimiter: new RateLimiterMemory({ points, duration }),
-    });
+    );
     byName.set(key, l);
   }
   return l;
@@ -111,7 +190,8 @@ function rateLimited(l: Limiter, msBeforeNext: number, what: string): AppError {
  */
 async function spend(l: Limiter, id: string, res: Response, what: string, quiet = false): Promise<void> {
   try {
-    const r = await l.consume(bucketOf(id));
+    const spent = l.consume(bucketOf(id));
+    const r = spent instanceof Promise ? await spent : spent;
     const remaining = Number(res.getHeader('RateLimit-Remaining') ?? Infinity);
     if (!quiet && r.remainingPoints < remaining) {
       res.setHeader('RateLimit-Limit', String(l.points));
@@ -134,7 +214,7 @@ const FAILURES = 'failed credentials';
  */
 async function refuseWhileFailing(deps: AppDeps, req: Request): Promise<void> {
   const l = failureLimiter(deps);
-  const r = await l.get(bucketOf(clientAddress(req))).catch(() => null);
+  const r = await l.consumed(bucketOf(clientAddress(req))).catch(() => null);
   if (r && r.consumedPoints >= l.points) throw rateLimited(l, r.msBeforeNext, FAILURES);
 }
 

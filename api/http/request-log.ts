@@ -68,8 +68,37 @@ export const noteUnavailable = (res: Response, code: string, reason: string | un
   res.locals.unavailable = { code, ...(reason ? { reason } : {}) };
 };
 
+const startKey = Symbol('requestLogStart');
+type LoggedResponse = Response & { [startKey]?: number; [bindingsKey]?: { req: object } };
+
 export function requestLog(logger: Logger, outage = new OutageLog(logger)): RequestHandler {
   const prototypes = new WeakSet<object>();
+  // One listener for the app, not a closure per request: what it needs rides on the response.
+  function done(this: LoggedResponse, err?: unknown) {
+    this.off('finish', done);
+    this.off('close', done);
+    this.off('error', done);
+    if (!err && this.statusCode === 503)
+      outage.unavailable((this.locals.unavailable as { code?: string } | undefined) ?? {});
+    const level = levelOf(this, err);
+    if (level === 'silent' || !logger.isLevelEnabled(level)) return;
+    const line = {
+      ...this[bindingsKey],
+      res: { statusCode: this.statusCode },
+      responseTime: Math.round(performance.now() - (this[startKey] ?? 0)),
+    };
+    if (level === 'error') {
+      logger.error(
+        {
+          ...line,
+          err: err instanceof Error ? err : new Error(`failed with status code ${this.statusCode}`),
+        },
+        'request errored',
+      );
+    } else {
+      logger[level](line, 'request completed');
+    }
+  }
   return (req: Request, res: Response, next: NextFunction) => {
     const proto = Object.getPrototypeOf(req) as object;
     if (!prototypes.has(proto)) {
@@ -83,32 +112,8 @@ export function requestLog(logger: Logger, outage = new OutageLog(logger)): Requ
     // Routers rewrite req.url while they route: the path is taken as it arrived.
     const bindings = { req: { id, method: req.method, url: req.url } };
     (req as Logged)[bindingsKey] = bindings;
-    const start = performance.now();
-    const done = (err?: unknown) => {
-      res.off('finish', done);
-      res.off('close', done);
-      res.off('error', done);
-      if (!err && res.statusCode === 503)
-        outage.unavailable((res.locals.unavailable as { code?: string } | undefined) ?? {});
-      const level = levelOf(res, err);
-      if (level === 'silent' || !logger.isLevelEnabled(level)) return;
-      const line = {
-        ...bindings,
-        res: { statusCode: res.statusCode },
-        responseTime: Math.round(performance.now() - start),
-      };
-      if (level === 'error') {
-        logger.error(
-          {
-            ...line,
-            err: err instanceof Error ? err : new Error(`failed with status code ${res.statusCode}`),
-          },
-          'request errored',
-        );
-      } else {
-        logger[level](line, 'request completed');
-      }
-    };
+    (res as LoggedResponse)[bindingsKey] = bindings;
+    (res as LoggedResponse)[startKey] = performance.now();
     res.on('finish', done);
     res.on('close', done);
     res.on('error', done);

@@ -100,6 +100,8 @@ export interface RouteSpec<P extends ZObject, Q extends ZObject, B extends z.Zod
 }
 
 const empty = z.strictObject({});
+/** A route that takes no body: none, or an empty object. */
+const noBody = z.union([z.undefined(), z.strictObject({})]);
 
 function issuesToErrors(where: string, error: z.ZodError) {
   return error.issues.map((i) => ({
@@ -149,7 +151,7 @@ export class RouteTable {
         const body =
           spec.body !== undefined
             ? parsePart(spec.body, req.body, 'body')
-            : (parsePart(z.union([z.undefined(), z.strictObject({})]), req.body, 'body') as undefined);
+            : (parsePart(noBody, req.body, 'body') as undefined);
         if (auth.kind === 'license' && spec.product) requireProductLine(auth, spec.product);
         const refund =
           auth.kind === 'license' && spec.product && spec.quota

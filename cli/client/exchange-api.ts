@@ -1201,6 +1201,20 @@ export interface operations {
           };
         };
       };
+      /** @description Service Unavailable. Problem codes: `overloaded`. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'overloaded';
+          };
+        };
+      };
       /** @description Any other failure, as an RFC 9457 problem document (5xx: try again later). */
       default: {
         headers: {
@@ -1285,7 +1299,7 @@ export interface operations {
           };
         };
       };
-      /** @description Service Unavailable. Problem codes: `asset_config_invalid`. */
+      /** @description Service Unavailable. Problem codes: `asset_config_invalid`, `overloaded`. */
       503: {
         headers: {
           /** @description Seconds to wait before trying again */
@@ -1295,7 +1309,7 @@ export interface operations {
         content: {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
-            code?: 'asset_config_invalid';
+            code?: 'asset_config_invalid' | 'overloaded';
           };
         };
       };
@@ -1487,7 +1501,7 @@ export interface operations {
           };
         };
       };
-      /** @description Service Unavailable. Problem codes: `asset_config_invalid`, `payment_settlement_unknown`, `payment_settler_unavailable`, `payments_unavailable`, `x402_unavailable`. */
+      /** @description Service Unavailable. Problem codes: `asset_config_invalid`, `overloaded`, `payment_settlement_unknown`, `payment_settler_unavailable`, `payments_unavailable`, `x402_unavailable`. */
       503: {
         headers: {
           /** @description Seconds to wait before trying again */
@@ -1499,6 +1513,7 @@ export interface operations {
             /** @enum {string} */
             code?:
               | 'asset_config_invalid'
+              | 'overloaded'
               | 'payment_settlement_unknown'
               | 'payment_settler_unavailable'
               | 'payments_unavailable'
@@ -1610,6 +1625,20 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
             code?: 'rate_limited';
+          };
+        };
+      };
+      /** @description Service Unavailable. Problem codes: `overloaded`. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'overloaded';
           };
         };
       };
@@ -1783,6 +1812,20 @@ export interface operations {
           };
         };
       };
+      /** @description Service Unavailable. Problem codes: `overloaded`. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'overloaded';
+          };
+        };
+      };
       /** @description Any other failure, as an RFC 9457 problem document (5xx: try again later). */
       default: {
         headers: {
@@ -1865,6 +1908,20 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
             code?: 'rate_limited';
+          };
+        };
+      };
+      /** @description Service Unavailable. Problem codes: `overloaded`. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'overloaded';
           };
         };
       };
@@ -1996,6 +2053,20 @@ export interface operations {
           };
         };
       };
+      /** @description Service Unavailable. Problem codes: `overloaded`. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'overloaded';
+          };
+        };
+      };
       /** @description Any other failure, as an RFC 9457 problem document (5xx: try again later). */
       default: {
         headers: {
@@ -2076,6 +2147,20 @@ export interface operations {
           };
         };
       };
+      /** @description Service Unavailable. Problem codes: `overloaded`. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'overloaded';
+          };
+        };
+      };
       /** @description Any other failure, as an RFC 9457 problem document (5xx: try again later). */
       default: {
         headers: {
@@ -2145,6 +2230,20 @@ export interface operations {
           };
         };
       };
+      /** @description Service Unavailable. Problem codes: `overloaded`. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'overloaded';
+          };
+        };
+      };
       /** @description Any other failure, as an RFC 9457 problem document (5xx: try again later). */
       default: {
         headers: {
@@ -2211,6 +2310,20 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
             code?: 'rate_limited';
+          };
+        };
+      };
+      /** @description Service Unavailable. Problem codes: `overloaded`. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'overloaded';
           };
         };
       };
@@ -2351,6 +2464,20 @@ export interface operations {
           };
         };
       };
+      /** @description Service Unavailable. Problem codes: `overloaded`. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'overloaded';
+          };
+        };
+      };
       /** @description Any other failure, as an RFC 9457 problem document (5xx: try again later). */
       default: {
         headers: {
@@ -2432,6 +2559,20 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
             code?: 'rate_limited';
+          };
+        };
+      };
+      /** @description Service Unavailable. Problem codes: `overloaded`. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'overloaded';
           };
         };
       };
@@ -2563,6 +2704,20 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
             code?: 'rate_limited';
+          };
+        };
+      };
+      /** @description Service Unavailable. Problem codes: `overloaded`. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'overloaded';
           };
         };
       };
@@ -2727,6 +2882,20 @@ export interface operations {
           };
         };
       };
+      /** @description Service Unavailable. Problem codes: `overloaded`. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'overloaded';
+          };
+        };
+      };
       /** @description Any other failure, as an RFC 9457 problem document (5xx: try again later). */
       default: {
         headers: {
@@ -2821,6 +2990,20 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
             code?: 'rate_limited';
+          };
+        };
+      };
+      /** @description Service Unavailable. Problem codes: `overloaded`. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'overloaded';
           };
         };
       };
@@ -2973,6 +3156,20 @@ export interface operations {
           };
         };
       };
+      /** @description Service Unavailable. Problem codes: `overloaded`. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'overloaded';
+          };
+        };
+      };
       /** @description Any other failure, as an RFC 9457 problem document (5xx: try again later). */
       default: {
         headers: {
@@ -3073,6 +3270,20 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
             code?: 'rate_limited';
+          };
+        };
+      };
+      /** @description Service Unavailable. Problem codes: `overloaded`. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'overloaded';
           };
         };
       };
@@ -3244,6 +3455,20 @@ export interface operations {
           };
         };
       };
+      /** @description Service Unavailable. Problem codes: `overloaded`. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'overloaded';
+          };
+        };
+      };
       /** @description Any other failure, as an RFC 9457 problem document (5xx: try again later). */
       default: {
         headers: {
@@ -3320,7 +3545,7 @@ export interface operations {
           };
         };
       };
-      /** @description Service Unavailable. Problem codes: `operator_disabled`. */
+      /** @description Service Unavailable. Problem codes: `operator_disabled`, `overloaded`. */
       503: {
         headers: {
           /** @description Seconds to wait before trying again */
@@ -3330,7 +3555,7 @@ export interface operations {
         content: {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
-            code?: 'operator_disabled';
+            code?: 'operator_disabled' | 'overloaded';
           };
         };
       };
@@ -3400,6 +3625,20 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
             code?: 'rate_limited';
+          };
+        };
+      };
+      /** @description Service Unavailable. Problem codes: `overloaded`. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'overloaded';
           };
         };
       };

@@ -3464,7 +3464,7 @@ export interface operations {
           };
         };
       };
-      /** @description Service Unavailable. Problem codes: `asset_config_invalid`. */
+      /** @description Service Unavailable. Problem codes: `asset_config_invalid`, `overloaded`. */
       503: {
         headers: {
           /** @description Seconds to wait before trying again */
@@ -3474,7 +3474,7 @@ export interface operations {
         content: {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
-            code?: 'asset_config_invalid';
+            code?: 'asset_config_invalid' | 'overloaded';
           };
         };
       };
@@ -3649,7 +3649,7 @@ export interface operations {
           };
         };
       };
-      /** @description Service Unavailable. Problem codes: `amounts_exhausted`, `asset_config_invalid`, `signing_key_retired`. */
+      /** @description Service Unavailable. Problem codes: `amounts_exhausted`, `asset_config_invalid`, `overloaded`, `signing_key_retired`. */
       503: {
         headers: {
           /** @description Seconds to wait before trying again */
@@ -3659,7 +3659,7 @@ export interface operations {
         content: {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
-            code?: 'amounts_exhausted' | 'asset_config_invalid' | 'signing_key_retired';
+            code?: 'amounts_exhausted' | 'asset_config_invalid' | 'overloaded' | 'signing_key_retired';
           };
         };
       };
@@ -3763,6 +3763,20 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
             code?: 'rate_limited';
+          };
+        };
+      };
+      /** @description Service Unavailable. Problem codes: `overloaded`. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'overloaded';
           };
         };
       };
@@ -3883,6 +3897,20 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
             code?: 'rate_limited';
+          };
+        };
+      };
+      /** @description Service Unavailable. Problem codes: `overloaded`. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'overloaded';
           };
         };
       };
@@ -4024,6 +4052,20 @@ export interface operations {
           };
         };
       };
+      /** @description Service Unavailable. Problem codes: `overloaded`. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'overloaded';
+          };
+        };
+      };
       /** @description Any other failure, as an RFC 9457 problem document (5xx: try again later). */
       default: {
         headers: {
@@ -4114,6 +4156,20 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
             code?: 'rate_limited';
+          };
+        };
+      };
+      /** @description Service Unavailable. Problem codes: `overloaded`. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'overloaded';
           };
         };
       };
@@ -4262,6 +4318,20 @@ export interface operations {
           };
         };
       };
+      /** @description Service Unavailable. Problem codes: `overloaded`. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'overloaded';
+          };
+        };
+      };
       /** @description Any other failure, as an RFC 9457 problem document (5xx: try again later). */
       default: {
         headers: {
@@ -4407,6 +4477,20 @@ export interface operations {
           };
         };
       };
+      /** @description Service Unavailable. Problem codes: `overloaded`. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'overloaded';
+          };
+        };
+      };
       /** @description Any other failure, as an RFC 9457 problem document (5xx: try again later). */
       default: {
         headers: {
@@ -4485,7 +4569,7 @@ export interface operations {
           };
         };
       };
-      /** @description Service Unavailable. Problem codes: `operator_disabled`. */
+      /** @description Service Unavailable. Problem codes: `operator_disabled`, `overloaded`. */
       503: {
         headers: {
           /** @description Seconds to wait before trying again */
@@ -4495,7 +4579,7 @@ export interface operations {
         content: {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
-            code?: 'operator_disabled';
+            code?: 'operator_disabled' | 'overloaded';
           };
         };
       };
@@ -4635,7 +4719,7 @@ export interface operations {
           };
         };
       };
-      /** @description Service Unavailable. Problem codes: `operator_disabled`. */
+      /** @description Service Unavailable. Problem codes: `operator_disabled`, `overloaded`. */
       503: {
         headers: {
           /** @description Seconds to wait before trying again */
@@ -4645,7 +4729,7 @@ export interface operations {
         content: {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
-            code?: 'operator_disabled';
+            code?: 'operator_disabled' | 'overloaded';
           };
         };
       };
@@ -4758,7 +4842,7 @@ export interface operations {
           };
         };
       };
-      /** @description Service Unavailable. Problem codes: `operator_disabled`. */
+      /** @description Service Unavailable. Problem codes: `operator_disabled`, `overloaded`. */
       503: {
         headers: {
           /** @description Seconds to wait before trying again */
@@ -4768,7 +4852,7 @@ export interface operations {
         content: {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
-            code?: 'operator_disabled';
+            code?: 'operator_disabled' | 'overloaded';
           };
         };
       };
@@ -4898,7 +4982,7 @@ export interface operations {
           };
         };
       };
-      /** @description Service Unavailable. Problem codes: `operator_disabled`. */
+      /** @description Service Unavailable. Problem codes: `operator_disabled`, `overloaded`. */
       503: {
         headers: {
           /** @description Seconds to wait before trying again */
@@ -4908,7 +4992,7 @@ export interface operations {
         content: {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
-            code?: 'operator_disabled';
+            code?: 'operator_disabled' | 'overloaded';
           };
         };
       };
@@ -5038,7 +5122,7 @@ export interface operations {
           };
         };
       };
-      /** @description Service Unavailable. Problem codes: `operator_disabled`. */
+      /** @description Service Unavailable. Problem codes: `operator_disabled`, `overloaded`. */
       503: {
         headers: {
           /** @description Seconds to wait before trying again */
@@ -5048,7 +5132,7 @@ export interface operations {
         content: {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
-            code?: 'operator_disabled';
+            code?: 'operator_disabled' | 'overloaded';
           };
         };
       };
@@ -5178,7 +5262,7 @@ export interface operations {
           };
         };
       };
-      /** @description Service Unavailable. Problem codes: `operator_disabled`. */
+      /** @description Service Unavailable. Problem codes: `operator_disabled`, `overloaded`. */
       503: {
         headers: {
           /** @description Seconds to wait before trying again */
@@ -5188,7 +5272,7 @@ export interface operations {
         content: {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
-            code?: 'operator_disabled';
+            code?: 'operator_disabled' | 'overloaded';
           };
         };
       };
@@ -5326,7 +5410,7 @@ export interface operations {
           };
         };
       };
-      /** @description Service Unavailable. Problem codes: `operator_disabled`. */
+      /** @description Service Unavailable. Problem codes: `operator_disabled`, `overloaded`. */
       503: {
         headers: {
           /** @description Seconds to wait before trying again */
@@ -5336,7 +5420,7 @@ export interface operations {
         content: {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
-            code?: 'operator_disabled';
+            code?: 'operator_disabled' | 'overloaded';
           };
         };
       };
@@ -5429,7 +5513,7 @@ export interface operations {
           };
         };
       };
-      /** @description Service Unavailable. Problem codes: `operator_disabled`. */
+      /** @description Service Unavailable. Problem codes: `operator_disabled`, `overloaded`. */
       503: {
         headers: {
           /** @description Seconds to wait before trying again */
@@ -5439,7 +5523,7 @@ export interface operations {
         content: {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
-            code?: 'operator_disabled';
+            code?: 'operator_disabled' | 'overloaded';
           };
         };
       };
@@ -5570,7 +5654,7 @@ export interface operations {
           };
         };
       };
-      /** @description Service Unavailable. Problem codes: `operator_disabled`. */
+      /** @description Service Unavailable. Problem codes: `operator_disabled`, `overloaded`. */
       503: {
         headers: {
           /** @description Seconds to wait before trying again */
@@ -5580,7 +5664,7 @@ export interface operations {
         content: {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
-            code?: 'operator_disabled';
+            code?: 'operator_disabled' | 'overloaded';
           };
         };
       };
@@ -5660,7 +5744,7 @@ export interface operations {
           };
         };
       };
-      /** @description Service Unavailable. Problem codes: `operator_disabled`. */
+      /** @description Service Unavailable. Problem codes: `operator_disabled`, `overloaded`. */
       503: {
         headers: {
           /** @description Seconds to wait before trying again */
@@ -5670,7 +5754,7 @@ export interface operations {
         content: {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
-            code?: 'operator_disabled';
+            code?: 'operator_disabled' | 'overloaded';
           };
         };
       };
@@ -5800,7 +5884,7 @@ export interface operations {
           };
         };
       };
-      /** @description Service Unavailable. Problem codes: `operator_disabled`. */
+      /** @description Service Unavailable. Problem codes: `operator_disabled`, `overloaded`. */
       503: {
         headers: {
           /** @description Seconds to wait before trying again */
@@ -5810,7 +5894,7 @@ export interface operations {
         content: {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
-            code?: 'operator_disabled';
+            code?: 'operator_disabled' | 'overloaded';
           };
         };
       };
@@ -5948,7 +6032,7 @@ export interface operations {
           };
         };
       };
-      /** @description Service Unavailable. Problem codes: `operator_disabled`. */
+      /** @description Service Unavailable. Problem codes: `operator_disabled`, `overloaded`. */
       503: {
         headers: {
           /** @description Seconds to wait before trying again */
@@ -5958,7 +6042,7 @@ export interface operations {
         content: {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
-            code?: 'operator_disabled';
+            code?: 'operator_disabled' | 'overloaded';
           };
         };
       };
@@ -6038,7 +6122,7 @@ export interface operations {
           };
         };
       };
-      /** @description Service Unavailable. Problem codes: `operator_disabled`. */
+      /** @description Service Unavailable. Problem codes: `operator_disabled`, `overloaded`. */
       503: {
         headers: {
           /** @description Seconds to wait before trying again */
@@ -6048,7 +6132,7 @@ export interface operations {
         content: {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
-            code?: 'operator_disabled';
+            code?: 'operator_disabled' | 'overloaded';
           };
         };
       };
@@ -6164,7 +6248,7 @@ export interface operations {
           };
         };
       };
-      /** @description Service Unavailable. Problem codes: `asset_config_invalid`. */
+      /** @description Service Unavailable. Problem codes: `asset_config_invalid`, `overloaded`. */
       503: {
         headers: {
           /** @description Seconds to wait before trying again */
@@ -6174,7 +6258,7 @@ export interface operations {
         content: {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
-            code?: 'asset_config_invalid';
+            code?: 'asset_config_invalid' | 'overloaded';
           };
         };
       };
@@ -6330,7 +6414,7 @@ export interface operations {
           };
         };
       };
-      /** @description Service Unavailable. Problem codes: `asset_config_invalid`, `gate_amounts_exhausted`. */
+      /** @description Service Unavailable. Problem codes: `asset_config_invalid`, `gate_amounts_exhausted`, `overloaded`. */
       503: {
         headers: {
           /** @description Seconds to wait before trying again */
@@ -6340,7 +6424,7 @@ export interface operations {
         content: {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
-            code?: 'asset_config_invalid' | 'gate_amounts_exhausted';
+            code?: 'asset_config_invalid' | 'gate_amounts_exhausted' | 'overloaded';
           };
         };
       };
@@ -6489,6 +6573,20 @@ export interface operations {
           };
         };
       };
+      /** @description Service Unavailable. Problem codes: `overloaded`. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'overloaded';
+          };
+        };
+      };
       /** @description Any other failure, as an RFC 9457 problem document (5xx: try again later). */
       default: {
         headers: {
@@ -6597,7 +6695,7 @@ export interface operations {
           };
         };
       };
-      /** @description Service Unavailable. Problem codes: `signing_key_retired`. */
+      /** @description Service Unavailable. Problem codes: `overloaded`, `signing_key_retired`. */
       503: {
         headers: {
           /** @description Seconds to wait before trying again */
@@ -6607,7 +6705,7 @@ export interface operations {
         content: {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
-            code?: 'signing_key_retired';
+            code?: 'overloaded' | 'signing_key_retired';
           };
         };
       };
@@ -6689,6 +6787,20 @@ export interface operations {
           };
         };
       };
+      /** @description Service Unavailable. Problem codes: `overloaded`. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'overloaded';
+          };
+        };
+      };
       /** @description Any other failure, as an RFC 9457 problem document (5xx: try again later). */
       default: {
         headers: {
@@ -6765,6 +6877,20 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
             code?: 'rate_limited';
+          };
+        };
+      };
+      /** @description Service Unavailable. Problem codes: `overloaded`. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'overloaded';
           };
         };
       };
@@ -6861,6 +6987,20 @@ export interface operations {
           };
         };
       };
+      /** @description Service Unavailable. Problem codes: `overloaded`. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'overloaded';
+          };
+        };
+      };
       /** @description Any other failure, as an RFC 9457 problem document (5xx: try again later). */
       default: {
         headers: {
@@ -6942,6 +7082,20 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
             code?: 'rate_limited';
+          };
+        };
+      };
+      /** @description Service Unavailable. Problem codes: `overloaded`. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'overloaded';
           };
         };
       };
@@ -7136,6 +7290,20 @@ export interface operations {
           };
         };
       };
+      /** @description Service Unavailable. Problem codes: `overloaded`. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'overloaded';
+          };
+        };
+      };
       /** @description Any other failure, as an RFC 9457 problem document (5xx: try again later). */
       default: {
         headers: {
@@ -7218,7 +7386,7 @@ export interface operations {
           };
         };
       };
-      /** @description Service Unavailable. Problem codes: `payments_provider_secret_unset`, `payments_provider_unconfigured`. */
+      /** @description Service Unavailable. Problem codes: `overloaded`, `payments_provider_secret_unset`, `payments_provider_unconfigured`. */
       503: {
         headers: {
           /** @description Seconds to wait before trying again */
@@ -7228,7 +7396,7 @@ export interface operations {
         content: {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
-            code?: 'payments_provider_secret_unset' | 'payments_provider_unconfigured';
+            code?: 'overloaded' | 'payments_provider_secret_unset' | 'payments_provider_unconfigured';
           };
         };
       };
@@ -7370,7 +7538,7 @@ export interface operations {
           };
         };
       };
-      /** @description No provider can redeem: PAYMENTS_PROVIDER_SECRET is not configured. Problem codes: `payments_provider_secret_unset`. */
+      /** @description No provider can redeem: PAYMENTS_PROVIDER_SECRET is not configured. Problem codes: `overloaded`, `payments_provider_secret_unset`. */
       503: {
         headers: {
           /** @description Seconds to wait before trying again */
@@ -7380,7 +7548,7 @@ export interface operations {
         content: {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
-            code?: 'payments_provider_secret_unset';
+            code?: 'overloaded' | 'payments_provider_secret_unset';
           };
         };
       };
@@ -7485,7 +7653,7 @@ export interface operations {
           };
         };
       };
-      /** @description Service Unavailable. Problem codes: `payments_provider_unconfigured`. */
+      /** @description Service Unavailable. Problem codes: `overloaded`, `payments_provider_unconfigured`. */
       503: {
         headers: {
           /** @description Seconds to wait before trying again */
@@ -7495,7 +7663,7 @@ export interface operations {
         content: {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
-            code?: 'payments_provider_unconfigured';
+            code?: 'overloaded' | 'payments_provider_unconfigured';
           };
         };
       };
@@ -7579,6 +7747,20 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
             code?: 'rate_limited';
+          };
+        };
+      };
+      /** @description Service Unavailable. Problem codes: `overloaded`. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'overloaded';
           };
         };
       };
@@ -7703,6 +7885,20 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
             code?: 'rate_limited';
+          };
+        };
+      };
+      /** @description Service Unavailable. Problem codes: `overloaded`. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'overloaded';
           };
         };
       };
@@ -7851,6 +8047,20 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
             code?: 'rate_limited';
+          };
+        };
+      };
+      /** @description Service Unavailable. Problem codes: `overloaded`. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'overloaded';
           };
         };
       };
@@ -8030,6 +8240,20 @@ export interface operations {
           };
         };
       };
+      /** @description Service Unavailable. Problem codes: `overloaded`. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'overloaded';
+          };
+        };
+      };
       /** @description Any other failure, as an RFC 9457 problem document (5xx: try again later). */
       default: {
         headers: {
@@ -8138,6 +8362,20 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
             code?: 'rate_limited';
+          };
+        };
+      };
+      /** @description Service Unavailable. Problem codes: `overloaded`. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'overloaded';
           };
         };
       };
@@ -8292,6 +8530,20 @@ export interface operations {
           };
         };
       };
+      /** @description Service Unavailable. Problem codes: `overloaded`. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'overloaded';
+          };
+        };
+      };
       /** @description Any other failure, as an RFC 9457 problem document (5xx: try again later). */
       default: {
         headers: {
@@ -8372,6 +8624,20 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
             code?: 'rate_limited';
+          };
+        };
+      };
+      /** @description Service Unavailable. Problem codes: `overloaded`. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'overloaded';
           };
         };
       };
@@ -8480,6 +8746,20 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
             code?: 'rate_limited';
+          };
+        };
+      };
+      /** @description Service Unavailable. Problem codes: `overloaded`. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'overloaded';
           };
         };
       };
@@ -8640,6 +8920,20 @@ export interface operations {
           };
         };
       };
+      /** @description Service Unavailable. Problem codes: `overloaded`. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'overloaded';
+          };
+        };
+      };
       /** @description Any other failure, as an RFC 9457 problem document (5xx: try again later). */
       default: {
         headers: {
@@ -8706,6 +9000,20 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
             code?: 'rate_limited';
+          };
+        };
+      };
+      /** @description Service Unavailable. Problem codes: `overloaded`. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'overloaded';
           };
         };
       };
@@ -8787,6 +9095,20 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
             code?: 'rate_limited';
+          };
+        };
+      };
+      /** @description Service Unavailable. Problem codes: `overloaded`. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'overloaded';
           };
         };
       };
@@ -8897,6 +9219,20 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
             code?: 'rate_limited';
+          };
+        };
+      };
+      /** @description Service Unavailable. Problem codes: `overloaded`. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'overloaded';
           };
         };
       };
@@ -9011,6 +9347,20 @@ export interface operations {
           };
         };
       };
+      /** @description Service Unavailable. Problem codes: `overloaded`. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'overloaded';
+          };
+        };
+      };
       /** @description Any other failure, as an RFC 9457 problem document (5xx: try again later). */
       default: {
         headers: {
@@ -9106,6 +9456,20 @@ export interface operations {
           };
         };
       };
+      /** @description Service Unavailable. Problem codes: `overloaded`. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'overloaded';
+          };
+        };
+      };
       /** @description Any other failure, as an RFC 9457 problem document (5xx: try again later). */
       default: {
         headers: {
@@ -9183,6 +9547,20 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
             code?: 'rate_limited';
+          };
+        };
+      };
+      /** @description Service Unavailable. Problem codes: `overloaded`. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'overloaded';
           };
         };
       };
@@ -9264,6 +9642,20 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
             code?: 'rate_limited';
+          };
+        };
+      };
+      /** @description Service Unavailable. Problem codes: `overloaded`. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'overloaded';
           };
         };
       };
@@ -9439,6 +9831,20 @@ export interface operations {
           };
         };
       };
+      /** @description Service Unavailable. Problem codes: `overloaded`. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'overloaded';
+          };
+        };
+      };
       /** @description Any other failure, as an RFC 9457 problem document (5xx: try again later). */
       default: {
         headers: {
@@ -9559,6 +9965,20 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
             code?: 'rate_limited';
+          };
+        };
+      };
+      /** @description Service Unavailable. Problem codes: `overloaded`. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'overloaded';
           };
         };
       };
@@ -9692,6 +10112,20 @@ export interface operations {
           };
         };
       };
+      /** @description Service Unavailable. Problem codes: `overloaded`. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'overloaded';
+          };
+        };
+      };
       /** @description Any other failure, as an RFC 9457 problem document (5xx: try again later). */
       default: {
         headers: {
@@ -9786,6 +10220,20 @@ export interface operations {
           };
         };
       };
+      /** @description Service Unavailable. Problem codes: `overloaded`. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'overloaded';
+          };
+        };
+      };
       /** @description Any other failure, as an RFC 9457 problem document (5xx: try again later). */
       default: {
         headers: {
@@ -9876,6 +10324,20 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
             code?: 'rate_limited';
+          };
+        };
+      };
+      /** @description Service Unavailable. Problem codes: `overloaded`. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'overloaded';
           };
         };
       };
@@ -10028,6 +10490,20 @@ export interface operations {
           };
         };
       };
+      /** @description Service Unavailable. Problem codes: `overloaded`. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'overloaded';
+          };
+        };
+      };
       /** @description Any other failure, as an RFC 9457 problem document (5xx: try again later). */
       default: {
         headers: {
@@ -10126,6 +10602,20 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
             code?: 'rate_limited';
+          };
+        };
+      };
+      /** @description Service Unavailable. Problem codes: `overloaded`. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'overloaded';
           };
         };
       };
@@ -10291,6 +10781,20 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
             code?: 'rate_limited';
+          };
+        };
+      };
+      /** @description Service Unavailable. Problem codes: `overloaded`. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'overloaded';
           };
         };
       };
@@ -10465,6 +10969,20 @@ export interface operations {
           };
         };
       };
+      /** @description Service Unavailable. Problem codes: `overloaded`. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'overloaded';
+          };
+        };
+      };
       /** @description Any other failure, as an RFC 9457 problem document (5xx: try again later). */
       default: {
         headers: {
@@ -10591,6 +11109,20 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
             code?: 'rate_limited';
+          };
+        };
+      };
+      /** @description Service Unavailable. Problem codes: `overloaded`. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'overloaded';
           };
         };
       };
@@ -10757,6 +11289,20 @@ export interface operations {
           };
         };
       };
+      /** @description Service Unavailable. Problem codes: `overloaded`. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'overloaded';
+          };
+        };
+      };
       /** @description Any other failure, as an RFC 9457 problem document (5xx: try again later). */
       default: {
         headers: {
@@ -10920,6 +11466,20 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
             code?: 'rate_limited';
+          };
+        };
+      };
+      /** @description Service Unavailable. Problem codes: `overloaded`. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'overloaded';
           };
         };
       };
@@ -11091,6 +11651,20 @@ export interface operations {
           };
         };
       };
+      /** @description Service Unavailable. Problem codes: `overloaded`. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'overloaded';
+          };
+        };
+      };
       /** @description Any other failure, as an RFC 9457 problem document (5xx: try again later). */
       default: {
         headers: {
@@ -11174,6 +11748,20 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
             code?: 'rate_limited';
+          };
+        };
+      };
+      /** @description Service Unavailable. Problem codes: `overloaded`. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'overloaded';
           };
         };
       };
@@ -11267,6 +11855,20 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
             code?: 'rate_limited';
+          };
+        };
+      };
+      /** @description Service Unavailable. Problem codes: `overloaded`. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'overloaded';
           };
         };
       };
@@ -11439,6 +12041,20 @@ export interface operations {
           };
         };
       };
+      /** @description Service Unavailable. Problem codes: `overloaded`. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'overloaded';
+          };
+        };
+      };
       /** @description Any other failure, as an RFC 9457 problem document (5xx: try again later). */
       default: {
         headers: {
@@ -11519,6 +12135,20 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
             code?: 'rate_limited';
+          };
+        };
+      };
+      /** @description Service Unavailable. Problem codes: `overloaded`. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'overloaded';
           };
         };
       };
@@ -11620,6 +12250,20 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
             code?: 'rate_limited';
+          };
+        };
+      };
+      /** @description Service Unavailable. Problem codes: `overloaded`. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'overloaded';
           };
         };
       };
@@ -11788,6 +12432,20 @@ export interface operations {
           };
         };
       };
+      /** @description Service Unavailable. Problem codes: `overloaded`. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'overloaded';
+          };
+        };
+      };
       /** @description Any other failure, as an RFC 9457 problem document (5xx: try again later). */
       default: {
         headers: {
@@ -11888,6 +12546,20 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
             code?: 'rate_limited';
+          };
+        };
+      };
+      /** @description Service Unavailable. Problem codes: `overloaded`. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'overloaded';
           };
         };
       };
@@ -11992,6 +12664,20 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
             code?: 'rate_limited';
+          };
+        };
+      };
+      /** @description Service Unavailable. Problem codes: `overloaded`. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'overloaded';
           };
         };
       };
@@ -12150,7 +12836,7 @@ export interface operations {
           };
         };
       };
-      /** @description Service Unavailable. Problem codes: `signing_key_retired`. */
+      /** @description Service Unavailable. Problem codes: `overloaded`, `signing_key_retired`. */
       503: {
         headers: {
           /** @description Seconds to wait before trying again */
@@ -12160,7 +12846,7 @@ export interface operations {
         content: {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
-            code?: 'signing_key_retired';
+            code?: 'overloaded' | 'signing_key_retired';
           };
         };
       };
@@ -12308,7 +12994,7 @@ export interface operations {
           };
         };
       };
-      /** @description Service Unavailable. Problem codes: `signing_key_retired`. */
+      /** @description Service Unavailable. Problem codes: `overloaded`, `signing_key_retired`. */
       503: {
         headers: {
           /** @description Seconds to wait before trying again */
@@ -12318,7 +13004,7 @@ export interface operations {
         content: {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
-            code?: 'signing_key_retired';
+            code?: 'overloaded' | 'signing_key_retired';
           };
         };
       };
@@ -12472,7 +13158,7 @@ export interface operations {
           };
         };
       };
-      /** @description Service Unavailable. Problem codes: `signing_key_retired`. */
+      /** @description Service Unavailable. Problem codes: `overloaded`, `signing_key_retired`. */
       503: {
         headers: {
           /** @description Seconds to wait before trying again */
@@ -12482,7 +13168,7 @@ export interface operations {
         content: {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
-            code?: 'signing_key_retired';
+            code?: 'overloaded' | 'signing_key_retired';
           };
         };
       };
@@ -12583,6 +13269,20 @@ export interface operations {
           };
         };
       };
+      /** @description Service Unavailable. Problem codes: `overloaded`. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'overloaded';
+          };
+        };
+      };
       /** @description Any other failure, as an RFC 9457 problem document (5xx: try again later). */
       default: {
         headers: {
@@ -12680,6 +13380,20 @@ export interface operations {
           };
         };
       };
+      /** @description Service Unavailable. Problem codes: `overloaded`. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'overloaded';
+          };
+        };
+      };
       /** @description Any other failure, as an RFC 9457 problem document (5xx: try again later). */
       default: {
         headers: {
@@ -12760,6 +13474,20 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
             code?: 'rate_limited';
+          };
+        };
+      };
+      /** @description Service Unavailable. Problem codes: `overloaded`. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'overloaded';
           };
         };
       };
@@ -12932,6 +13660,20 @@ export interface operations {
           };
         };
       };
+      /** @description Service Unavailable. Problem codes: `overloaded`. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'overloaded';
+          };
+        };
+      };
       /** @description Any other failure, as an RFC 9457 problem document (5xx: try again later). */
       default: {
         headers: {
@@ -13092,6 +13834,20 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
             code?: 'rate_limited';
+          };
+        };
+      };
+      /** @description Service Unavailable. Problem codes: `overloaded`. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'overloaded';
           };
         };
       };
@@ -13258,6 +14014,20 @@ export interface operations {
           };
         };
       };
+      /** @description Service Unavailable. Problem codes: `overloaded`. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'overloaded';
+          };
+        };
+      };
       /** @description Any other failure, as an RFC 9457 problem document (5xx: try again later). */
       default: {
         headers: {
@@ -13421,6 +14191,20 @@ export interface operations {
           };
         };
       };
+      /** @description Service Unavailable. Problem codes: `overloaded`. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'overloaded';
+          };
+        };
+      };
       /** @description Any other failure, as an RFC 9457 problem document (5xx: try again later). */
       default: {
         headers: {
@@ -13563,6 +14347,20 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
             code?: 'rate_limited';
+          };
+        };
+      };
+      /** @description Service Unavailable. Problem codes: `overloaded`. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'overloaded';
           };
         };
       };
@@ -13728,7 +14526,7 @@ export interface operations {
           };
         };
       };
-      /** @description Service Unavailable. Problem codes: `signing_key_retired`. */
+      /** @description Service Unavailable. Problem codes: `overloaded`, `signing_key_retired`. */
       503: {
         headers: {
           /** @description Seconds to wait before trying again */
@@ -13738,7 +14536,7 @@ export interface operations {
         content: {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
-            code?: 'signing_key_retired';
+            code?: 'overloaded' | 'signing_key_retired';
           };
         };
       };
@@ -13863,6 +14661,20 @@ export interface operations {
           };
         };
       };
+      /** @description Service Unavailable. Problem codes: `overloaded`. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'overloaded';
+          };
+        };
+      };
       /** @description Any other failure, as an RFC 9457 problem document (5xx: try again later). */
       default: {
         headers: {
@@ -13941,6 +14753,20 @@ export interface operations {
           };
         };
       };
+      /** @description Service Unavailable. Problem codes: `overloaded`. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'overloaded';
+          };
+        };
+      };
       /** @description Any other failure, as an RFC 9457 problem document (5xx: try again later). */
       default: {
         headers: {
@@ -14012,6 +14838,20 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
             code?: 'rate_limited';
+          };
+        };
+      };
+      /** @description Service Unavailable. Problem codes: `overloaded`. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'overloaded';
           };
         };
       };
@@ -14094,6 +14934,20 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
             code?: 'rate_limited';
+          };
+        };
+      };
+      /** @description Service Unavailable. Problem codes: `overloaded`. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'overloaded';
           };
         };
       };
@@ -14198,6 +15052,20 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
             code?: 'rate_limited';
+          };
+        };
+      };
+      /** @description Service Unavailable. Problem codes: `overloaded`. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'overloaded';
           };
         };
       };
@@ -14360,6 +15228,20 @@ export interface operations {
           };
         };
       };
+      /** @description Service Unavailable. Problem codes: `overloaded`. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'overloaded';
+          };
+        };
+      };
       /** @description Any other failure, as an RFC 9457 problem document (5xx: try again later). */
       default: {
         headers: {
@@ -14450,6 +15332,20 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
             code?: 'rate_limited';
+          };
+        };
+      };
+      /** @description Service Unavailable. Problem codes: `overloaded`. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'overloaded';
           };
         };
       };
@@ -14641,6 +15537,20 @@ export interface operations {
           };
         };
       };
+      /** @description Service Unavailable. Problem codes: `overloaded`. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'overloaded';
+          };
+        };
+      };
       /** @description Any other failure, as an RFC 9457 problem document (5xx: try again later). */
       default: {
         headers: {
@@ -14739,6 +15649,20 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
             code?: 'rate_limited';
+          };
+        };
+      };
+      /** @description Service Unavailable. Problem codes: `overloaded`. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'overloaded';
           };
         };
       };
@@ -14903,7 +15827,7 @@ export interface operations {
           };
         };
       };
-      /** @description Service Unavailable. Problem codes: `signing_key_retired`. */
+      /** @description Service Unavailable. Problem codes: `overloaded`, `signing_key_retired`. */
       503: {
         headers: {
           /** @description Seconds to wait before trying again */
@@ -14913,7 +15837,7 @@ export interface operations {
         content: {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
-            code?: 'signing_key_retired';
+            code?: 'overloaded' | 'signing_key_retired';
           };
         };
       };
@@ -15030,6 +15954,20 @@ export interface operations {
           };
         };
       };
+      /** @description Service Unavailable. Problem codes: `overloaded`. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'overloaded';
+          };
+        };
+      };
       /** @description Any other failure, as an RFC 9457 problem document (5xx: try again later). */
       default: {
         headers: {
@@ -15140,6 +16078,20 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
             code?: 'rate_limited';
+          };
+        };
+      };
+      /** @description Service Unavailable. Problem codes: `overloaded`. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'overloaded';
           };
         };
       };
@@ -15273,6 +16225,20 @@ export interface operations {
           };
         };
       };
+      /** @description Service Unavailable. Problem codes: `overloaded`. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'overloaded';
+          };
+        };
+      };
       /** @description Any other failure, as an RFC 9457 problem document (5xx: try again later). */
       default: {
         headers: {
@@ -15363,6 +16329,20 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
             code?: 'rate_limited';
+          };
+        };
+      };
+      /** @description Service Unavailable. Problem codes: `overloaded`. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'overloaded';
           };
         };
       };
@@ -15537,6 +16517,20 @@ export interface operations {
           };
         };
       };
+      /** @description Service Unavailable. Problem codes: `overloaded`. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'overloaded';
+          };
+        };
+      };
       /** @description Any other failure, as an RFC 9457 problem document (5xx: try again later). */
       default: {
         headers: {
@@ -15617,6 +16611,20 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
             code?: 'rate_limited';
+          };
+        };
+      };
+      /** @description Service Unavailable. Problem codes: `overloaded`. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'overloaded';
           };
         };
       };
@@ -15788,6 +16796,20 @@ export interface operations {
           };
         };
       };
+      /** @description Service Unavailable. Problem codes: `overloaded`. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'overloaded';
+          };
+        };
+      };
       /** @description Any other failure, as an RFC 9457 problem document (5xx: try again later). */
       default: {
         headers: {
@@ -15945,6 +16967,20 @@ export interface operations {
           };
         };
       };
+      /** @description Service Unavailable. Problem codes: `overloaded`. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'overloaded';
+          };
+        };
+      };
       /** @description Any other failure, as an RFC 9457 problem document (5xx: try again later). */
       default: {
         headers: {
@@ -16045,6 +17081,20 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
             code?: 'rate_limited';
+          };
+        };
+      };
+      /** @description Service Unavailable. Problem codes: `overloaded`. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'overloaded';
           };
         };
       };
@@ -16211,7 +17261,7 @@ export interface operations {
           };
         };
       };
-      /** @description Service Unavailable. Problem codes: `signing_key_retired`. */
+      /** @description Service Unavailable. Problem codes: `overloaded`, `signing_key_retired`. */
       503: {
         headers: {
           /** @description Seconds to wait before trying again */
@@ -16221,7 +17271,7 @@ export interface operations {
         content: {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
-            code?: 'signing_key_retired';
+            code?: 'overloaded' | 'signing_key_retired';
           };
         };
       };
@@ -16369,7 +17419,7 @@ export interface operations {
           };
         };
       };
-      /** @description Service Unavailable. Problem codes: `signing_key_retired`. */
+      /** @description Service Unavailable. Problem codes: `overloaded`, `signing_key_retired`. */
       503: {
         headers: {
           /** @description Seconds to wait before trying again */
@@ -16379,7 +17429,7 @@ export interface operations {
         content: {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
-            code?: 'signing_key_retired';
+            code?: 'overloaded' | 'signing_key_retired';
           };
         };
       };
@@ -16478,6 +17528,20 @@ export interface operations {
           };
         };
       };
+      /** @description Service Unavailable. Problem codes: `overloaded`. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'overloaded';
+          };
+        };
+      };
       /** @description Any other failure, as an RFC 9457 problem document (5xx: try again later). */
       default: {
         headers: {
@@ -16570,6 +17634,20 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
             code?: 'rate_limited';
+          };
+        };
+      };
+      /** @description Service Unavailable. Problem codes: `overloaded`. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'overloaded';
           };
         };
       };
@@ -16707,6 +17785,20 @@ export interface operations {
           };
         };
       };
+      /** @description Service Unavailable. Problem codes: `overloaded`. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'overloaded';
+          };
+        };
+      };
       /** @description Any other failure, as an RFC 9457 problem document (5xx: try again later). */
       default: {
         headers: {
@@ -16797,6 +17889,20 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
             code?: 'rate_limited';
+          };
+        };
+      };
+      /** @description Service Unavailable. Problem codes: `overloaded`. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'overloaded';
           };
         };
       };

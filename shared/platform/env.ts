@@ -95,6 +95,16 @@ export const envSchema = z.object({
   HTTP_REQUEST_TIMEOUT_MS: z.coerce.number().int().min(31_000).default(40_000),
   /** Open connections the web process takes; past it a connection is answered 503 and closed. */
   HTTP_MAX_CONNECTIONS: positiveInt.default(10_000),
+  /**
+   * Requests the web process takes at once (taken, not yet answered; long polls and streams count only
+   * until they start waiting); past it a request is answered 503 `overloaded` with Retry-After: 1.
+   */
+  OVERLOAD_MAX_IN_FLIGHT: positiveInt.default(64),
+  /**
+   * Event-loop delay (ms) past which the web process sheds new requests the same way; 0 (the default):
+   * off. For a process whose requests do long synchronous work, where the in-flight count says little.
+   */
+  OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: z.coerce.number().int().min(0).default(0),
   RATE_LIMIT_IP_PER_MINUTE: positiveInt.default(1200),
   RATE_LIMIT_KEY_PER_MINUTE: positiveInt.default(2400),
   RATE_LIMIT_ENABLED: bool.default(true),

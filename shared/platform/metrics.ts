@@ -22,6 +22,13 @@ export const httpDuration = new Histogram({
   registers: [registry],
 });
 
+export const httpShed = new Counter({
+  name: 'px_http_shed_total',
+  help: 'Requests answered 503 overloaded without being served, by the signal that shed them',
+  labelNames: ['reason'] as const,
+  registers: [registry],
+});
+
 export const queueDepth = new Gauge({
   name: 'px_queue_jobs',
   help: 'BullMQ jobs by queue and state, read at scrape time',

@@ -75,6 +75,43 @@ describe('per-address and per-credential buckets', () => {
   });
 });
 
+describe('budgets spent from local reservations', () => {
+  // An address budget of 300 a minute: each web process reserves 3 points of it at a time in Redis.
+  it('lets one process spend its whole budget, and not one request more', async () => {
+    const app = await limitedApp({ ipPerMinute: 300 });
+    let passed = 0;
+    for (let i = 0; i < 310; i++) {
+      const res = await app.request.get('/api/pricing');
+      if (res.status === 200) passed++;
+      else expectProblem(res, 429, 'rate_limited');
+    }
+    expect(passed).toBe(300);
+  });
+
+  it('holds the budget across two web processes, within the points they hold unspent', async () => {
+    const a = await limitedApp({ ipPerMinute: 300 });
+    // A second app on the same counters (same key prefix), with reservations of its own: another process.
+    const b = testApp();
+    b.deps.rateLimit = { ...a.deps.rateLimit };
+    b.deps.queues = new Queues(b.deps.redis, a.deps.queues.prefix);
+    apps.push(b);
+    // (Until its Redis connection is ready, a process counts in memory alone.)
+    expect(await waitReady(b.deps.redis)).toBe(true);
+    const statuses: number[] = [];
+    for (let i = 0; i < 360; i++) statuses.push((await (i % 2 ? a : b).request.get('/api/pricing')).status);
+    const passed = statuses.filter((s) => s === 200).length;
+    // Never more than the budget; early by at most the other process's unspent reservation (batch - 1).
+    expect(passed).toBeLessThanOrEqual(300);
+    expect(passed).toBeGreaterThanOrEqual(298);
+    expect(statuses.slice(-40).every((s) => s === 429)).toBe(true);
+    // Both processes refuse the address now, and each answers health.
+    for (const app of [a, b]) {
+      expectProblem(await app.request.get('/api/pricing'), 429, 'rate_limited');
+      await app.request.get('/api/health').expect(200);
+    }
+  });
+});
+
 describe('proving and verifying budgets', () => {
   const prove = (app: TestApp, inputs: Record<string, unknown>, auth?: { Authorization: string }) => {
     const req = app.request.post('/api/proof-workflows/blind-policy/prove');

@@ -1,0 +1,87 @@
+// Load shedding: past what the web process can serve, a request is answered 503 `overloaded` with
+// Retry-After at once, rather than queued without bound (each queued request adds its wait to every
+// later one, and its memory, until nothing is answered in time). Two signals, either sheds:
+// * requests in flight: taken and not yet answered, past OVERLOAD_MAX_IN_FLIGHT;
+// * the event loop's delay, sampled every 25 ms, past OVERLOAD_MAX_EVENT_LOOP_DELAY_MS (0: off).
+// A request that may wait on purpose (a long poll, an event stream, an A2A request: whatever asks for
+// closedSignal) gives its place up as it starts waiting. Liveness and readiness are never shed: a monitor sees the truth.
+// The refusal costs no more than a few header writes: nothing after the gate runs for it.
+import type { RequestHandler, Response } from 'express';
+import { httpShed } from '../../shared/platform/metrics';
+
+export interface OverloadLimits {
+  /** Requests taken and not yet answered; past it, a new request is shed. */
+  maxInFlight: number;
+  /** Event-loop delay in ms past which new requests are shed; 0 turns this signal off. */
+  maxEventLoopDelayMs: number;
+}
+
+const body = Buffer.from(
+  JSON.stringify({
+    type: '/problems/overloaded',
+    title: 'Service Unavailable',
+    status: 503,
+    detail: 'The server is taking all the requests it can serve in time; retry after 1 s.',
+    code: 'overloaded',
+  }),
+);
+const headers = {
+  'Content-Type': 'application/problem+json',
+  'Content-Length': String(body.length),
+  'Retry-After': '1',
+  'Cache-Control': 'no-store',
+};
+
+const SAMPLE_MS = 25;
+let delay = 0;
+let sampler: NodeJS.Timeout | undefined;
+/** The event loop's delay, as the last sample saw it: how late a 25 ms timer fired. */
+function startSampling() {
+  if (sampler) return;
+  let expected = performance.now() + SAMPLE_MS;
+  sampler = setInterval(() => {
+    const now = performance.now();
+    delay = Math.max(0, now - expected);
+    expected = now + SAMPLE_MS;
+  }, SAMPLE_MS);
+  sampler.unref();
+}
+
+const gateKey = Symbol('overloadGate');
+interface Gate {
+  inFlight: number;
+}
+type Gated = Response & { [gateKey]?: Gate | undefined };
+
+function release(this: Gated) {
+  const gate = this[gateKey];
+  if (!gate) return;
+  this[gateKey] = undefined;
+  gate.inFlight--;
+}
+
+/** The request no longer counts as work in flight: it waits (a long poll, a stream) or is done. */
+export function leaveGate(res: Response): void {
+  release.call(res as Gated);
+}
+
+const inFlightShed = httpShed.labels({ reason: 'in_flight' });
+const delayShed = httpShed.labels({ reason: 'event_loop_delay' });
+
+export function overloadGate(limits: OverloadLimits, exempt: (path: string) => boolean): RequestHandler {
+  const gate: Gate = { inFlight: 0 };
+  if (limits.maxEventLoopDelayMs > 0) startSampling();
+  return (req, res, next) => {
+    if ((req.method === 'GET' || req.method === 'HEAD') && exempt(req.path)) return next();
+    const overDelay = limits.maxEventLoopDelayMs > 0 && delay > limits.maxEventLoopDelayMs;
+    if (overDelay || gate.inFlight >= limits.maxInFlight) {
+      (overDelay ? delayShed : inFlightShed).inc();
+      res.writeHead(503, headers).end(body);
+      return;
+    }
+    gate.inFlight++;
+    (res as Gated)[gateKey] = gate;
+    res.on('close', release);
+    next();
+  };
+}
