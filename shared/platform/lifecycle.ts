@@ -26,6 +26,18 @@ export async function runProcess(name: string, start: () => Promise<{ shutdown: 
   // nobody to stop it: until it is ready, it goes with its supervisor; once ready, Shutdown takes over.
   const orphaned = () => process.exit(1);
   if (process.send) process.once('disconnect', orphaned);
+  // A stop signal that comes while starting — or just after the start function has said it started,
+  // before the shutdown registry's handlers are in — is kept and honoured once they are: never the
+  // default action that ends the process with the signal, half-closed. A start that does not finish
+  // still stops, after a grace period; a second signal stops it at once.
+  let early: NodeJS.Signals | undefined;
+  const onEarlySignal = (sig: NodeJS.Signals) => {
+    if (early) process.exit(1);
+    early = sig;
+    setTimeout(() => process.exit(1), EARLY_SIGNAL_GRACE_MS).unref();
+  };
+  process.on('SIGTERM', onEarlySignal);
+  process.on('SIGINT', onEarlySignal);
   let shutdown: Shutdown;
   try {
     ({ shutdown } = await start());
@@ -45,5 +57,12 @@ export async function runProcess(name: string, start: () => Promise<{ shutdown: 
   }
   process.off('disconnect', orphaned);
   shutdown.installSignalHandlers();
-  await tell({ px: 'ready' });
+  process.off('SIGTERM', onEarlySignal);
+  process.off('SIGINT', onEarlySignal);
+  // Stopped while starting: the registry's handler takes the kept signal and closes everything.
+  if (early) process.kill(process.pid, early);
+  else await tell({ px: 'ready' });
 }
+
+/** How long a stop signal received while starting waits for the start to finish. */
+const EARLY_SIGNAL_GRACE_MS = 15_000;

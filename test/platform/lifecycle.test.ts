@@ -1,4 +1,5 @@
-// A process whose supervisor disappears goes with it, whether it was still starting or ready.
+// A process whose supervisor disappears goes with it, whether it was still starting or ready; a stop
+// signal that arrives as it starts still stops it gracefully.
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
@@ -40,5 +41,16 @@ describe('a supervised process', () => {
     await new Promise((r) => setTimeout(r, 300)); // its ready message is sent
     child.disconnect();
     expect(await exitsWithin(child, 10_000)).toBe(0);
+  }, 30_000);
+
+  it('closes what it opened and exits 0 when stopped the moment it says it started', async () => {
+    const early = fileURLToPath(new URL('./fixtures/signalled-while-starting.ts', import.meta.url));
+    const child = spawn(process.execPath, ['--import', 'tsx', early], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout!.on('data', (c: Buffer) => (out += c.toString()));
+    const [code, signal] = (await once(child, 'exit')) as [number | null, string | null];
+    expect(signal).toBeNull();
+    expect(code).toBe(0);
+    expect(out).toBe('started\nclosed\n');
   }, 30_000);
 });
