@@ -24,6 +24,7 @@ import { Supervisor } from '../../dev/stack/supervisor';
 import type { ConfigError } from '../../shared/platform/env';
 import { parseEnv } from '../../shared/platform/env';
 import { listAssets } from '../../shared/chains/assets';
+import { freePort, freePorts } from '../ports';
 
 const issues = (vars: Record<string, string>) => {
   try {
@@ -34,17 +35,6 @@ const issues = (vars: Record<string, string>) => {
   }
 };
 const production = { BASE_URL: 'https://px.example' };
-
-function freePort(): Promise<number> {
-  return new Promise((res, rej) => {
-    const s = createServer();
-    s.once('error', rej);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => res(port));
-    });
-  });
-}
 
 describe('when the development chain runs', () => {
   it('runs by default only when nothing at all is configured for payments', () => {
@@ -131,7 +121,7 @@ describe('when the development chain runs', () => {
         VITEST: '',
         APP_ENV: 'production',
         BASE_URL: 'https://px.example',
-        PORT: String(await freePort()),
+        PORT: String(await freePorts(2)),
         DEVNET_PORT: String(devnetPort),
         DATA_DIR: dataDir,
       },

@@ -102,7 +102,8 @@ describe('discovery', () => {
       ['HTTP+JSON', '1.0'],
     ]);
     for (const i of card.supportedInterfaces) expect(i.url).toMatch(/^http.*\/a2a\/(jsonrpc|rest)$/);
-    expect(card.defaultInputModes).toEqual(['application/json']);
+    // A request is a data part; plain text is answered with a guide to the skills (docs/a2a.md).
+    expect(card.defaultInputModes).toEqual(['application/json', 'text/plain']);
     expect(card.skills.map((s) => s.id)).toContain('attest.timestamp');
     expect(card.securityRequirements).toEqual([]);
   });

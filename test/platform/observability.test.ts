@@ -4,8 +4,6 @@
 import { spawn, spawnSync } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { UnrecoverableError } from 'bullmq';
@@ -16,6 +14,7 @@ import { StartupFailure } from '../../shared/platform/failures';
 import { metricsAccess, registry, startMetricsServer } from '../../shared/platform/metrics';
 import { bearer, eventually, testApp, testQueueWorker, waitForJob } from '../helpers';
 import type { TestApp } from '../helpers';
+import { freePort } from '../ports';
 
 const TOKEN = 'metrics-token-0123456789';
 const PROMTOOL = 'promtool'; // Debian's prometheus package (.ci/run installs it)
@@ -23,17 +22,6 @@ const PROMTOOL = 'promtool'; // Debian's prometheus package (.ci/run installs it
 let app: TestApp;
 const children: ChildProcess[] = [];
 const scraped = new Map<'web' | 'worker' | 'prover', string>();
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as AddressInfo;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 function start(entry: string, extra: Record<string, string>): ChildProcess {
   const child = spawn(process.execPath, ['--import', 'tsx', entry], {

@@ -8,7 +8,6 @@
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createPublicClient, http } from 'viem';
@@ -18,22 +17,12 @@ import { devnetChain, devnetPaths, readDevnetInfo } from '../../dev/stack/devnet
 import type { DevnetInfo } from '../../dev/stack/devnet';
 import { verifyReceipt } from '../../shared/payments/receipts';
 import type { Receipt } from '../../shared/payments/receipts';
+import { freePort, freePorts } from '../ports';
 
 const repo = resolve('.');
 const readme = readFileSync(join(repo, 'README.md'), 'utf8');
 const blocks = [...readme.matchAll(/```(\w+)\n([\s\S]*?)```/g)].map((m) => ({ lang: m[1], body: m[2]! }));
 const walkthrough = blocks.find((b) => b.lang === 'sh' && b.body.includes('npm run demo:pay'));
-
-function freePort(): Promise<number> {
-  return new Promise((res, rej) => {
-    const s = createServer();
-    s.once('error', rej);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => res(port));
-    });
-  });
-}
 
 const dataDir = mkdtempSync(join(tmpdir(), 'px-paid-'));
 let env: NodeJS.ProcessEnv;
@@ -70,7 +59,7 @@ async function payerNonce(): Promise<number> {
 }
 
 beforeAll(async () => {
-  port = await freePort();
+  port = await freePorts(2);
   const { VITEST: _v, ...inherited } = process.env;
   // This test file's database and Redis prefix; nothing of any chain; a DATA_DIR of its own.
   env = {

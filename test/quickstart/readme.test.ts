@@ -12,12 +12,12 @@
 import { execFileSync, spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort, freePorts } from '../ports';
 
 const repo = resolve('.');
 const readme = readFileSync(join(repo, 'README.md'), 'utf8');
@@ -27,17 +27,6 @@ const commands = quickStart.body
   .split('\n')
   .map((l) => l.replace(/#.*$/, '').trim())
   .filter(Boolean);
-
-function freePort(): Promise<number> {
-  return new Promise((res, rej) => {
-    const s = createServer();
-    s.once('error', rej);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => res(port));
-    });
-  });
-}
 
 interface Run {
   child: ChildProcess;
@@ -87,7 +76,7 @@ beforeAll(async () => {
   }
   const build = join(repo, 'native-prover/build');
   if (existsSync(build)) cpSync(build, join(clone, 'native-prover/build'), { recursive: true });
-  [port, pgPort, devnetPort] = [await freePort(), await freePort(), await freePort()];
+  [port, pgPort, devnetPort] = [await freePorts(2), await freePort(), await freePort()];
   // A fresh shell: nothing from the test run's own configuration, only free ports (and loopback).
   env = {
     PATH: process.env.PATH,

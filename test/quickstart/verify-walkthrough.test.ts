@@ -6,25 +6,14 @@
 import { execFile, spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePorts } from '../ports';
 
 const repo = resolve('.');
 const doc = readFileSync(join(repo, 'docs/verify.md'), 'utf8');
 const blocks = [...doc.matchAll(/```(\w+)\n([\s\S]*?)```/g)].map((m) => ({ lang: m[1], body: m[2]! }));
-
-function freePort(): Promise<number> {
-  return new Promise((res, rej) => {
-    const s = createServer();
-    s.once('error', rej);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => res(port));
-    });
-  });
-}
 
 const dataDir = mkdtempSync(join(tmpdir(), 'px-verify-doc-'));
 let env: NodeJS.ProcessEnv;
@@ -42,7 +31,7 @@ async function until(pattern: RegExp, ms: number): Promise<void> {
 }
 
 beforeAll(async () => {
-  port = await freePort();
+  port = await freePorts(2);
   // This file's database and Redis prefix; its own DATA_DIR (keys, the operator token npm start makes).
   const { VITEST: _v, OPERATOR_TOKEN: _o, ...inherited } = process.env;
   env = {

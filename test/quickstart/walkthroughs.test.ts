@@ -7,10 +7,10 @@
 import { execFile, spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePorts } from '../ports';
 
 const repo = resolve('.');
 
@@ -22,17 +22,6 @@ export function walkthrough(doc: string): string[] {
   const end = text.indexOf('\n## ', start + 1);
   const section = text.slice(start, end < 0 ? undefined : end);
   return [...section.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]!);
-}
-
-function freePort(): Promise<number> {
-  return new Promise((res, rej) => {
-    const s = createServer();
-    s.once('error', rej);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => res(port));
-    });
-  });
 }
 
 const dataDir = mkdtempSync(join(tmpdir(), 'px-walkthroughs-'));
@@ -51,7 +40,7 @@ async function until(pattern: RegExp, ms: number): Promise<void> {
 }
 
 beforeAll(async () => {
-  port = await freePort();
+  port = await freePorts(2);
   // Nothing of the test process's client settings: the blocks set PX_URL and PX_KEYS themselves.
   const { VITEST: _v, OPERATOR_TOKEN: _o, PX_URL: _u, PX_KEYS: _k, ...inherited } = process.env;
   env = {

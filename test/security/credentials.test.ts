@@ -6,7 +6,8 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ConfigError, env, parseEnv } from '../../shared/platform/env';
+import { env, parseEnv } from '../../shared/platform/env';
+import { productionSettingIssues } from '../../shared/platform/startup-checks';
 import { startMetricsServer } from '../../shared/platform/metrics';
 import { expectProblem, newWallet } from '../exchange/fixtures';
 import { sha256Of, testApp } from '../helpers';
@@ -83,18 +84,13 @@ describe('origins taken from the request', () => {
     }
   });
 
-  it('requires BASE_URL in production', () => {
-    expect(() => parseEnv({ NODE_ENV: 'production', SERVICE_SIGNING_KEY: 'a'.repeat(64) })).toThrow(
-      ConfigError,
-    );
-    try {
-      parseEnv({ NODE_ENV: 'production' });
-    } catch (err) {
-      expect((err as ConfigError).issues.join('\n')).toContain('BASE_URL');
-    }
-    expect(parseEnv({ NODE_ENV: 'production', BASE_URL: 'https://exchange.example' }).BASE_URL).toBe(
-      'https://exchange.example',
-    );
+  it('requires BASE_URL in production: one of the start-up refusal lines of every process type', () => {
+    const bare = parseEnv({ NODE_ENV: 'production', SERVICE_SIGNING_KEY: 'a'.repeat(64) });
+    for (const kind of ['web', 'worker', 'prover', 'release'] as const)
+      expect(productionSettingIssues(bare, kind).join('\n')).toMatch(/^BASE_URL is not set/m);
+    const set = parseEnv({ NODE_ENV: 'production', BASE_URL: 'https://exchange.example' });
+    expect(set.BASE_URL).toBe('https://exchange.example');
+    expect(productionSettingIssues(set, 'web').join('\n')).not.toMatch(/^BASE_URL/m);
   });
 });
 

@@ -128,9 +128,13 @@ describe('each template end to end', () => {
     expect(JSON.stringify(state.body)).not.toContain(workflowId);
   });
 
-  it('counts the finished workflows per template', async () => {
+  it('counts the finished workflows in global totals only, never per template (no tenant’s figure)', async () => {
     const res = await app.request.get('/api/proof-workflows/status').expect(200);
-    for (const t of res.body.templates) expect(t.counts).toMatchObject({ completed: 1, total: 1 });
+    expect(res.body.totals).toMatchObject({
+      completed: res.body.templates.length,
+      total: res.body.templates.length,
+    });
+    for (const t of res.body.templates) expect(t.counts).toBeUndefined();
   });
 
   it('lists the routes in the platform OpenAPI document', async () => {
