@@ -7,13 +7,12 @@ import type { Knex } from 'knex';
 import { conflict, notFound, unprocessable } from '../platform/errors';
 import { newId } from '../platform/ids';
 import { serviceSigningKey } from '../platform/keys';
-import { BALLOT_TREE_DEPTH, type Groth16ProofJson } from './ballot-protocol';
-import { appendEntry, appendPackageToLog, loadEntries } from './ledger';
+import type { Groth16ProofJson } from './ballot-protocol';
+import { appendEntry, appendPackageToLog } from './ledger';
 import { buildThresholdPackage, byNullifier, tallyBallots, tallyHash, ballotsRoot } from './package';
 import type { PackageTrustees, ThresholdBallot } from './package';
-import { packageSubject } from './proposals';
+import { storeTally, tallyCommon } from './proposals';
 import type { ProposalRow } from './proposals';
-import { committeeOrThrow, memberCount } from './rooms';
 import { ballotEphemeral, combinePartials, openThresholdVote, verifyPartialDecryption } from './threshold';
 import type { PartialDecryption } from './threshold';
 import { trusteesOf } from './trustees';
@@ -215,40 +214,18 @@ async function openAndPublish(
       trustees: used.map((t) => t.trustee_index).join(','),
     },
   });
-  const identities = (await trx('room_identities').where('room_id', p.room_id).count({ n: '*' }).first()) as {
-    n: string;
-  };
-  const committee = await committeeOrThrow(trx, p.room_id, p.review_committee);
   const proofId = newId('prf');
   const pkg = await appendPackageToLog(
     trx,
     buildThresholdPackage(
       {
-        proofId,
-        phase: 'tallied',
-        issuedAt: now,
-        subject: packageSubject(p, await memberCount(trx, p.room_id), committee.threshold),
+        ...(await tallyCommon(trx, p, proofId, ballots)),
         trustees: await packageTrustees(trx, trustees),
-        membership: {
-          depth: BALLOT_TREE_DEPTH,
-          identityCount: Number(identities.n),
-          roots: ballots.map((b) => b.root),
-        },
         ballots,
         tally,
-        genesis: p.chain_genesis,
-        entries: await loadEntries(trx, p.id),
       },
       serviceSigningKey(),
     ),
   );
-  await trx('proposals')
-    .where({ id: p.id, status: 'decrypting' })
-    .update({
-      status: 'closed',
-      outcome: tally.outcome,
-      tally_proof_id: proofId,
-      tally_package: JSON.stringify(pkg),
-      updated_at: trx.fn.now(),
-    });
+  await storeTally(trx, p, 'decrypting', proofId, tally, pkg);
 }

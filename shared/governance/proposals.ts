@@ -465,47 +465,69 @@ export async function closeProposal(db: Knex, proposalId: string, now = new Date
         outcome: tally.outcome,
       },
     });
-    const identities = (await trx('room_identities')
-      .where('room_id', p.room_id)
-      .count({ n: '*' })
-      .first()) as {
-      n: string;
-    };
-    const committee = await committeeOrThrow(trx, p.room_id, p.review_committee);
     const proofId = newId('prf');
+    const common = await tallyCommon(trx, p, proofId, ballots);
     const pkg = await appendPackageToLog(
       trx,
       buildGovernancePackage(
         {
-          proofId,
-          phase: 'tallied',
-          issuedAt: new Date(),
-          subject: packageSubject(p, await memberCount(trx, p.room_id), committee.threshold),
+          ...common,
           ballotKey: { publicKey: publicKeyOf(p), privateKey: privateKey.toString('base64url') },
-          membership: {
-            depth: BALLOT_TREE_DEPTH,
-            identityCount: Number(identities.n),
-            roots: ballots.map((b) => b.root),
-          },
           ballots,
           tally,
-          genesis: p.chain_genesis,
-          entries: await loadEntries(trx, p.id),
         },
         serviceSigningKey(),
       ),
     );
-    await trx('proposals')
-      .where({ id: p.id, status: 'voting' })
-      .update({
-        status: 'closed',
-        outcome: tally.outcome,
-        tally_proof_id: proofId,
-        tally_package: JSON.stringify(pkg),
-        updated_at: trx.fn.now(),
-      });
+    await storeTally(trx, p, 'voting', proofId, tally, pkg);
     return true;
   });
+}
+
+/** What a tallied package says besides its ballots and how they were opened, as of this transaction. */
+export async function tallyCommon(
+  trx: Knex.Transaction,
+  p: ProposalRow,
+  proofId: string,
+  ballots: ReadonlyArray<{ root: string }>,
+) {
+  const identities = (await trx('room_identities').where('room_id', p.room_id).count({ n: '*' }).first()) as {
+    n: string;
+  };
+  const committee = await committeeOrThrow(trx, p.room_id, p.review_committee);
+  return {
+    proofId,
+    phase: 'tallied' as const,
+    issuedAt: new Date(),
+    subject: packageSubject(p, await memberCount(trx, p.room_id), committee.threshold),
+    membership: {
+      depth: BALLOT_TREE_DEPTH,
+      identityCount: Number(identities.n),
+      roots: ballots.map((b) => b.root),
+    },
+    genesis: p.chain_genesis,
+    entries: await loadEntries(trx, p.id),
+  };
+}
+
+/** Closes the proposal with its tally and published package, from the status it was found in. */
+export async function storeTally(
+  trx: Knex.Transaction,
+  p: ProposalRow,
+  from: ProposalStatus,
+  proofId: string,
+  tally: Tally,
+  pkg: GovernancePackage,
+): Promise<void> {
+  await trx('proposals')
+    .where({ id: p.id, status: from })
+    .update({
+      status: 'closed',
+      outcome: tally.outcome,
+      tally_proof_id: proofId,
+      tally_package: JSON.stringify(pkg),
+      updated_at: trx.fn.now(),
+    });
 }
 
 /** The admin close: refuses while the window is open (saying only when it ends). */

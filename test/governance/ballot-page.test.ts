@@ -110,6 +110,36 @@ afterAll(async () => {
   await terminateCurves();
 });
 
+/** A room with the reviewer's committee, one voter's identity and two trustees appointed (2 of 2). */
+async function trusteeRoom(name: string) {
+  const request = supertest(base);
+  const roomId = (
+    await request
+      .post('/api/governance/rooms')
+      .set('Authorization', OPERATOR)
+      .send({ name, members: [reviewer.address] })
+      .expect(201)
+  ).body.roomId as string;
+  await request
+    .post(`/api/governance/rooms/${roomId}/committees`)
+    .set('Authorization', OPERATOR)
+    .send({ slug: 'review', name: 'Review', members: [reviewer.address], threshold: 1 })
+    .expect(201);
+  const voter = await createIdentity();
+  await request
+    .post(`/api/governance/rooms/${roomId}/identities`)
+    .set('Authorization', OPERATOR)
+    .send({ identityCommitments: [voter.commitment] })
+    .expect(200);
+  const files = [newTrusteeFile(), newTrusteeFile()];
+  await request
+    .post(`/api/governance/rooms/${roomId}/trustees`)
+    .set('Authorization', OPERATOR)
+    .send({ threshold: 2, trustees: files.map((f, i) => ({ name: `T${i + 1}`, ...trusteePublicKeys(f) })) })
+    .expect(201);
+  return { roomId, voter, files };
+}
+
 describe('the voting page in a browser', () => {
   it('proves and encrypts in the page, and the service keeps only what the voter sent', async () => {
     const page = await browser.newPage();
@@ -158,30 +188,7 @@ describe('the voting page in a browser', () => {
 
   it('under the trustees’ key, encrypts to their joint key in the page: only both trustees together open it', async () => {
     const request = supertest(base);
-    const roomId = (
-      await request
-        .post('/api/governance/rooms')
-        .set('Authorization', OPERATOR)
-        .send({ name: 'Trustee board', members: [reviewer.address] })
-        .expect(201)
-    ).body.roomId as string;
-    await request
-      .post(`/api/governance/rooms/${roomId}/committees`)
-      .set('Authorization', OPERATOR)
-      .send({ slug: 'review', name: 'Review', members: [reviewer.address], threshold: 1 })
-      .expect(201);
-    const voter = await createIdentity();
-    await request
-      .post(`/api/governance/rooms/${roomId}/identities`)
-      .set('Authorization', OPERATOR)
-      .send({ identityCommitments: [voter.commitment] })
-      .expect(200);
-    const files = [newTrusteeFile(), newTrusteeFile()];
-    await request
-      .post(`/api/governance/rooms/${roomId}/trustees`)
-      .set('Authorization', OPERATOR)
-      .send({ threshold: 2, trustees: files.map((f, i) => ({ name: `T${i + 1}`, ...trusteePublicKeys(f) })) })
-      .expect(201);
+    const { roomId, voter, files } = await trusteeRoom('Trustee board');
     for (let round = 0; round < 2; round++)
       for (const [i, f] of files.entries()) files[i] = (await ceremonyRound(base, roomId, f)).file;
     const ceremony = await fetchCeremony(base, roomId);
@@ -242,30 +249,7 @@ describe('the voting page in a browser', () => {
   }, 320_000);
   it('the trustee page: one trustee deals, judges and decrypts in the browser, the other with the CLI client', async () => {
     const request = supertest(base);
-    const roomId = (
-      await request
-        .post('/api/governance/rooms')
-        .set('Authorization', OPERATOR)
-        .send({ name: 'Browser trustees', members: [reviewer.address] })
-        .expect(201)
-    ).body.roomId as string;
-    await request
-      .post(`/api/governance/rooms/${roomId}/committees`)
-      .set('Authorization', OPERATOR)
-      .send({ slug: 'review', name: 'Review', members: [reviewer.address], threshold: 1 })
-      .expect(201);
-    const voter = await createIdentity();
-    await request
-      .post(`/api/governance/rooms/${roomId}/identities`)
-      .set('Authorization', OPERATOR)
-      .send({ identityCommitments: [voter.commitment] })
-      .expect(200);
-    const files = [newTrusteeFile(), newTrusteeFile()];
-    await request
-      .post(`/api/governance/rooms/${roomId}/trustees`)
-      .set('Authorization', OPERATOR)
-      .send({ threshold: 2, trustees: files.map((f, i) => ({ name: `T${i + 1}`, ...trusteePublicKeys(f) })) })
-      .expect(201);
+    const { roomId, voter, files } = await trusteeRoom('Browser trustees');
 
     const page = await browser.newPage();
     const errors: string[] = [];
