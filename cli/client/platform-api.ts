@@ -1446,7 +1446,7 @@ export interface paths {
     get?: never;
     put?: never;
     /**
-     * A trustee’s partial decryption of every decryptable ballot, each with a Chaum–Pedersen proof
+     * A trustee’s partial decryption of every ballot, each with a Chaum–Pedersen proof
      * @description Made on the trustee’s machine (`npm run trustee -- decrypt`). Each proof is checked against the trustee’s verification share; one that fails refuses the whole set. When the threshold of trustees have posted, the ballots are opened, tallied and the package published.
      */
     post: operations['postGovernanceDecryption'];
@@ -12597,8 +12597,6 @@ export interface operations {
             ballots: {
               nullifier: string;
               ciphertext: string;
-              /** @description Its proof of knowledge holds for this proposal; a ballot that fails it is spoiled */
-              decryptable: boolean;
             }[];
           };
         };

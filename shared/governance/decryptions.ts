@@ -41,8 +41,7 @@ const ballotsOf = async (db: Knex | Knex.Transaction, proposalId: string) =>
 
 /**
  * The closed vote's ballots, for the trustees to decrypt and anyone to see: nullifiers and ciphertexts
- * in canonical order, and whether each proves itself made for this proposal (only those are decrypted).
- * Nothing before the close.
+ * in canonical order (each trustee checks every proof of knowledge itself). Nothing before the close.
  */
 export async function closedBallots(db: Knex, proposalId: string) {
   const p = await proposalOf(db, proposalId);
@@ -57,7 +56,6 @@ export async function closedBallots(db: Knex, proposalId: string) {
     ballots: ballots.map((b) => ({
       nullifier: b.nullifier,
       ciphertext: b.ciphertext.toString('base64url'),
-      decryptable: ballotEphemeral(b.ciphertext, p.id) !== null,
     })),
   };
 }
@@ -91,15 +89,18 @@ export async function submitDecryption(db: Knex, proposalId: string, input: Decr
     const byNull = new Map(input.shares.map((s) => [s.nullifier, s]));
     if (byNull.size !== input.shares.length)
       throw unprocessable('decryption_invalid', 'A ballot is decrypted twice.');
-    const decryptable = ballots.filter((b) => ballotEphemeral(b.ciphertext, p.id) !== null);
-    if (byNull.size !== decryptable.length || decryptable.some((b) => !byNull.has(b.nullifier)))
+    // Every ballot of this scheme proved itself made for this proposal when it was cast, so each is
+    // decrypted. Counted before any proof is checked: a refusal costs no curve arithmetic, and the first
+    // proof that fails ends the check.
+    if (byNull.size !== ballots.length || ballots.some((b) => !byNull.has(b.nullifier)))
       throw unprocessable(
         'decryption_incomplete',
-        `Give one partial decryption for each of the ${decryptable.length} ballots listed as decryptable, and no other.`,
+        `Give one partial decryption for each of the ${ballots.length} ballots, and no other.`,
       );
-    for (const b of decryptable) {
+    for (const b of ballots) {
       const partial = byNull.get(b.nullifier)!;
-      if (!verifyPartialDecryption(partial, share, input.trustee, p.id, ballotEphemeral(b.ciphertext, p.id)!))
+      const R = ballotEphemeral(b.ciphertext, p.id);
+      if (!R || !verifyPartialDecryption(partial, share, input.trustee, p.id, R))
         throw unprocessable(
           'decryption_invalid',
           `The partial decryption of ballot ${b.nullifier.slice(0, 12)}… does not prove itself against trustee ${input.trustee}'s verification share.`,
@@ -110,7 +111,7 @@ export async function submitDecryption(db: Knex, proposalId: string, input: Decr
         proposal_id: p.id,
         trustee_index: input.trustee,
         shares: JSON.stringify(
-          decryptable.map((b) => {
+          ballots.map((b) => {
             const { share: s, proof } = byNull.get(b.nullifier)!;
             return { nullifier: b.nullifier, share: s, proof };
           }),

@@ -233,7 +233,7 @@ export async function decryptVote(
   const ceremony = await fetchCeremony(baseUrl, key.roomId, fetchImpl);
   const { index, share } = secretShareOf(ceremony, file);
   const listed = await call<{
-    ballots: Array<{ nullifier: string; ciphertext: string; decryptable: boolean }>;
+    ballots: Array<{ nullifier: string; ciphertext: string }>;
   }>(fetchImpl, baseUrl, 'GET', `/api/governance/proposals/${proposalId}/ballots`);
   const shares = listed.ballots.flatMap((b) => {
     // The trustee checks each ballot's proof of knowledge itself rather than trusting the listing.

@@ -217,11 +217,6 @@ export function trusteeRoutes(table: RouteTable): RouteTable {
               z.object({
                 nullifier: z.string(),
                 ciphertext: z.string(),
-                decryptable: z
-                  .boolean()
-                  .describe(
-                    'Its proof of knowledge holds for this proposal; a ballot that fails it is spoiled',
-                  ),
               }),
             ),
           }),
@@ -237,7 +232,7 @@ export function trusteeRoutes(table: RouteTable): RouteTable {
       method: 'post',
       path: '/api/governance/proposals/{proposalId}/decryptions',
       operationId: 'postGovernanceDecryption',
-      summary: 'A trustee’s partial decryption of every decryptable ballot, each with a Chaum–Pedersen proof',
+      summary: 'A trustee’s partial decryption of every ballot, each with a Chaum–Pedersen proof',
       description:
         'Made on the trustee’s machine (`npm run trustee -- decrypt`). Each proof is checked against the trustee’s verification share; one that fails refuses the whole set. When the threshold of trustees have posted, the ballots are opened, tallied and the package published.',
       tags,
