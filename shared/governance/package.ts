@@ -352,32 +352,45 @@ export interface BuildGovernanceInput {
   entries: readonly ChainLink[];
 }
 
-export function buildGovernancePackage(input: BuildGovernanceInput, key: Signer): AnonymousGovernancePackage {
-  const ballots = [...input.ballots].sort(byNullifier).map((b) => ({
-    nullifier: b.nullifier,
-    root: b.root,
-    ciphertext: b.ciphertext,
-    proof: { pi_a: b.proof.pi_a, pi_b: b.proof.pi_b, pi_c: b.proof.pi_c },
-    choice: b.choice,
-  }));
+/** A ballot as a package publishes it: the cast ballot, its proof's three points, and its vote. */
+const publishedBallot = (b: PublishedBallot): PublishedBallot => ({
+  nullifier: b.nullifier,
+  root: b.root,
+  ciphertext: b.ciphertext,
+  proof: { pi_a: b.proof.pi_a, pi_b: b.proof.pi_b, pi_c: b.proof.pi_c },
+  choice: b.choice,
+});
+
+/** What a package of anonymous ballots says under either scheme, its ballots in canonical order. */
+function anonymousBody<B extends PublishedBallot>(
+  input: Omit<BuildGovernanceInput, 'ballotKey' | 'ballots'>,
+  ballots: B[],
+) {
   const entries = [...input.entries];
   const head = entries.length ? entries[entries.length - 1]!.entryHash : input.genesis;
+  const sorted = ballots.sort(byNullifier);
+  return {
+    version: 1 as const,
+    kind: 'governance' as const,
+    proofId: input.proofId,
+    issuedAt: input.issuedAt.toISOString(),
+    phase: input.phase,
+    subject: input.subject,
+    scope: String(proposalScope(input.subject.proposalId)),
+    membership: { ...input.membership, roots: [...new Set(input.membership.roots)].sort() },
+    ballots: sorted,
+    ballotsRoot: ballotsRoot(sorted),
+    tally: input.tally,
+    chain: { genesis: input.genesis, head, entries },
+  };
+}
+
+export function buildGovernancePackage(input: BuildGovernanceInput, key: Signer): AnonymousGovernancePackage {
   return signPackage<AnonymousGovernancePackage>(
     {
-      version: 1,
-      kind: 'governance',
+      ...anonymousBody(input, input.ballots.map(publishedBallot)),
       scheme: 'anonymous',
-      proofId: input.proofId,
-      issuedAt: input.issuedAt.toISOString(),
-      phase: input.phase,
-      subject: input.subject,
       ballotKey: input.ballotKey,
-      scope: String(proposalScope(input.subject.proposalId)),
-      membership: { ...input.membership, roots: [...new Set(input.membership.roots)].sort() },
-      ballots,
-      ballotsRoot: ballotsRoot(ballots),
-      tally: input.tally,
-      chain: { genesis: input.genesis, head, entries },
     },
     key,
   );
@@ -389,33 +402,12 @@ export interface BuildThresholdInput extends Omit<BuildGovernanceInput, 'ballotK
 }
 
 export function buildThresholdPackage(input: BuildThresholdInput, key: Signer): ThresholdGovernancePackage {
-  const ballots = [...input.ballots].sort(byNullifier).map((b) => ({
-    nullifier: b.nullifier,
-    root: b.root,
-    ciphertext: b.ciphertext,
-    proof: { pi_a: b.proof.pi_a, pi_b: b.proof.pi_b, pi_c: b.proof.pi_c },
-    choice: b.choice,
+  const ballots = input.ballots.map((b) => ({
+    ...publishedBallot(b),
     decryptions: [...b.decryptions].sort((x, y) => x.trustee - y.trustee),
   }));
-  const entries = [...input.entries];
-  const head = entries.length ? entries[entries.length - 1]!.entryHash : input.genesis;
   return signPackage<ThresholdGovernancePackage>(
-    {
-      version: 1,
-      kind: 'governance',
-      scheme: 'threshold',
-      proofId: input.proofId,
-      issuedAt: input.issuedAt.toISOString(),
-      phase: input.phase,
-      subject: input.subject,
-      trustees: input.trustees,
-      scope: String(proposalScope(input.subject.proposalId)),
-      membership: { ...input.membership, roots: [...new Set(input.membership.roots)].sort() },
-      ballots,
-      ballotsRoot: ballotsRoot(ballots),
-      tally: input.tally,
-      chain: { genesis: input.genesis, head, entries },
-    },
+    { ...anonymousBody(input, ballots), scheme: 'threshold', trustees: input.trustees },
     key,
   );
 }
