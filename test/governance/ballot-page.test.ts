@@ -140,6 +140,27 @@ async function trusteeRoom(name: string) {
   return { roomId, voter, files };
 }
 
+/** A proposal of the room, reviewed by the reviewer: voting is open for `votingSeconds`. */
+async function openProposal(roomId: string, title: string, votingSeconds: number): Promise<string> {
+  const request = supertest(base);
+  const id = (
+    await request
+      .post('/api/governance/proposals')
+      .set('Authorization', OPERATOR)
+      .send({ roomId, title, options: [CHOICE, 'keep-2b9c'], reviewCommittee: 'review', votingSeconds })
+      .expect(201)
+  ).body.proposalId as string;
+  await request
+    .post(`/api/governance/proposals/${id}/review`)
+    .send({
+      walletPublicKey: reviewer.address,
+      decision: 'approve',
+      signature: reviewer.sign(reviewMessage(id, 'approve')),
+    })
+    .expect(200);
+  return id;
+}
+
 describe('the voting page in a browser', () => {
   it('proves and encrypts in the page, and the service keeps only what the voter sent', async () => {
     const page = await browser.newPage();
@@ -187,33 +208,12 @@ describe('the voting page in a browser', () => {
   }, 320_000);
 
   it('under the trustees’ key, encrypts to their joint key in the page: only both trustees together open it', async () => {
-    const request = supertest(base);
     const { roomId, voter, files } = await trusteeRoom('Trustee board');
     for (let round = 0; round < 2; round++)
       for (const [i, f] of files.entries()) files[i] = (await ceremonyRound(base, roomId, f)).file;
     const ceremony = await fetchCeremony(base, roomId);
     expect(ceremony.status).toBe('ready');
-    const id = (
-      await request
-        .post('/api/governance/proposals')
-        .set('Authorization', OPERATOR)
-        .send({
-          roomId,
-          title: 'Trust',
-          options: [CHOICE, 'keep-2b9c'],
-          reviewCommittee: 'review',
-          votingSeconds: 600,
-        })
-        .expect(201)
-    ).body.proposalId as string;
-    await request
-      .post(`/api/governance/proposals/${id}/review`)
-      .send({
-        walletPublicKey: reviewer.address,
-        decision: 'approve',
-        signature: reviewer.sign(reviewMessage(id, 'approve')),
-      })
-      .expect(200);
+    const id = await openProposal(roomId, 'Trust', 600);
 
     const page = await browser.newPage();
     const errors: string[] = [];
@@ -275,27 +275,7 @@ describe('the voting page in a browser', () => {
     expect(saved.dealt[roomId]).toHaveLength(2);
     expect((await fetchCeremony(base, roomId)).status).toBe('ready');
 
-    const id = (
-      await request
-        .post('/api/governance/proposals')
-        .set('Authorization', OPERATOR)
-        .send({
-          roomId,
-          title: 'Browser',
-          options: [CHOICE, 'keep-2b9c'],
-          reviewCommittee: 'review',
-          votingSeconds: 3,
-        })
-        .expect(201)
-    ).body.proposalId as string;
-    await request
-      .post(`/api/governance/proposals/${id}/review`)
-      .send({
-        walletPublicKey: reviewer.address,
-        decision: 'approve',
-        signature: reviewer.sign(reviewMessage(id, 'approve')),
-      })
-      .expect(200);
+    const id = await openProposal(roomId, 'Browser', 3);
     const info = await ballotInfo(request as never, id);
     await request
       .post(`/api/governance/proposals/${id}/ballots`)
