@@ -2,7 +2,7 @@
 // keys and license keys through the resolvers the web process lists), resolved once and shared by the
 // rate limiter, the idempotency layer and the routes. Basic auth belongs to Bull Board alone (`admin.ts`).
 import type { Request, RequestHandler } from 'express';
-import { capabilityPrefixes } from '../../shared/platform/capabilities';
+import { capabilityPrefixes, isCapability } from '../../shared/platform/capabilities';
 import { safeEqual } from '../../shared/platform/crypto';
 import type { JobAccess } from '../../shared/jobs/access';
 import type { LicensePrincipal } from '../../shared/licensing/licenses';
@@ -54,6 +54,15 @@ let resolvers = new Map<string, KeyResolver>();
  */
 export function acceptKeys(list: KeyResolvers): void {
   resolvers = new Map(Object.entries(list));
+}
+
+/**
+ * Whether a token is shaped as one this service issues: a capability (256 random bits), an agent or
+ * organization key (256 random bits), a license token (an ed25519 signature). No request budget lets
+ * anyone guess one of those; only a configured secret (the operator token, a metrics token) can be.
+ */
+export function isIssuedToken(token: string): boolean {
+  return isCapability(token) || resolvers.has(token.slice(0, token.indexOf('_') + 1));
 }
 
 /** The Bearer token of a request; any other scheme is no credential here. */

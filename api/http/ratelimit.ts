@@ -7,7 +7,8 @@
 //   the network that registered it, so minting agents multiplies nothing);
 // * `inFlightSlot` caps how much queued work one budget owner may have outstanding;
 // * a credential that authenticates nothing spends from its network's small failure budget
-//   (AUTH_FAILURES_PER_MINUTE); once that is spent, the network's credentials are refused unchecked.
+//   (AUTH_FAILURES_PER_MINUTE); once that is spent, the network's guessable credentials (configured
+//   secrets, not issued keys) are refused unchecked.
 import { randomBytes } from 'node:crypto';
 import type { Request, RequestHandler, Response } from 'express';
 import { LRUCache } from 'lru-cache';
@@ -21,7 +22,7 @@ import { logger } from '../../shared/platform/log';
 import type { AmountHolder } from '../../shared/payments/binding';
 import { untagged } from '../../shared/platform/redis';
 import type { AppDeps } from '../deps';
-import { principalKey, resolveCredential } from './auth';
+import { bearerToken, isIssuedToken, isOperator, principalKey, resolveCredential } from './auth';
 import type { Principal } from './auth';
 
 /**
@@ -209,8 +210,9 @@ const FAILURES = 'failed credentials';
 
 /**
  * Refuses a request carrying a credential while its network's failure budget is spent, before the
- * credential is looked at: guessing a token (the operator's, a metrics token, a key) goes no faster
- * than AUTH_FAILURES_PER_MINUTE a network, and a right guess in a spent window is not confirmed.
+ * credential is looked at: guessing a token goes no faster than AUTH_FAILURES_PER_MINUTE a network,
+ * and a right guess in a spent window is not confirmed. Every guess that fails spends from the budget
+ * (spendAuthFailure) and meets 429 once it is spent, whatever its shape.
  */
 async function refuseWhileFailing(deps: AppDeps, req: Request): Promise<void> {
   const l = failureLimiter(deps);
@@ -240,11 +242,25 @@ export const tokenCheckedElsewhere: RequestHandler = (_req, res, next) => {
   next();
 };
 
+/**
+ * Whether the request's credential could be a right guess: one this service configures (the operator
+ * token, a metrics token, a Bull Board login, anything but a Bearer token) rather than issues. Only
+ * those are checked against the failure budget before they are looked at, a Redis read each; a token
+ * of an issued shape carries 256 random bits or a signature, so no budget makes a right one a guess,
+ * and a network's spent budget does not hold up the keys and capabilities its honest clients hold.
+ */
+function guessable(req: Request, res: Response, deps: AppDeps): boolean {
+  if (res.locals.tokenCheckedElsewhere) return true;
+  const token = bearerToken(req);
+  return !token || isOperator(token, deps) || !isIssuedToken(token);
+}
+
 export function rateLimit(deps: AppDeps): RequestHandler {
   if (!deps.rateLimit.enabled) return (_req, _res, next) => next();
   return async (req, res, next) => {
     await spend(limiter(deps, 'ip', deps.rateLimit.ipPerMinute), clientAddress(req), res, 'requests');
-    if (req.headers.authorization !== undefined) await refuseWhileFailing(deps, req);
+    if (req.headers.authorization !== undefined && guessable(req, res, deps))
+      await refuseWhileFailing(deps, req);
     // Only after the address paid: resolving a key may cost a database read.
     const { token, principal } = await resolveCredential(req, deps);
     if (principal) {

@@ -2,8 +2,9 @@
 // /docs, problem pages, the agent card) sits behind the per-network rate limiter, and each presented
 // credential that authenticates nothing (a wrong operator token or Bull Board password, a wrong
 // METRICS_TOKEN, a junk Bearer key) spends from a small per-network budget, AUTH_FAILURES_PER_MINUTE.
-// Once it is spent, the network's credentials are refused with 429 before they are checked — the right
-// one included — while another network's are not.
+// Once it is spent, the network's guessable credentials (the operator token, a metrics token, a Bull
+// Board login) are refused with 429 before they are checked — the right one included — while another
+// network's are not, nor a key this service issued (no budget makes a right one a guess).
 import { randomBytes } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
 import { env } from '../../shared/platform/env';
@@ -141,14 +142,29 @@ describe('failed operator authentication', () => {
     expect(statuses.slice(10).every((s) => s === 429)).toBe(true);
     expect(await referrals()).toBe(before);
 
-    // A real agent key from that network is refused unchecked; from another network it works.
+    // The right operator token from that network is refused unchecked: it is configured, so it
+    // could be a guess, and a right guess in a spent window is not confirmed.
+    expectProblem(
+      await from('198.51.100.60').get('/api/revenue').set('Authorization', `Bearer ${TOKEN}`),
+      429,
+      'rate_limited',
+    );
+    // A key this service issued carries 256 random bits: no budget makes it a guess, so the honest
+    // clients of that network keep using theirs, while each further junk key still meets 429.
     const agent = await from('198.51.100.61')
       .post('/api/registry/register')
       .send({ name: 'honest', walletPublicKey: newWallet().publicKey })
       .expect(201);
     const auth = { Authorization: `Bearer ${agent.body.apiKey}` };
-    expectProblem(await from('198.51.100.60').post('/api/referrals').set(auth).send({}), 429, 'rate_limited');
-    await from('198.51.100.61').post('/api/referrals').set(auth).send({}).expect(201);
+    await from('198.51.100.60').post('/api/referrals').set(auth).send({}).expect(201);
+    expectProblem(
+      await from('198.51.100.60')
+        .post('/api/referrals')
+        .set('Authorization', `Bearer ak_${randomBytes(32).toString('base64url')}`)
+        .send({}),
+      429,
+      'rate_limited',
+    );
     expect(await referrals()).toBe(before + 1);
     // Without a credential, the attacker's network is served as before.
     await from('198.51.100.60').get('/api/pricing').expect(200);
