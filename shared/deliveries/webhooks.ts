@@ -53,6 +53,21 @@ export interface PushFormats {
 
 const subscriptionColumns = ['job_id', 'url', 'job_url', 'agent_id', 'last_event_id', 'active', 'format'];
 
+/**
+ * A job's subscriptions as a json array (empty without one), for a caller that reads them in a
+ * statement of its own and hands them to emitWebhookEvent(s) as `subs`. `jobIdColumn` names the column
+ * of that statement holding the job's id. The rows are those of emitWebhookEvents' own read, with the
+ * same JS types: the bigint cursor comes as text, as pg returns it to a plain read.
+ */
+export function subscriptionsJson(db: Knex | Knex.Transaction, jobIdColumn: string): Knex.Raw {
+  const columns = subscriptionColumns.map((c) => (c === 'last_event_id' ? `${c}::text as ${c}` : c));
+  return db.raw(
+    `(select coalesce(json_agg(s), '[]'::json)
+        from (select ${columns.join(', ')} from job_webhooks where job_id = ??) s)`,
+    [jobIdColumn],
+  );
+}
+
 /** A state change as its emitter describes it. */
 export interface WebhookEventCore {
   /** `job.<job event type>` or `payment.<payment status>`. */
@@ -128,19 +143,22 @@ const baseOf = (jobUrl: string) => jobUrl.slice(0, Math.max(0, jobUrl.lastIndexO
 /**
  * In the transaction that changes something of a job (a payment): one delivery if the job has a
  * webhook. `build` gets the service's base URL the job was created under. Returns the ids to enqueue
- * once committed (`enqueueWebhooks`).
+ * once committed (`enqueueWebhooks`). `subs`: the job's subscriptions, when the caller has read them
+ * already (subscriptionsJson); they are not read again.
  */
 export async function emitWebhookEvent(
   trx: Knex.Transaction,
   jobId: string,
   build: (ctx: { base: string; jobUrl: string }) => WebhookEventCore,
+  subs?: readonly JobWebhookRow[],
 ): Promise<string[]> {
-  return emitWebhookEvents(trx, [{ jobId, build }]);
+  return emitWebhookEvents(trx, [{ jobId, build }], subs);
 }
 
 /**
- * emitWebhookEvent for many changes in one transaction: one read of the subscriptions and one insert
- * of the deliveries, whatever their number.
+ * emitWebhookEvent for many changes in one transaction: one read of the subscriptions (none when the
+ * caller hands them in as `subs`, every subscription of the changed jobs) and one insert of the
+ * deliveries, whatever their number; no insert when no job has a subscription.
  */
 export async function emitWebhookEvents(
   trx: Knex.Transaction,
@@ -148,11 +166,14 @@ export async function emitWebhookEvents(
     jobId: string;
     build: (ctx: { base: string; jobUrl: string }) => WebhookEventCore;
   }>,
+  known?: readonly JobWebhookRow[],
 ): Promise<string[]> {
   if (changes.length === 0) return [];
-  const subs = (await trx('job_webhooks')
-    .whereIn('job_id', [...new Set(changes.map((c) => c.jobId))])
-    .select(subscriptionColumns)) as JobWebhookRow[];
+  const subs =
+    known ??
+    ((await trx('job_webhooks')
+      .whereIn('job_id', [...new Set(changes.map((c) => c.jobId))])
+      .select(subscriptionColumns)) as JobWebhookRow[]);
   // A2A pushes follow the task's states; a payment shows there as the job moving on.
   const byJob = new Map(subs.filter((s) => s.format !== 'a2a').map((s) => [s.job_id, s]));
   if (byJob.size === 0) return [];

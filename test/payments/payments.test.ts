@@ -1,5 +1,6 @@
 // Crypto payments end to end over HTTP: a priced job, its quotes, a real transfer on a local EVM node
 // (ganache), submitPayment, the payments worker, the signed receipt, and the job running to the end.
+import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startChain } from './ganache';
 // Type-only imports load nothing, so these do not read the env before it is set below.
@@ -29,6 +30,8 @@ Object.assign(process.env, {
   PAYMENT_RECHECK_MAX_MS: '300',
   // Every job here comes from one address; the per-caller cap is tested in test/security/amounts.test.ts.
   AMOUNT_HOLDS_PER_CALLER: '1000',
+  // A job's webhook here names a loopback address; nothing is delivered (no deliveries worker runs).
+  LOGISTICS_ALLOW_PRIVATE_TARGETS: 'true',
 });
 
 const { bearer, eventually, sha256Of, testApp, testJobsWorker, testQueueWorker, waitForJob } =
@@ -92,6 +95,21 @@ async function paymentSettled(paymentId: string) {
     const row = await db()('payments').where({ id: paymentId }).first();
     return row && !['pending', 'verifying'].includes(row.status) ? row : undefined;
   }, 15_000);
+}
+
+/** A transaction hash no chain has: its payment stays pending. */
+const unknownTx = () => `0x${randomBytes(32).toString('hex')}`;
+
+/** Waits until `n` statements of this file's database wait for a lock (`advisory`, or any kind). */
+async function waitingForLocks(n: number, kind?: 'advisory') {
+  await eventually(async () => {
+    const { rows } = await db().raw(
+      `select count(*)::int as n from pg_stat_activity
+        where datname = current_database() and wait_event_type = 'Lock' and wait_event = coalesce(?, wait_event)`,
+      [kind ?? null],
+    );
+    return rows[0].n >= n;
+  });
 }
 
 async function payUsdc(amount: bigint, to = treasury) {
@@ -494,6 +512,96 @@ describe('replay protection', () => {
     await app.deps.queues.enqueue('payments', { paymentId });
     expect(await paymentSettled(paymentId)).toMatchObject({ status: 'rejected', reason: 'already_claimed' });
     expect(await db()('receipts').where({ job_id: first.id })).toHaveLength(1);
+  });
+});
+
+describe('concurrent submissions', () => {
+  it('refuses two submissions for other jobs that waited for the transfer while it was claimed', async () => {
+    const [a, b, c] = await Promise.all([priced(1), priced(1), priced(1)]);
+    const tx = unknownTx();
+    const quote = await db()('quotes').where({ job_id: c.id, asset: 'USDC-ETH' }).first();
+    // As the payments worker credits a transfer: under the transfer's lock, the claim is taken.
+    const claiming = await db().transaction();
+    await claiming.raw('select pg_advisory_xact_lock(hashtextextended(?, 0))', [`${quote.network}|${tx}`]);
+    const paymentId = 'pay_01m7ycenb0y37det98dds34qjz';
+    await claiming('payments').insert({
+      id: paymentId,
+      job_id: c.id,
+      quote_id: quote.id,
+      asset: 'USDC-ETH',
+      chain: quote.network,
+      tx_ref: tx,
+      status: 'confirmed',
+    });
+    await claiming('payment_claims').insert({
+      chain: quote.network,
+      tx_ref: tx,
+      output: 'tx',
+      payment_id: paymentId,
+    });
+    const racing = [a, b].map((j) => submit(j.id, { asset: 'USDC-ETH', txRef: tx }).then((r) => r));
+    await waitingForLocks(2, 'advisory');
+    await claiming.commit();
+    // Each sees the claim committed while it waited: neither records a payment.
+    for (const r of await Promise.all(racing)) expectProblem(r, 409, 'payment_already_claimed');
+    expect(await db()('payments').whereIn('job_id', [a.id, b.id])).toHaveLength(0);
+  });
+
+  it('answers submissions that waited while their transfer was recorded for their job with that payment', async () => {
+    const job = await priced(1);
+    const tx = await payUsdc(job.amount('USDC-ETH'));
+    // Three wait for the job's lock, in turn; each is let in once the one before has finished, so the
+    // first records the payment while the others wait. The third names another quote: the payment
+    // recorded is still the answer, as it is to any submission of the same transaction for the job.
+    const holding = await db().transaction();
+    await holding('jobs').where({ id: job.id }).forUpdate().first();
+    const bodies = [{}, {}, { reference: 'pay_01m7ycenb0y37det98dds34qjx' }];
+    const racing = [];
+    for (const [i, body] of bodies.entries()) {
+      racing.push(submit(job.id, { asset: 'USDC-ETH', txRef: tx, ...body }).then((r) => r));
+      await waitingForLocks(i + 1);
+    }
+    await holding.commit();
+    const answers = await Promise.all(racing);
+    expect(answers.map((r) => r.status)).toEqual([202, 202, 202]);
+    expect(new Set(answers.map((r) => r.body.payment.id)).size).toBe(1);
+    expect(await db()('payments').where({ job_id: job.id })).toHaveLength(1);
+    expect(await paymentSettled(answers[0]!.body.payment.id)).toMatchObject({ status: 'confirmed' });
+  });
+});
+
+describe("the job's webhook", () => {
+  it('gets one delivery of a submission, and none of the same submission again', async () => {
+    const url = 'http://127.0.0.1:9/hooks';
+    const created = await app.request
+      .post('/api/jobs')
+      .send({
+        service: 'attest.batch',
+        input: { digests: [await sha256Of(`hook ${Math.random()}`)] },
+        webhook: { url },
+      })
+      .expect(402);
+    const id = created.body.job.id as string;
+    tokens.set(id, created.body.accessToken);
+    const tx = unknownTx();
+    const first = await submit(id, { asset: 'ETH', txRef: tx }).expect(202);
+    const again = await submit(id, { asset: 'ETH', txRef: tx }).expect(202);
+    expect(again.body.payment.id).toBe(first.body.payment.id);
+    const rows = await db()('logistics_requests').where({ job_id: id });
+    expect(rows).toHaveLength(1);
+    const [row] = rows;
+    expect(row).toMatchObject({ method: 'webhook', target_url: url, status: 'queued' });
+    expect(row.event).toEqual({
+      event: 'payment.pending',
+      jobId: id,
+      occurredAt: first.body.payment.createdAt,
+      payment: { ...first.body.payment, links: { job: row.job_url } },
+      links: { job: row.job_url },
+    });
+    // A job without a webhook gets none.
+    const plain = await priced(1);
+    await submit(plain.id, { asset: 'ETH', txRef: unknownTx() }).expect(202);
+    expect(await db()('logistics_requests').where({ job_id: plain.id })).toHaveLength(0);
   });
 });
 
