@@ -33,7 +33,10 @@ const median = (xs: number[]) => {
   return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
 };
 
-/** The baseline: a bare Express 5 app, one route, one select by primary key through a pg pool. */
+/**
+ * The baseline: a bare Express 5 app, one route, one select by primary key through a pg pool (and, for
+ * bench:workflows, one route that inserts one row).
+ */
 async function bareRole() {
   const { default: express } = await import('express');
   const db = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 10 });
@@ -42,6 +45,16 @@ async function bareRole() {
   app.get('/rows/:id', async (req, res) => {
     const { rows } = await db.query('select id, v from bench_rows where id = $1', [Number(req.params.id)]);
     if (!rows[0]) return void res.status(404).json({ error: 'not found' });
+    res.json(rows[0]);
+  });
+  // bench:workflows' ceiling for a write over HTTP: its raw insert's row, one insert, through Express.
+  app.post('/inserts', async (req, res) => {
+    const b = req.body as Record<string, string | number>;
+    const { rows } = await db.query(
+      `insert into bench_inserts (workflow_id, seq, stage, action, actor_commitment, evidence_commitment, at, prev_hash, entry_hash)
+       values ($1, $2, 'application', 'attach_evidence', $3, $4, $5, $6, $7) returning id`,
+      [b.workflowId, b.seq, b.actor, b.evidence, new Date().toISOString(), b.prev, b.hash],
+    );
     res.json(rows[0]);
   });
   const server = app.listen(BARE_PORT, '127.0.0.1');

@@ -3,7 +3,9 @@
 // inserts measured in the same run (before, between and after the event phases; each event phase is set
 // against the two insert runs around it). Each phase also reports the CPU it cost per operation, by process
 // (web, Postgres backends of the bench database, this driver), from /proc; a floor phase (a GET that
-// runs one select) shows what any request of this app costs before the route does its own work.
+// runs one select) shows what any request of this app costs before the route does its own work; and a
+// bare Express 5 app inserting the raw insert's row (runs before, between and after, like the inserts)
+// shows the most any write over HTTP reaches on the host: each event phase is set against it as well.
 //   npm run bench:workflows
 // BENCH_CPU_PROF=<dir> writes a V8 CPU profile of each child process there.
 import { createHash } from 'node:crypto';
@@ -20,6 +22,7 @@ const INSERTS = Number(process.env.BENCH_INSERTS ?? 4000);
 const FLOOR = Number(process.env.BENCH_FLOOR ?? 2000);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);
 const PORT = Number(process.env.BENCH_PORT ?? 3998);
+const BARE_PORT = Number(process.env.BENCH_BARE_PORT ?? 3997);
 const TOKEN = 'op_bench_token_0123456789';
 const TEMPLATE = 'Vendor Onboarding';
 const fmt = (n: number) => n.toFixed(1);
@@ -48,6 +51,12 @@ async function main() {
       OPERATOR_TOKEN: TOKEN,
     });
     const prover = stack.spawn('workers/prover/main.ts');
+    // The ceiling for any write over HTTP on this host: a bare Express 5 app that inserts the raw
+    // insert's row (bench/http.ts, its bare role), so each event phase is also set against it.
+    const bare = stack.spawn('bench/http.ts', {
+      BENCH_HTTP_ROLE: 'bare',
+      BENCH_BARE_PORT: String(BARE_PORT),
+    });
     for (let i = 0; ; i++) {
       if (
         await fetch(`${base}/api/health`).then(
@@ -60,7 +69,7 @@ async function main() {
       await new Promise((r) => setTimeout(r, 100));
     }
     await probe.connect();
-    const roles = { web: [web.pid!], prover: [prover.pid!] };
+    const roles = { web: [web.pid!], prover: [prover.pid!], bare: [bare.pid!] };
     // The prover loads its keys and builds their tables as it starts: the baseline waits for it.
     const waited = await settled([web.pid!, prover.pid!]);
     console.log(`bench: the web and prover processes settled after ${(waited / 1000).toFixed(1)} s`);
@@ -109,6 +118,25 @@ async function main() {
     const raw = new pg.Pool({ connectionString: stack.databaseUrl, max: 10 });
     await raw.query(`create table bench_inserts (id bigserial primary key, workflow_id text, seq int, stage text,
       action text, actor_commitment text, evidence_commitment text, at text, prev_hash text, entry_hash text)`);
+    const bareCall = httpClient(`http://127.0.0.1:${BARE_PORT}`, CONCURRENCY);
+    let bareInserted = 0;
+    const bareRun = (name: string) =>
+      timed(name, INSERTS, CONCURRENCY, async () => {
+        const i = bareInserted++;
+        const res = await bareCall(
+          'POST',
+          '/inserts',
+          JSON.stringify({
+            workflowId: `wf_${i % 100}`,
+            seq: i,
+            actor: hex(`a${i}`),
+            evidence: hex(`e${i}`),
+            prev: hex(`p${i}`),
+            hash: hex(`h${i}`),
+          }),
+        );
+        if (res.status !== 200) throw new Error(`bare insert answered ${res.status}`);
+      });
     let inserted = 0;
     const insertRun = (name: string) =>
       timed(name, INSERTS, CONCURRENCY, async () => {
@@ -132,6 +160,8 @@ async function main() {
     // around it: a shared host's speed drifts within a run.
     await insertRun('raw Postgres insert (warm-up)');
     const insertsBefore = await insertRun('raw Postgres insert (before events)');
+    await bareRun('bare Express insert (warm-up)');
+    const bareBefore = await bareRun('bare Express 5: POST + one insert (before events)');
 
     // Warm-up: connections, JIT, prepared plans.
     const warm = await prepare();
@@ -142,12 +172,14 @@ async function main() {
       await attach(one.workflowId, i);
     });
     const insertsBetween = await insertRun('raw Postgres insert (between)');
+    const bareBetween = await bareRun('bare Express 5: POST + one insert (between)');
 
     const many = await Promise.all(Array.from({ length: WORKFLOWS }, () => prepare()));
     const spread = await timed(`events, ${WORKFLOWS} workflows`, EVENTS_MANY, CONCURRENCY, async (i) => {
       await attach(many[i % many.length]!.workflowId, i);
     });
     const insertsAfter = await insertRun('raw Postgres insert (after events)');
+    const bareAfter = await bareRun('bare Express 5: POST + one insert (after events)');
     await raw.end();
 
     // Finish the many workflows so verify covers records, signature and log inclusion.
@@ -214,20 +246,28 @@ async function main() {
       [single, around(insertsBefore, insertsBetween)],
       [spread, around(insertsBetween, insertsAfter)],
     ]);
-    const phases = [...insertRuns, inserts, floor, single, spread, firstVerifies, verifies];
+    // ... and the event phases against the bare Express inserts around them: the most any write over
+    // HTTP reaches here.
+    const aroundBare = new Map<Result, number>([
+      [single, around(bareBefore, bareBetween)],
+      [spread, around(bareBetween, bareAfter)],
+    ]);
+    const bareRuns = [bareBefore, bareBetween, bareAfter];
+    const bareBaseline = bareRuns.reduce((a, r) => a + r.n, 0) / bareRuns.reduce((a, r) => a + r.seconds, 0);
+    const phases = [...insertRuns, inserts, ...bareRuns, floor, single, spread, firstVerifies, verifies];
     const cpuRoles = ['web', 'postgres', 'driver'];
     console.log(
       `\nbench:workflows (${CONCURRENCY} in flight; ${TEMPLATE}: ${WORKFLOWS} workflows of ${EVENTS_MANY / WORKFLOWS + 7} entries for verify)`,
     );
     console.log(
-      `| measure | n | per second | p50 ms | p99 ms | ratio to raw insert | CPU ms/op ${cpuRoles.join(' / ')} |`,
+      `| measure | n | per second | p50 ms | p99 ms | ratio to raw insert | ratio to bare Express insert | CPU ms/op ${cpuRoles.join(' / ')} |`,
     );
-    console.log('|---|---|---|---|---|---|---|');
+    console.log('|---|---|---|---|---|---|---|---|');
     for (const r of phases) {
       console.log(
         `| ${r.name} | ${r.n} | ${fmt(perSecond(r))} | ${fmt(percentile(r.latencies, 50))} | ${fmt(
           percentile(r.latencies, 99),
-        )} | ${(perSecond(r) / (against.get(r) ?? baseline)).toFixed(3)} | ${cpuRoles.map((k) => (r.cpu[k] ?? NaN).toFixed(2)).join(' / ')} |`,
+        )} | ${(perSecond(r) / (against.get(r) ?? baseline)).toFixed(3)} | ${(perSecond(r) / (aroundBare.get(r) ?? bareBaseline)).toFixed(3)} | ${cpuRoles.map((k) => (r.cpu[k] ?? NaN).toFixed(2)).join(' / ')} |`,
       );
     }
     const cpuFigures = (prefix: string, r: Result) =>
@@ -248,6 +288,8 @@ async function main() {
         eventsOneWorkflowRatio: perSecond(single) / against.get(single)!,
         eventsManyWorkflowsPerSecond: perSecond(spread),
         eventsManyWorkflowsRatio: perSecond(spread) / against.get(spread)!,
+        eventsOneWorkflowBareRatio: perSecond(single) / aroundBare.get(single)!,
+        eventsManyWorkflowsBareRatio: perSecond(spread) / aroundBare.get(spread)!,
         verifyPerSecond: perSecond(verifies),
         verifyFirstPerSecond: perSecond(firstVerifies),
         floorPerSecond: perSecond(floor),
@@ -262,6 +304,8 @@ async function main() {
         rawInsertPerSecondBefore: perSecond(insertsBefore),
         rawInsertPerSecondBetween: perSecond(insertsBetween),
         rawInsertPerSecondAfter: perSecond(insertsAfter),
+        bareInsertPerSecond: bareBaseline,
+        bareInsertRatioToRaw: bareBaseline / baseline,
         ...cpuFigures('cpuMsPerInsert', inserts),
       },
       target: {

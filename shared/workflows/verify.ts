@@ -13,8 +13,7 @@ import { packageEntryLeafHash, packageLeafHash } from './envelope';
 import type { Envelope, Reason } from './envelope';
 import { templateOrThrow } from './load';
 import type { Conn, PackageRow } from './load';
-import { loadApprovals } from './approvers';
-import type { ApprovalsVerdict } from './approvalProtocol';
+import type { ApprovalsVerdict, PackagedApproval } from './approvalProtocol';
 import { approvalsOf, publicTimeline, verifyPackage, verifyPackageApprovals, verifyRecords } from './package';
 import type { PackageVerdict, PublicStage, WorkflowPackage } from './package';
 import type { ChainedEntry, StageRecord, WorkflowStatus } from './records';
@@ -96,6 +95,8 @@ interface VerifiableRow {
   /** JSON arrays as text: their exact bytes key the memo of what they recompute to. */
   stages: string;
   entries: string;
+  /** The proofs kept beside the approve entries, as JSON text in PackagedApproval's shape. */
+  approvals: string;
   package_status: PackageRow['status'] | null;
   package_text: string | null;
   /** When the log first included the package: the first tree head past its leaf. */
@@ -105,7 +106,8 @@ interface VerifiableRow {
 
 /**
  * Everything verify reads, in one statement (one snapshot): the workflow row with its stored head, the
- * stage rows, the trail in chain order, the package, and the latest signed tree head.
+ * stage rows, the trail in chain order, the approvals' proofs (as loadApprovals reads them), the
+ * package, and the latest signed tree head.
  */
 async function loadVerifiable(db: Conn, proofId: string): Promise<VerifiableRow | undefined> {
   const { rows } = (await db
@@ -120,6 +122,12 @@ async function loadVerifiable(db: Conn, proofId: string): Promise<VerifiableRow 
           'evidenceCommitment', e.evidence_commitment, 'evidenceKind', e.evidence_kind, 'at', e.at,
           'prevHash', e.prev_hash, 'entryHash', e.entry_hash)) order by e.seq), '[]'::json)::text
         from audit_entries e where e.workflow_id = w.id) as entries,
+       (select coalesce(json_agg(json_build_object('stage', a.stage, 'seq', a.seq, 'setId', a.set_id,
+          'rootSeq', a.root_seq, 'rootSize', r.size, 'rootStatement', r.statement_sha256, 'root', a.root,
+          'nullifier', a.nullifier, 'proof', a.proof, 'publicSignals', a.public_signals) order by a.seq),
+          '[]'::json)::text
+        from workflow_approvals a join approver_set_roots r on r.set_id = a.set_id and r.seq = a.root_seq
+        where a.workflow_id = w.id) as approvals,
        p.status as package_status, p.package::text as package_text,
        (select h.timestamp from tree_heads h where h.tree_size > p.leaf_index order by h.tree_size limit 1)
          as logged_at,
@@ -221,25 +229,36 @@ function verifyRows(
   return rows;
 }
 
+/**
+ * Approvals verdicts by the hash of the exact text they are checked from (the trail, the stages and the
+ * proofs): checking one runs a Groth16 verification per approval, and the same bytes always check the
+ * same. Frozen.
+ */
+const approvalVerdicts = new LRUCache<string, Readonly<ApprovalsVerdict>>({ max: 10_000 });
+
 /** The approvals verdict of stored rows: the trail and the proofs kept beside its approve entries. */
 async function storedApprovals(
-  db: Db,
   template: WorkflowTemplate,
   proofId: string,
   genesis: string,
   wf: VerifiableRow,
-): Promise<ApprovalsVerdict> {
+): Promise<Readonly<ApprovalsVerdict>> {
+  const key = sha256Hex(`${template.name}\n${proofId}\n${wf.stages}\n${wf.entries}\n${wf.approvals}`);
+  const known = approvalVerdicts.get(key);
+  if (known) return known;
   const entries = JSON.parse(wf.entries) as ChainedEntry[];
   const stages = recordsFromRows(JSON.parse(wf.stages) as Array<Omit<StageRecord, 'auditTrail'>>, entries);
-  return approvalsOf({
+  const verdict = await approvalsOf({
     template,
     proofId,
     genesis,
     trail: entries,
     stages,
-    approvals: await loadApprovals(db, wf.id),
+    approvals: JSON.parse(wf.approvals) as PackagedApproval[],
     vkey: await loadVerificationKey(ANONYMITY_CIRCUIT),
   });
+  approvalVerdicts.set(key, deepFreeze(verdict));
+  return verdict;
 }
 
 /**
@@ -294,7 +313,7 @@ export async function verifyStored(db: Db, proofId: string): Promise<Verificatio
     });
   }
   const approvals = notAltered
-    ? await storedApprovals(db, template, proofId, genesis, wf)
+    ? await storedApprovals(template, proofId, genesis, wf)
     : { approvals: 'none' as const, approvalStages: [], approvalReasons: [] };
   const out: Verification = {
     ...approvals,
