@@ -110,6 +110,7 @@ export function createApp(deps: AppDeps, options: AppOptions = {}): express.Expr
     deps.overload ?? {
       maxInFlight: env.OVERLOAD_MAX_IN_FLIGHT,
       maxEventLoopDelayMs: env.OVERLOAD_MAX_EVENT_LOOP_DELAY_MS,
+      targetMs: env.OVERLOAD_TARGET_MS,
     },
     (path) => unlimitedPaths.has(path),
   );

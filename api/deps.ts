@@ -29,5 +29,5 @@ export interface AppDeps {
   };
   bodyLimitBytes: number;
   /** Load shedding (api/http/overload.ts); default: from configuration. */
-  overload?: { maxInFlight: number; maxEventLoopDelayMs: number };
+  overload?: { maxInFlight: number; maxEventLoopDelayMs: number; targetMs?: number };
 }

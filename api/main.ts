@@ -51,6 +51,7 @@ export function depsFromEnv(): AppDeps {
     overload: {
       maxInFlight: env.OVERLOAD_MAX_IN_FLIGHT,
       maxEventLoopDelayMs: env.OVERLOAD_MAX_EVENT_LOOP_DELAY_MS,
+      targetMs: env.OVERLOAD_TARGET_MS,
     },
   };
 }

@@ -99,7 +99,12 @@ export const envSchema = z.object({
    * Requests the web process takes at once (taken, not yet answered; long polls and streams count only
    * until they start waiting); past it a request is answered 503 `overloaded` with Retry-After: 1.
    */
-  OVERLOAD_MAX_IN_FLIGHT: positiveInt.default(32),
+  OVERLOAD_MAX_IN_FLIGHT: positiveInt.default(64),
+  /**
+   * While the requests the web process took have recently spent longer than this (ms) in it, it takes
+   * only half of OVERLOAD_MAX_IN_FLIGHT at once; 0: off.
+   */
+  OVERLOAD_TARGET_MS: z.coerce.number().int().min(0).default(100),
   /**
    * Event-loop delay (ms) past which the web process sheds new requests the same way; 0 (the default):
    * off. For a process whose requests do long synchronous work, where the in-flight count says little.

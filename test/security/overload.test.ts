@@ -127,3 +127,83 @@ describe('load shedding', () => {
     expect((await polled).status).toBe(200);
   });
 });
+
+describe('load shedding by the time requests spend in the process', () => {
+  const slow = testApp({ overload: { maxInFlight: 4, maxEventLoopDelayMs: 0, targetMs: 50 } });
+  const slowServer = http.createServer(createApp(slow.deps));
+  let slowPort = 0;
+  beforeAll(async () => {
+    await new Promise<void>((r) => slowServer.listen(0, '127.0.0.1', r));
+    slowPort = (slowServer.address() as AddressInfo).port;
+  });
+  afterAll(async () => {
+    slowServer.closeAllConnections();
+    await new Promise((r) => slowServer.close(r));
+    await slow.close();
+  });
+
+  let n = 0;
+  const jobBody = () =>
+    JSON.stringify({
+      service: 'attest.timestamp',
+      input: { digest: (n++).toString(16).padStart(64, '0') },
+    });
+  const request = (body: string) =>
+    http.request({
+      host: '127.0.0.1',
+      port: slowPort,
+      method: 'POST',
+      path: '/api/jobs',
+      agent: false,
+      headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+    });
+  /** A createJob taken and held in flight (its body has not all arrived) until `finish`. */
+  const hold = () => {
+    const body = jobBody();
+    const req = request(body);
+    const answered = answer(req);
+    req.write(body.slice(0, 10));
+    return () => {
+      req.end(body.slice(10));
+      return answered;
+    };
+  };
+  const create = () => {
+    const body = jobBody();
+    const req = request(body);
+    const answered = answer(req);
+    req.end(body);
+    return answered;
+  };
+  const shedByLatency = async () =>
+    (await httpShed.get()).values.find((v) => v.labels.reason === 'latency')?.value ?? 0;
+  const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+  it('takes a burst past half the cap while requests are quick, and only half once they are slow', async () => {
+    const shedBefore = await shedByLatency();
+    // Quick so far: three held in flight (past half of 4) and a fourth are all taken.
+    const burst = [hold(), hold(), hold()];
+    await pause(200);
+    expect((await create()).status).toBe(202);
+    // The three were held over a second each: the recent requests took far longer than 50 ms.
+    await pause(1000);
+    for (const finish of burst) expect((await finish()).status).toBe(202);
+
+    // Now two in flight (half the cap) is all it takes: the next is shed, though the cap is 4.
+    const two = [hold(), hold()];
+    await pause(200);
+    const shed = await create();
+    expect(shed.status).toBe(503);
+    expect(shed.headers['retry-after']).toBe('1');
+    expect(JSON.parse(shed.body)).toMatchObject({ code: 'overloaded' });
+    expect((await shedByLatency()) - shedBefore).toBe(1);
+    for (const finish of two) expect((await finish()).status).toBe(202);
+
+    // Quick requests bring the average back under the target, and the whole cap is open again.
+    for (let i = 0; i < 80; i++) expect((await create()).status).toBe(202);
+    const three = [hold(), hold(), hold()];
+    await pause(200);
+    expect((await create()).status).toBe(202);
+    for (const finish of three) expect((await finish()).status).toBe(202);
+  });
+});
