@@ -104,7 +104,7 @@ export const envSchema = z.object({
    * While the requests the web process took have recently spent longer than this (ms) in it, it takes
    * only half of OVERLOAD_MAX_IN_FLIGHT at once; 0: off.
    */
-  OVERLOAD_TARGET_MS: z.coerce.number().int().min(0).default(100),
+  OVERLOAD_TARGET_MS: z.coerce.number().int().min(0).default(50),
   /**
    * Event-loop delay (ms) past which the web process sheds new requests the same way; 0 (the default):
    * off. For a process whose requests do long synchronous work, where the in-flight count says little.
