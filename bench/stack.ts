@@ -32,6 +32,7 @@ export async function benchStack(): Promise<BenchStack> {
   await db.destroy();
   const prefix = `pxb_${Date.now().toString(36)}`;
   const children: ChildProcess[] = [];
+  let closing = false;
   return {
     databaseUrl,
     redisUrl: redisInfo.url,
@@ -52,10 +53,19 @@ export async function benchStack(): Promise<BenchStack> {
         },
         stdio: ['ignore', 'inherit', 'inherit'],
       });
+      // A child that ends before the bench does (its port taken by a process an earlier, killed bench
+      // left behind; a failed start) ends the bench: its figures would be of something else. One the
+      // bench stops itself (child.kill) is not that.
+      child.once('exit', (code, signal) => {
+        if (closing || child.killed) return;
+        console.error(`bench: ${entry} exited (${signal ?? code}) before the bench ended`);
+        process.exit(1);
+      });
       children.push(child);
       return child;
     },
     async close() {
+      closing = true;
       await Promise.all(
         children.map(
           (c) =>
