@@ -5,8 +5,7 @@
 // Then the payer who should be refused: the same job again, a job that does not exist, a job with a
 // token that is not its own, a free job, and no development chain — each refused in one line, with no
 // transfer sent.
-import { execFileSync, spawn, spawnSync } from 'node:child_process';
-import type { ChildProcess } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -17,7 +16,9 @@ import { devnetChain, devnetPaths, readDevnetInfo } from '../../dev/stack/devnet
 import type { DevnetInfo } from '../../dev/stack/devnet';
 import { verifyReceipt } from '../../shared/payments/receipts';
 import type { Receipt } from '../../shared/payments/receipts';
-import { freePort, freePorts } from '../ports';
+import { freePort } from '../ports';
+import { npmStart } from './npm-start';
+import type { NpmStart } from './npm-start';
 
 const repo = resolve('.');
 const readme = readFileSync(join(repo, 'README.md'), 'utf8');
@@ -27,21 +28,10 @@ const walkthrough = blocks.find((b) => b.lang === 'sh' && b.body.includes('npm r
 const dataDir = mkdtempSync(join(tmpdir(), 'px-paid-'));
 let env: NodeJS.ProcessEnv;
 let port: number;
-let stack: { child: ChildProcess; out: string; exit: Promise<unknown> } | undefined;
-let startedInMs = 0;
+let started: NpmStart | undefined;
 let info: DevnetInfo;
 let paidJob: string;
 let paidToken: string;
-
-async function until(pattern: RegExp, ms: number): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!pattern.test(stack!.out)) {
-    if (stack!.child.exitCode !== null || stack!.child.signalCode !== null)
-      throw new Error(`npm start exited before ${pattern}:\n${stack!.out}`);
-    if (Date.now() > deadline) throw new Error(`no ${pattern} after ${ms} ms:\n${stack!.out}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 /** What `npm run demo:pay -- <args>` runs (without npm's own start-up), with this stack's settings. */
 function demoPay(args: string[], extra: NodeJS.ProcessEnv = {}) {
@@ -59,41 +49,24 @@ async function payerNonce(): Promise<number> {
 }
 
 beforeAll(async () => {
-  port = await freePorts(2);
-  const { VITEST: _v, ...inherited } = process.env;
-  // This test file's database and Redis prefix; nothing of any chain; a DATA_DIR of its own.
-  env = {
-    ...inherited,
-    NODE_ENV: 'development',
-    LOG_LEVEL: 'info',
-    HOST: '127.0.0.1',
-    PORT: String(port),
-    DEVNET_PORT: String(await freePort()),
-    DATA_DIR: dataDir,
-  };
-  const started = Date.now();
-  const child = spawn('sh', ['-c', 'npm start'], { cwd: repo, env, detached: true });
-  stack = { child, out: '', exit: new Promise((r) => child.once('close', r)) };
-  child.stdout!.on('data', (c: Buffer) => (stack!.out += c.toString()));
-  child.stderr!.on('data', (c: Buffer) => (stack!.out += c.toString()));
-  await until(/\[start\] Ctrl-C stops everything|cannot start/, 150_000);
-  startedInMs = Date.now() - started;
-  expect(stack.out).not.toContain('cannot start');
+  // No chain configured: npm start runs its local development chain, on a free port.
+  started = await npmStart(dataDir, { drop: [], env: { DEVNET_PORT: String(await freePort()) } });
+  ({ env, port } = started);
   info = readDevnetInfo(dataDir)!;
 }, 180_000);
 
 afterAll(async () => {
-  if (stack?.child.pid && stack.child.exitCode === null && stack.child.signalCode === null) {
-    process.kill(-stack.child.pid, 'SIGKILL');
-    await stack.exit;
-  }
+  await started?.stop();
   rmSync(dataDir, { recursive: true, force: true });
-});
+}, 30_000);
 
 describe('the README paid walkthrough, on the local development chain npm start runs', () => {
   it('npm start says it runs a local development chain of demo money', async () => {
-    console.info(`npm start to running, with the development chain: ${startedInMs} ms`);
-    const said = stack!.out.split('\n').filter((l) => l.startsWith('[start]'));
+    console.info(`npm start to running, with the development chain: ${started!.startedInMs} ms`);
+    const said = started!
+      .out()
+      .split('\n')
+      .filter((l) => l.startsWith('[start]'));
     expect(said).toContain(
       '[start] starting the local development chain (ganache; demo money, never used in production)',
     );
@@ -242,10 +215,10 @@ describe('the README paid walkthrough, on the local development chain npm start 
     }
 
     // Ctrl-C: every process, the chain included, stops gracefully, once.
-    process.kill(-stack!.child.pid!, 'SIGINT');
-    await stack!.exit;
-    expect(stack!.out).toContain('[start] stopped');
-    const stops = stack!.out
+    await started!.stop();
+    expect(started!.out()).toContain('[start] stopped');
+    const stops = started!
+      .out()
       .split('\n')
       .filter((l) => l.startsWith('{'))
       .map((l) => JSON.parse(l) as { msg: string; reason?: string })
@@ -274,7 +247,7 @@ describe('the README paid walkthrough, on the local development chain npm start 
     const paths = devnetPaths(dataDir);
     for (const file of [paths.payerKey, paths.treasuryKey]) {
       const key = readFileSync(file, 'utf8').trim().slice(2);
-      expect(stack!.out).not.toContain(key);
+      expect(started!.out()).not.toContain(key);
     }
   }, 60_000);
 });

@@ -3,13 +3,13 @@
 // unedited but for the port: pin the trust root, run a workflow to its package, take its bundle, verify
 // it offline, see a changed copy fail, read the checkpoint and tiles. What `npm run verify` prints must
 // be what the walkthrough's `text` blocks show (… standing for this log's numbers and hashes).
-import { execFile, spawn } from 'node:child_process';
-import type { ChildProcess } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePorts } from '../ports';
+import { npmStart } from './npm-start';
+import type { NpmStart } from './npm-start';
 
 const repo = resolve('.');
 const doc = readFileSync(join(repo, 'docs/verify.md'), 'utf8');
@@ -18,46 +18,16 @@ const blocks = [...doc.matchAll(/```(\w+)\n([\s\S]*?)```/g)].map((m) => ({ lang:
 const dataDir = mkdtempSync(join(tmpdir(), 'px-verify-doc-'));
 let env: NodeJS.ProcessEnv;
 let port: number;
-let stack: { child: ChildProcess; out: string; exit: Promise<unknown> } | undefined;
-
-async function until(pattern: RegExp, ms: number): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!pattern.test(stack!.out)) {
-    if (stack!.child.exitCode !== null || stack!.child.signalCode !== null)
-      throw new Error(`npm start exited before ${pattern}:\n${stack!.out}`);
-    if (Date.now() > deadline) throw new Error(`no ${pattern} after ${ms} ms:\n${stack!.out}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+let started: NpmStart | undefined;
 
 beforeAll(async () => {
-  port = await freePorts(2);
-  // This file's database and Redis prefix; its own DATA_DIR (keys, the operator token npm start makes).
-  const { VITEST: _v, OPERATOR_TOKEN: _o, ...inherited } = process.env;
-  env = {
-    ...inherited,
-    NODE_ENV: 'development',
-    LOG_LEVEL: 'info',
-    HOST: '127.0.0.1',
-    PORT: String(port),
-    DEVNET: 'off',
-    DATA_DIR: dataDir,
-  };
-  const child = spawn('sh', ['-c', 'npm start'], { cwd: repo, env, detached: true });
-  stack = { child, out: '', exit: new Promise((r) => child.once('close', r)) };
-  child.stdout!.on('data', (c: Buffer) => (stack!.out += c.toString()));
-  child.stderr!.on('data', (c: Buffer) => (stack!.out += c.toString()));
-  await until(/\[start\] Ctrl-C stops everything|cannot start/, 150_000);
-  expect(stack.out).not.toContain('cannot start');
+  // The operator token npm start makes in its DATA_DIR, not the test process's.
+  started = await npmStart(dataDir, { drop: ['OPERATOR_TOKEN'], env: { DEVNET: 'off' } });
+  ({ env, port } = started);
 }, 180_000);
 
 afterAll(async () => {
-  if (stack?.child.pid && stack.child.exitCode === null && stack.child.signalCode === null) {
-    process.kill(-stack.child.pid, 'SIGINT');
-    await Promise.race([stack.exit, new Promise((r) => setTimeout(r, 20_000))]);
-    if (stack.child.exitCode === null && stack.child.signalCode === null)
-      process.kill(-stack.child.pid, 'SIGKILL');
-  }
+  await started?.stop();
   rmSync(dataDir, { recursive: true, force: true });
 }, 30_000);
 

@@ -4,13 +4,13 @@
 // section in order, in one shell, unedited: only curl, `npm run px` (and the clients it runs) and
 // `npm run verify` (its output and errors taken as one stream, as a terminal shows them). Each walkthrough claims its organization's own TRIAL license from this machine's one
 // address, so the server takes more than the default three a day (the docs say so).
-import { execFile, spawn } from 'node:child_process';
-import type { ChildProcess } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePorts } from '../ports';
+import { npmStart } from './npm-start';
+import type { NpmStart } from './npm-start';
 
 const repo = resolve('.');
 
@@ -27,47 +27,20 @@ export function walkthrough(doc: string): string[] {
 const dataDir = mkdtempSync(join(tmpdir(), 'px-walkthroughs-'));
 let env: NodeJS.ProcessEnv;
 let port: number;
-let stack: { child: ChildProcess; out: string; exit: Promise<unknown> } | undefined;
-
-async function until(pattern: RegExp, ms: number): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!pattern.test(stack!.out)) {
-    if (stack!.child.exitCode !== null || stack!.child.signalCode !== null)
-      throw new Error(`npm start exited before ${pattern}:\n${stack!.out}`);
-    if (Date.now() > deadline) throw new Error(`no ${pattern} after ${ms} ms:\n${stack!.out}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+let started: NpmStart | undefined;
 
 beforeAll(async () => {
-  port = await freePorts(2);
-  // Nothing of the test process's client settings: the blocks set PX_URL and PX_KEYS themselves.
-  const { VITEST: _v, OPERATOR_TOKEN: _o, PX_URL: _u, PX_KEYS: _k, ...inherited } = process.env;
-  env = {
-    ...inherited,
-    NODE_ENV: 'development',
-    LOG_LEVEL: 'info',
-    HOST: '127.0.0.1',
-    PORT: String(port),
-    DEVNET: 'off',
-    DATA_DIR: dataDir,
-    TRIAL_PER_ADDRESS_PER_DAY: '10',
-  };
-  const child = spawn('sh', ['-c', 'npm start'], { cwd: repo, env, detached: true });
-  stack = { child, out: '', exit: new Promise((r) => child.once('close', r)) };
-  child.stdout!.on('data', (c: Buffer) => (stack!.out += c.toString()));
-  child.stderr!.on('data', (c: Buffer) => (stack!.out += c.toString()));
-  await until(/\[start\] Ctrl-C stops everything|cannot start/, 150_000);
-  expect(stack.out).not.toContain('cannot start');
+  // Nothing of the test process's operator token or client settings: the blocks set PX_URL and
+  // PX_KEYS themselves; each walkthrough claims a TRIAL from this one address.
+  started = await npmStart(dataDir, {
+    drop: ['OPERATOR_TOKEN', 'PX_URL', 'PX_KEYS'],
+    env: { DEVNET: 'off', TRIAL_PER_ADDRESS_PER_DAY: '10' },
+  });
+  ({ env, port } = started);
 }, 180_000);
 
 afterAll(async () => {
-  if (stack?.child.pid && stack.child.exitCode === null && stack.child.signalCode === null) {
-    process.kill(-stack.child.pid, 'SIGINT');
-    await Promise.race([stack.exit, new Promise((r) => setTimeout(r, 20_000))]);
-    if (stack.child.exitCode === null && stack.child.signalCode === null)
-      process.kill(-stack.child.pid, 'SIGKILL');
-  }
+  await started?.stop();
   rmSync(dataDir, { recursive: true, force: true });
 }, 30_000);
 

@@ -6,20 +6,27 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp } from '../../api/app';
 import { httpShed } from '../../shared/platform/metrics';
+import type { AppDeps } from '../../api/deps';
 import { testApp } from '../helpers';
 
-const t = testApp({ overload: { maxInFlight: 1, maxEventLoopDelayMs: 0 } });
-const server = http.createServer(createApp(t.deps));
-let port = 0;
-beforeAll(async () => {
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  port = (server.address() as AddressInfo).port;
-});
-afterAll(async () => {
-  server.closeAllConnections();
-  await new Promise((r) => server.close(r));
-  await t.close();
-});
+/** An app with these limits on a port of its own, for the file or describe block it is called in. */
+function served(overload: AppDeps['overload']) {
+  const app = testApp({ overload });
+  const server = http.createServer(createApp(app.deps));
+  const at = { app, port: 0 };
+  beforeAll(async () => {
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    at.port = (server.address() as AddressInfo).port;
+  });
+  afterAll(async () => {
+    server.closeAllConnections();
+    await new Promise((r) => server.close(r));
+    await app.close();
+  });
+  return at;
+}
+
+const t = served({ maxInFlight: 1, maxEventLoopDelayMs: 0 });
 
 interface Answer {
   status: number;
@@ -39,7 +46,7 @@ const answer = (req: http.ClientRequest) =>
 const send = (method: string, path: string, body?: string) => {
   const req = http.request({
     host: '127.0.0.1',
-    port,
+    port: t.port,
     method,
     path,
     agent: false,
@@ -49,7 +56,7 @@ const send = (method: string, path: string, body?: string) => {
   req.end(body);
   return done;
 };
-const jobCount = async () => Number((await t.deps.db('jobs').count({ n: '*' }))[0]!.n);
+const jobCount = async () => Number((await t.app.deps.db('jobs').count({ n: '*' }))[0]!.n);
 
 describe('load shedding', () => {
   it('answers past the in-flight cap with 503 overloaded and Retry-After, keeps health, loses nothing it took', async () => {
@@ -60,7 +67,7 @@ describe('load shedding', () => {
     const job = JSON.stringify({ service: 'attest.timestamp', input: { digest: 'cd'.repeat(32) } });
     const held = http.request({
       host: '127.0.0.1',
-      port,
+      port: t.port,
       method: 'POST',
       path: '/api/jobs',
       agent: false,
@@ -113,7 +120,7 @@ describe('load shedding', () => {
     // No worker runs here: the job stays queued and the poll waits its 3 s out.
     const poll = http.request({
       host: '127.0.0.1',
-      port,
+      port: t.port,
       method: 'GET',
       path: `/api/jobs/${job.id}?wait=3`,
       agent: false,
@@ -129,18 +136,7 @@ describe('load shedding', () => {
 });
 
 describe('load shedding by the time requests spend in the process', () => {
-  const slow = testApp({ overload: { maxInFlight: 4, maxEventLoopDelayMs: 0, targetMs: 50 } });
-  const slowServer = http.createServer(createApp(slow.deps));
-  let slowPort = 0;
-  beforeAll(async () => {
-    await new Promise<void>((r) => slowServer.listen(0, '127.0.0.1', r));
-    slowPort = (slowServer.address() as AddressInfo).port;
-  });
-  afterAll(async () => {
-    slowServer.closeAllConnections();
-    await new Promise((r) => slowServer.close(r));
-    await slow.close();
-  });
+  const slow = served({ maxInFlight: 4, maxEventLoopDelayMs: 0, targetMs: 50 });
 
   let n = 0;
   const jobBody = () =>
@@ -151,7 +147,7 @@ describe('load shedding by the time requests spend in the process', () => {
   const request = (body: string) =>
     http.request({
       host: '127.0.0.1',
-      port: slowPort,
+      port: slow.port,
       method: 'POST',
       path: '/api/jobs',
       agent: false,
