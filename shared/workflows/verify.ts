@@ -204,13 +204,17 @@ interface RowsVerdict {
  */
 const rowsVerdicts = new LRUCache<string, Readonly<RowsVerdict>>({ max: 10_000 });
 
+/** The hash of a workflow's stage and trail rows as their exact text: the key both memos below use. */
+const rowsKey = (template: WorkflowTemplate, proofId: string, wf: VerifiableRow) =>
+  sha256Hex(`${template.name}\n${proofId}\n${wf.stages}\n${wf.entries}`);
+
 function verifyRows(
+  key: string,
   template: WorkflowTemplate,
   proofId: string,
   stagesText: string,
   entriesText: string,
 ): Readonly<RowsVerdict> {
-  const key = sha256Hex(`${template.name}\n${proofId}\n${stagesText}\n${entriesText}`);
   const known = rowsVerdicts.get(key);
   if (known) return known;
   const stages = JSON.parse(stagesText) as Array<Omit<StageRecord, 'auditTrail'>>;
@@ -238,12 +242,13 @@ const approvalVerdicts = new LRUCache<string, Readonly<ApprovalsVerdict>>({ max:
 
 /** The approvals verdict of stored rows: the trail and the proofs kept beside its approve entries. */
 async function storedApprovals(
+  rows: string,
   template: WorkflowTemplate,
   proofId: string,
   genesis: string,
   wf: VerifiableRow,
 ): Promise<Readonly<ApprovalsVerdict>> {
-  const key = sha256Hex(`${template.name}\n${proofId}\n${wf.stages}\n${wf.entries}\n${wf.approvals}`);
+  const key = sha256Hex(`${rows}\n${wf.approvals}`);
   const known = approvalVerdicts.get(key);
   if (known) return known;
   const entries = JSON.parse(wf.entries) as ChainedEntry[];
@@ -287,7 +292,9 @@ export async function verifyStored(db: Db, proofId: string): Promise<Verificatio
     };
   }
   const template = templateOrThrow(wf.template);
+  const rows = rowsKey(template, proofId, wf);
   const { genesis, head, length, verdict, status, stages } = verifyRows(
+    rows,
     template,
     proofId,
     wf.stages,
@@ -313,7 +320,7 @@ export async function verifyStored(db: Db, proofId: string): Promise<Verificatio
     });
   }
   const approvals = notAltered
-    ? await storedApprovals(template, proofId, genesis, wf)
+    ? await storedApprovals(rows, template, proofId, genesis, wf)
     : { approvals: 'none' as const, approvalStages: [], approvalReasons: [] };
   const out: Verification = {
     ...approvals,
