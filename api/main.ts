@@ -22,6 +22,7 @@ import { logCeremonyTranscripts } from '../shared/zk/ceremonyLog';
 import { assertDatabaseStart, refuseStartup } from '../shared/platform/startup-checks';
 import { createApp } from './app';
 import { createWebServer } from './http/server';
+import { closeVerifyPool } from './offload/pool';
 import type { AppDeps } from './deps';
 import { databaseChecks } from './wiring';
 
@@ -63,6 +64,7 @@ export async function closeDeps(deps: AppDeps): Promise<void> {
   deps.redis.disconnect();
   await deps.db.destroy();
   await closeEgress();
+  await closeVerifyPool();
 }
 
 export async function startWeb(): Promise<{ server: Server; shutdown: Shutdown }> {

@@ -4,17 +4,15 @@
 // artifacts and the snarkjs browser build, which voters' clients prove with.
 import { fileURLToPath } from 'node:url';
 import express from 'express';
-import type { Response } from 'express';
+import type { Request, Response } from 'express';
 import { BALLOT_CIRCUIT } from '../../shared/governance/ballot-protocol';
 import { AppError } from '../../shared/platform/errors';
 import { idPattern } from '../../shared/platform/ids';
 import { logger } from '../../shared/platform/log';
-import { verifyGovernancePackage } from '../../shared/governance/package';
 import { ballotKeyInfo, proposalPackage, publicProposal } from '../../shared/governance/proposals';
 import { artifactPaths } from '../../shared/zk/artifacts';
-import { loadVerificationKey } from '../../shared/zk/verify';
 import type { AppDeps } from '../deps';
-import { verifyUnderServiceTrust } from '../../shared/workflows/verify';
+import { verifyGovernanceAsService } from '../offload/governance';
 import { auctionPage, formatSeconds } from './auctions';
 import { BALLOT_PAGE_CSP, ballotForm } from './ballot-script';
 import { nobleFiles } from './noble-assets';
@@ -42,6 +40,10 @@ export async function renderPage(
   } catch (err) {
     if (err instanceof AppError && err.status === 404)
       return sendPage(res, 404, `${what} not found`, `<h1>${escapeHtml(what)} not found</h1>`);
+    if (err instanceof AppError && err.code === 'overloaded') {
+      res.setHeader('Retry-After', '1');
+      return sendPage(res, 503, 'Try again', `<h1>Busy</h1><p>${escapeHtml(err.message)}</p>`);
+    }
     logger.error({ err: (err as Error).message }, 'page failed');
     sendPage(res, 503, 'Try again', '<h1>This page is unavailable</h1><p>Try again shortly.</p>');
   }
@@ -57,6 +59,7 @@ const questionBlock = (title: string, options: readonly string[]): string =>
 async function proposalPage(
   deps: AppDeps,
   id: string,
+  req: Request,
 ): Promise<[string, string] | [string, string, { csp: string }]> {
   const state = await publicProposal(deps.db, id);
   const heading = `<h1>Proposal ${escapeHtml(id)}</h1>${questionBlock(state.title, state.options)}`;
@@ -121,10 +124,8 @@ ${form}`,
     ];
 
   const pkg = await proposalPackage(deps.db, id);
-  const ballotVerificationKey = await loadVerificationKey(BALLOT_CIRCUIT);
-  const v = await verifyUnderServiceTrust(deps.db, pkg, (trust, opts) =>
-    verifyGovernancePackage(pkg, { ...trust, ...opts, ballotVerificationKey }),
-  );
+  // The package's verdict is worked out once per process, in the verify pool, and remembered.
+  const { verdict: v } = await verifyGovernanceAsService(deps.db, pkg, { req });
   // One row per option, then the spoiled ballots: the rows add up to every ballot cast.
   const rows = state.options
     .map(
@@ -283,7 +284,7 @@ export function coordinationPagesRouter(deps: AppDeps): express.Router {
   router.get('/governance/proposals/:proposalId/', (req, res) => {
     const id = String(req.params.proposalId);
     if (!proposalId.test(id)) return sendPage(res, 404, 'Proposal not found', '<h1>Proposal not found</h1>');
-    return renderPage(res, 'Proposal', () => proposalPage(deps, id));
+    return renderPage(res, 'Proposal', () => proposalPage(deps, id, req));
   });
   // The ballot circuit's public artifacts, for voters' clients (and offline verifiers of packages).
   const artifactFiles = new Map(

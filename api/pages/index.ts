@@ -6,6 +6,7 @@ import express from 'express';
 import type { Request, Response } from 'express';
 import { idPattern } from '../../shared/platform/ids';
 import { logger } from '../../shared/platform/log';
+import { AppError } from '../../shared/platform/errors';
 import { BUNDLE_FORMAT, verifyBundle } from '../../shared/platform/translog/bundle';
 import type { BundleVerdict } from '../../shared/platform/translog/bundle';
 import { trustRootDocument } from '../../shared/platform/keyHistory';
@@ -15,6 +16,7 @@ import type { Verification } from '../../shared/workflows/verify';
 import type { AppDeps } from '../deps';
 import { origin } from '../http/links';
 import { packageCheckers } from '../wiring';
+import { pooledGovernanceChecker } from '../offload/governance';
 import { homePage } from './home';
 import {
   INSECURE_LABEL,
@@ -276,6 +278,16 @@ function notFoundPage(id: string): string {
 ${idForm()}`;
 }
 
+/** A page that could not be made: busy (the verify pool is full: retry shortly) or broken. */
+function unavailable(res: Response, err: unknown): void {
+  if (err instanceof AppError && err.code === 'overloaded') {
+    res.setHeader('Retry-After', '1');
+    return send(res, 503, 'Try again', `<h1>Busy</h1><p>${escapeHtml(err.message)}</p>`);
+  }
+  logger.error({ err: (err as Error).message }, 'verify page failed');
+  send(res, 503, 'Try again', '<h1>Verification is unavailable</h1><p>Try again shortly.</p>');
+}
+
 export function pagesRouter(deps: AppDeps): express.Router {
   const router = express.Router();
   const form = express.urlencoded({ extended: false, limit: PASTE_LIMIT_BYTES });
@@ -334,7 +346,13 @@ export function pagesRouter(deps: AppDeps): express.Router {
           res,
           200,
           'Bundle verification',
-          bundlePage(await verifyBundle(pkg, root, packageCheckers), (pkg as { package?: unknown }).package),
+          bundlePage(
+            await verifyBundle(pkg, root, {
+              ...packageCheckers,
+              governance_package: pooledGovernanceChecker({ req }),
+            }),
+            (pkg as { package?: unknown }).package,
+          ),
         );
       }
       const kind = claimedKind(pkg);
@@ -343,13 +361,12 @@ export function pagesRouter(deps: AppDeps): express.Router {
           res,
           200,
           `${kindLabel[kind]} verification`,
-          kindResultPage(await verifyOfKind(deps.db, kind, pkg), another),
+          kindResultPage(await verifyOfKind(deps.db, kind, pkg, { req }), another),
         );
       const verdict = await verifyGivenPackage(deps.db, pkg);
       send(res, 200, 'Proof package verification', resultPage(verdict, pkg ?? null));
     } catch (err) {
-      logger.error({ err: (err as Error).message }, 'verify page failed');
-      send(res, 503, 'Try again', '<h1>Verification is unavailable</h1><p>Try again shortly.</p>');
+      unavailable(res, err);
     }
   });
 
@@ -364,15 +381,14 @@ export function pagesRouter(deps: AppDeps): express.Router {
         return send(res, 200, `Proof ${id}`, privateKindPage(id, found.kind, another));
       if (found.kind !== 'workflow') {
         if (!found.package) return notFound();
-        const v = await verifyOfKind(deps.db, found.kind, found.package);
+        const v = await verifyOfKind(deps.db, found.kind, found.package, { req });
         return send(res, 200, `Proof ${id}`, kindResultPage(v, another, found.page));
       }
       const verdict = await verifyStored(deps.db, id);
       if (verdict.status === undefined) return notFound();
       send(res, 200, `Proof ${id}`, resultPage(verdict));
     } catch (err) {
-      logger.error({ err: (err as Error).message }, 'verify page failed');
-      send(res, 503, 'Try again', '<h1>Verification is unavailable</h1><p>Try again shortly.</p>');
+      unavailable(res, err);
     }
   });
 

@@ -3,16 +3,16 @@
 // kind's table, side by side), checks a package of any kind under this service's trust root, and renders
 // the verdict of a kind other than workflow (./index.ts renders workflows) — an insecure setup always
 // as a warning, never as verified.
+import type { Request } from 'express';
 import type { Db } from '../../shared/platform/db/knex';
 import { AppError } from '../../shared/platform/errors';
-import { BALLOT_CIRCUIT } from '../../shared/governance/ballot-protocol';
-import { verifyGovernancePackage } from '../../shared/governance/package';
 import { verifyAuctionPackage } from '../../shared/auctions/package';
 import { verifyTreasuryPackage } from '../../shared/treasury/package';
 import type { Reason } from '../../shared/workflows/envelope';
 import { verifyUnderServiceTrust } from '../../shared/workflows/verify';
 import { insecureSetup } from '../../shared/zk/setup';
-import { loadVerificationKey, verifyBlindPolicy } from '../../shared/zk/verify';
+import { verifyBlindPolicy } from '../../shared/zk/verify';
+import { verifyGovernanceAsService } from '../offload/governance';
 import { escapeHtml, yesNo } from './layout';
 
 export type ProofKind = 'workflow' | 'governance' | 'auction' | 'treasury' | 'blind-policy';
@@ -93,14 +93,13 @@ export async function verifyOfKind(
   db: Db,
   kind: Exclude<ProofKind, 'workflow'>,
   doc: unknown,
+  caller: { req: Request },
 ): Promise<KindVerdict> {
   const proofId = (doc as { proofId?: unknown } | null)?.proofId;
   const base = { kind, package: doc, ...(typeof proofId === 'string' ? { proofId } : {}) };
   if (kind === 'governance') {
-    const ballotVerificationKey = await loadVerificationKey(BALLOT_CIRCUIT);
-    const v = await verifyUnderServiceTrust(db, doc, (trust, opts) =>
-      verifyGovernancePackage(doc, { ...trust, ...opts, ballotVerificationKey }),
-    );
+    // The signature first; the trustees' arithmetic and the ballots in the verify pool, once.
+    const { verdict: v } = await verifyGovernanceAsService(db, doc, caller);
     // Anonymous ballots are membership proofs: as strong as the keys they were made with.
     const zk = (doc as { scheme?: unknown } | null)?.scheme !== undefined;
     return {

@@ -174,7 +174,10 @@ async function decrypt() {
     const c2 = await challenge('proof-exchange/governance/partial-decryption/v1', proposalId, String(me), Yi.toBytes(), R.toBytes(), D.toBytes(), mul(G, k).toBytes(), mul(R, k).toBytes());
     shares.push({ nullifier: b.nullifier, share: pt(D), proof: { c: hex(be32(c2)), z: hex(be32(mod(k + c2 * x))) } });
   }
-  return call('POST', '/api/governance/proposals/' + proposalId + '/decryptions', { trustee: me, shares });
+  // Signed as a set, ordered by nullifier: the service checks the signature before any proof.
+  shares.sort((a, b) => (a.nullifier < b.nullifier ? -1 : a.nullifier > b.nullifier ? 1 : 0));
+  const signature = await sign(keys, key.roomId, 'decryption', { proposalId, shares });
+  return call('POST', '/api/governance/proposals/' + proposalId + '/decryptions', { trustee: me, shares, signature });
 }
 const run = (fn, busy) => async () => {
   say(busy);

@@ -243,6 +243,12 @@ export function auctionRoutes(table: RouteTable): RouteTable {
             }),
           )
           .max(10_000),
+        signature: z
+          .string()
+          .regex(/^[A-Za-z0-9_-]{86}$/, 'an ed25519 signature, base64url')
+          .describe(
+            'ed25519 by the trustee’s key over `proof-exchange/governance/trustee/v1\\nroom:<roomId>\\nkind:decryption\\nsha256:<hex sha256 of the canonical JSON of { auctionId, shares }>`, the shares ordered by bid id, each `{ bidId, share, proof: { c, z } }`',
+          ),
       }),
       responses: {
         201: {
@@ -256,6 +262,7 @@ export function auctionRoutes(table: RouteTable): RouteTable {
         },
       },
       problems: {
+        403: ['signature_invalid'],
         404: ['not_found'],
         409: ['not_trustees', 'reveal_open', 'auction_finalized', 'already_decrypted'],
         422: ['unknown_trustee', 'decryption_incomplete', 'decryption_invalid'],

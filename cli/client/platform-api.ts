@@ -2785,6 +2785,10 @@ export interface components {
               signature: string;
             }[];
             jointKey: string;
+            decrypted?: {
+              trustee: number;
+              signature: string;
+            }[];
           };
           scope: string;
           membership: {
@@ -14396,6 +14400,8 @@ export interface operations {
               z: string;
             };
           }[];
+          /** @description ed25519 by the trustee’s key over `proof-exchange/governance/trustee/v1\nroom:<roomId>\nkind:decryption\nsha256:<hex sha256 of the canonical JSON of { proposalId, shares }>`, the shares ordered by nullifier, each `{ nullifier, share, proof: { c, z } }` */
+          signature: string;
         };
       };
     };
@@ -14442,6 +14448,18 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
             code?: 'unauthorized';
+          };
+        };
+      };
+      /** @description Forbidden. Problem codes: `signature_invalid`. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'signature_invalid';
           };
         };
       };
@@ -17130,6 +17148,8 @@ export interface operations {
               z: string;
             };
           }[];
+          /** @description ed25519 by the trustee’s key over `proof-exchange/governance/trustee/v1\nroom:<roomId>\nkind:decryption\nsha256:<hex sha256 of the canonical JSON of { auctionId, shares }>`, the shares ordered by bid id, each `{ bidId, share, proof: { c, z } }` */
+          signature: string;
         };
       };
     };
@@ -17176,6 +17196,18 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
             code?: 'unauthorized';
+          };
+        };
+      };
+      /** @description Forbidden. Problem codes: `signature_invalid`. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'signature_invalid';
           };
         };
       };

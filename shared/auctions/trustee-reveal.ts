@@ -4,9 +4,16 @@
 // bid its bidder did not reveal is opened and, where the opening matches its commitment, recorded as
 // revealed by the trustees; the auction is then decided as usual.
 import type { Knex } from 'knex';
-import { conflict, unprocessable } from '../platform/errors';
+import { AppError, conflict, unprocessable } from '../platform/errors';
 import { bidCommitment } from '../governance/commitments';
-import { ballotEphemeral, combinePartials, verifyPartialDecryption } from '../governance/threshold';
+import {
+  DECRYPTION_KIND,
+  ballotEphemeral,
+  combinePartials,
+  decryptionStatement,
+  verifyPartialDecryption,
+  verifyTrusteeSignature,
+} from '../governance/threshold';
 import type { PartialDecryption } from '../governance/threshold';
 import { trusteesOf } from '../governance/trustees';
 import { auctionOrThrow, finalizeAuction, phaseOf } from './auctions';
@@ -46,6 +53,8 @@ export async function sealedBids(db: Knex, auctionId: string) {
 export interface AuctionDecryptionInput {
   trustee: number;
   shares: Array<PartialDecryption & { bidId: string }>;
+  /** The trustee's ed25519 signature over its decryption statement (governance/threshold.ts). */
+  signature: string;
 }
 
 export async function submitAuctionDecryption(db: Knex, auctionId: string, input: AuctionDecryptionInput) {
@@ -55,11 +64,25 @@ export async function submitAuctionDecryption(db: Knex, auctionId: string, input
     assertAfterReveal(a);
     const trustees = (await trusteesOf(trx, a.room_id!))!;
     const verification = trustees.verification_shares?.[input.trustee - 1];
-    if (!verification)
+    const member = trustees.trustees.find((t) => t.index === input.trustee);
+    if (!verification || !member)
       throw unprocessable(
         'unknown_trustee',
         `Trustees of this room are numbered 1 to ${trustees.trustees.length}.`,
       );
+    // Cheapest first: the trustee's signature over the set, and whether it posted already, before any
+    // proof is checked (only a trustee makes the service spend curve arithmetic here).
+    const statement = decryptionStatement({ auctionId }, input.shares);
+    if (!verifyTrusteeSignature(member, a.room_id!, DECRYPTION_KIND, statement, input.signature))
+      throw new AppError(
+        403,
+        'signature_invalid',
+        'The signature is not this trustee’s over these decryptions (proof-exchange/governance/trustee/v1, kind decryption).',
+      );
+    if (
+      await trx('auction_decryptions').where({ auction_id: auctionId, trustee_index: input.trustee }).first()
+    )
+      throw conflict('already_decrypted', 'This trustee has already decrypted these bids.');
     const bids = (await trx('bids').where('auction_id', auctionId).orderBy('id')) as BidRow[];
     const byBid = new Map(input.shares.map((s) => [s.bidId, s]));
     if (
@@ -92,6 +115,7 @@ export async function submitAuctionDecryption(db: Knex, auctionId: string, input
         auction_id: auctionId,
         trustee_index: input.trustee,
         shares: JSON.stringify(bids.map((b) => byBid.get(b.id)!)),
+        signature: input.signature,
       })
       .onConflict(['auction_id', 'trustee_index'])
       .ignore()

@@ -4,7 +4,7 @@
 // trustees have posted, combines them, opens the ballots, tallies and publishes the package — which
 // carries every partial used, so anyone repeats the opening offline.
 import type { Knex } from 'knex';
-import { conflict, notFound, unprocessable } from '../platform/errors';
+import { AppError, conflict, notFound, unprocessable } from '../platform/errors';
 import { newId } from '../platform/ids';
 import { serviceSigningKey } from '../platform/keys';
 import type { Groth16ProofJson } from './ballot-protocol';
@@ -13,7 +13,15 @@ import { buildThresholdPackage, byNullifier, tallyBallots, tallyHash, ballotsRoo
 import type { PackageTrustees, ThresholdBallot } from './package';
 import { storeTally, tallyCommon } from './proposals';
 import type { ProposalRow } from './proposals';
-import { ballotEphemeral, combinePartials, openThresholdVote, verifyPartialDecryption } from './threshold';
+import {
+  DECRYPTION_KIND,
+  ballotEphemeral,
+  combinePartials,
+  decryptionStatement,
+  openThresholdVote,
+  verifyPartialDecryption,
+  verifyTrusteeSignature,
+} from './threshold';
 import type { PartialDecryption } from './threshold';
 import { trusteesOf } from './trustees';
 import type { TrusteesRow } from './trustees';
@@ -28,6 +36,8 @@ interface BallotRow {
 export interface DecryptionInput {
   trustee: number;
   shares: Array<PartialDecryption & { nullifier: string }>;
+  /** The trustee's ed25519 signature over its decryption statement (threshold.ts decryptionStatement). */
+  signature: string;
 }
 
 async function proposalOf(db: Knex | Knex.Transaction, proposalId: string) {
@@ -62,8 +72,9 @@ export async function closedBallots(db: Knex, proposalId: string) {
 
 /**
  * Takes one trustee's partial decryptions of every ballot that proves itself; refuses the whole set when
- * one proof fails, writing nothing. The proofs are the authority: only the holder of the trustee's share
- * can make them, so no signature is asked for.
+ * one proof fails, writing nothing. Cheapest check first: the trustee's signature over the set (only a
+ * trustee makes the service spend curve arithmetic, and it names who decrypted where no ballot was cast
+ * to prove it), whether it posted already, the count; then the proofs, the first that fails ending it.
  */
 export async function submitDecryption(db: Knex, proposalId: string, input: DecryptionInput) {
   return db.transaction(async (trx) => {
@@ -80,11 +91,21 @@ export async function submitDecryption(db: Knex, proposalId: string, input: Decr
       );
     const trustees = (await trusteesOf(trx, p.room_id))!;
     const share = trustees.verification_shares?.[input.trustee - 1];
-    if (!share)
+    const member = trustees.trustees.find((t) => t.index === input.trustee);
+    if (!share || !member)
       throw unprocessable(
         'unknown_trustee',
         `Trustees of this room are numbered 1 to ${trustees.trustees.length}.`,
       );
+    const statement = decryptionStatement({ proposalId: p.id }, input.shares);
+    if (!verifyTrusteeSignature(member, p.room_id, DECRYPTION_KIND, statement, input.signature))
+      throw new AppError(
+        403,
+        'signature_invalid',
+        'The signature is not this trustee’s over these decryptions (proof-exchange/governance/trustee/v1, kind decryption).',
+      );
+    if (await trx('ballot_decryptions').where({ proposal_id: p.id, trustee_index: input.trustee }).first())
+      throw conflict('already_decrypted', 'This trustee has already decrypted this vote.');
     const ballots = await ballotsOf(trx, p.id);
     const byNull = new Map(input.shares.map((s) => [s.nullifier, s]));
     if (byNull.size !== input.shares.length)
@@ -116,6 +137,7 @@ export async function submitDecryption(db: Knex, proposalId: string, input: Decr
             return { nullifier: b.nullifier, share: s, proof };
           }),
         ),
+        signature: input.signature,
       })
       .onConflict(['proposal_id', 'trustee_index'])
       .ignore()
@@ -124,10 +146,7 @@ export async function submitDecryption(db: Knex, proposalId: string, input: Decr
       throw conflict('already_decrypted', 'This trustee has already decrypted this vote.');
     const posted = (await trx('ballot_decryptions')
       .where('proposal_id', p.id)
-      .orderBy('trustee_index')) as Array<{
-      trustee_index: number;
-      shares: Array<PartialDecryption & { nullifier: string }>;
-    }>;
+      .orderBy('trustee_index')) as PostedDecryption[];
     if (posted.length >= trustees.threshold) await openAndPublish(trx, p, trustees, ballots, posted);
     return {
       proposalId: p.id,
@@ -138,8 +157,22 @@ export async function submitDecryption(db: Knex, proposalId: string, input: Decr
   });
 }
 
-/** What the package says of the trustees: who they are, the qualified dealings, the joint key. */
-async function packageTrustees(trx: Knex.Transaction, row: TrusteesRow): Promise<PackageTrustees> {
+interface PostedDecryption {
+  trustee_index: number;
+  shares: Array<PartialDecryption & { nullifier: string }>;
+  /** Null for decryptions taken before trustees signed them. */
+  signature: string | null;
+}
+
+/**
+ * What the package says of the trustees: who they are, the qualified dealings, the joint key, and the
+ * signed decryption sets that opened the ballots.
+ */
+async function packageTrustees(
+  trx: Knex.Transaction,
+  row: TrusteesRow,
+  used: readonly PostedDecryption[],
+): Promise<PackageTrustees> {
   const dealings = (await trx('trustee_messages')
     .where({ room_id: row.room_id, kind: 'dealing' })
     .whereIn('trustee_index', row.qualified ?? [])
@@ -163,6 +196,9 @@ async function packageTrustees(trx: Knex.Transaction, row: TrusteesRow): Promise
       signature: d.signature,
     })),
     jointKey: row.joint_key!,
+    ...(used.every((t) => t.signature)
+      ? { decrypted: used.map((t) => ({ trustee: t.trustee_index, signature: t.signature! })) }
+      : {}),
   };
 }
 
@@ -172,7 +208,7 @@ async function openAndPublish(
   p: ProposalRow,
   trustees: TrusteesRow,
   rows: BallotRow[],
-  posted: Array<{ trustee_index: number; shares: Array<PartialDecryption & { nullifier: string }> }>,
+  posted: PostedDecryption[],
 ) {
   const used = posted.slice(0, trustees.threshold);
   const ballots: ThresholdBallot[] = rows.map((r) => {
@@ -221,7 +257,7 @@ async function openAndPublish(
     buildThresholdPackage(
       {
         ...(await tallyCommon(trx, p, proofId, ballots)),
-        trustees: await packageTrustees(trx, trustees),
+        trustees: await packageTrustees(trx, trustees, used),
         ballots,
         tally,
       },

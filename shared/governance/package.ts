@@ -20,8 +20,8 @@ import {
 } from '../platform/translog/merkle';
 import { chainGenesis, verifyChain } from '../workflows/chain';
 import { checkEnvelope, envelopeShape, signPackage } from '../workflows/envelope';
-import type { Envelope, Reason } from '../workflows/envelope';
-import type { PackageChecker } from '../platform/translog/bundle';
+import type { Envelope, EnvelopeCheck, Reason } from '../workflows/envelope';
+import type { PackageChecker, PackageFinding } from '../platform/translog/bundle';
 import {
   BALLOT_CIPHERTEXT_BYTES,
   DECIMAL_FIELD,
@@ -36,12 +36,14 @@ import {
 } from './ballot-protocol';
 import { HEX64, legacyBallotCommitment } from './commitments';
 import {
+  DECRYPTION_KIND,
   MAX_TRUSTEES,
   THRESHOLD_BALLOT_BYTES,
   ballotEphemeral,
   ceremonyKeys,
   combinePartials,
   dealingCommitments,
+  decryptionStatement,
   openThresholdVote,
   verifyPartialDecryption,
   verifyTrusteeSignature,
@@ -251,6 +253,15 @@ const trusteesSchema = z
       )
       .max(MAX_TRUSTEES),
     jointKey: key32,
+    /**
+     * The trustees whose partial decryptions opened the ballots, each with its signature over its set
+     * (threshold.ts decryptionStatement): who decrypted, provable even where no ballot was cast. Absent
+     * from packages made before trustees signed their decryptions.
+     */
+    decrypted: z
+      .array(z.object({ trustee: trusteeIndex, signature: b64url.max(100) }).strict())
+      .max(MAX_TRUSTEES)
+      .optional(),
   })
   .strict();
 
@@ -521,6 +532,7 @@ function trusteesOpener(pkg: ThresholdGovernancePackage, reasons: Reason[]): Ope
     );
     return null;
   }
+  if (trustees.decrypted && !decryptionsSigned(pkg, reasons)) return null;
   return (b, ciphertext) => {
     const R = ballotEphemeral(ciphertext, subject.proposalId);
     if (!R)
@@ -540,6 +552,55 @@ function trusteesOpener(pkg: ThresholdGovernancePackage, reasons: Reason[]): Ope
     const shared = combinePartials(b.decryptions.map((d) => ({ index: d.trustee, share: d.share })));
     return { choice: openThresholdVote(shared, trustees.jointKey, subject.proposalId, ciphertext) };
   };
+}
+
+/**
+ * Each trustee named as having decrypted signed the set of partial decryptions the ballots carry for it,
+ * and they are the trustees the chain recorded opening the ballots: checked before any curve arithmetic.
+ */
+function decryptionsSigned(pkg: ThresholdGovernancePackage, reasons: Reason[]): boolean {
+  const { trustees, subject } = pkg;
+  const decrypted = trustees.decrypted ?? [];
+  const opened = pkg.chain.entries.find((e) => e.action === 'ballots_opened');
+  const named = decrypted.map((d) => d.trustee);
+  if (
+    new Set(named).size !== named.length ||
+    named.length < trustees.threshold ||
+    String(opened?.data?.trustees ?? '') !== named.join(',')
+  ) {
+    fail(
+      reasons,
+      'decryptions_unsigned',
+      'The trustees said to have decrypted are not the ones the chain recorded opening the ballots.',
+    );
+    return false;
+  }
+  const opening = pkg.ballots.filter((b) => b.decryptions.length > 0);
+  for (const { trustee, signature } of decrypted) {
+    const member = trustees.members[trustee - 1];
+    const shares = opening.map((b) => {
+      const d = b.decryptions.find((x) => x.trustee === trustee);
+      return d ? { nullifier: b.nullifier, share: d.share, proof: d.proof } : null;
+    });
+    if (
+      !member ||
+      shares.some((x) => x === null) ||
+      !verifyTrusteeSignature(
+        member,
+        subject.roomId,
+        DECRYPTION_KIND,
+        decryptionStatement(
+          { proposalId: subject.proposalId },
+          shares as NonNullable<(typeof shares)[number]>[],
+        ),
+        signature,
+      )
+    ) {
+      fail(reasons, 'decryptions_unsigned', `trustee ${trustee}'s decryptions are not signed by it`);
+      return false;
+    }
+  }
+  return true;
 }
 
 /** The anonymous ballots of either scheme: proofs, nullifiers, roots, each vote reopened. */
@@ -646,6 +707,31 @@ function checkLegacyBallots(
 const isAnonymous = (
   pkg: GovernancePackage,
 ): pkg is AnonymousGovernancePackage | ThresholdGovernancePackage => 'scheme' in pkg;
+
+/**
+ * The verdict of a package whose signature or log proof does not hold under the trust root: what the
+ * envelope check found, and nothing else checked (ServiceCheck.refused in shared/workflows/verify.ts).
+ */
+export function refusedGovernanceVerdict(envelope: EnvelopeCheck): GovernanceVerdict {
+  return {
+    valid: false,
+    signatureValid: envelope.signatureValid,
+    ...(envelope.inclusionValid === undefined ? {} : { inclusionValid: envelope.inclusionValid }),
+    chainValid: false,
+    ballotsValid: false,
+    tallyValid: false,
+    reviewMet: false,
+    reasons: [...envelope.reasons, notChecked],
+  };
+}
+
+/** Said of every check a refused envelope leaves unrun. */
+export const notChecked: Reason = {
+  check: 'notAltered',
+  code: 'not_checked',
+  detail:
+    'The package is not one this service signed and logged, so its other checks (chain, ballots, tally, review) were not run.',
+};
 
 /** Recomputes everything a governance package claims, proofs included. Never throws. */
 export async function verifyGovernancePackage(
@@ -793,9 +879,11 @@ export async function checkReceiptAgainstPackage(
   pkg: unknown,
   keys: VerifierKeys,
   opening?: { choice: string },
+  /** The package's verdict, when the caller already has it (it is not worked out again). */
+  known?: Pick<GovernanceVerdict, 'valid'>,
 ): Promise<ReceiptCheck> {
   const receiptValid = verifyReceipt(receipt, keys);
-  const verdict = await verifyGovernancePackage(pkg, keys);
+  const verdict = known ?? (await verifyGovernancePackage(pkg, keys));
   const r = receipt as BallotReceipt;
   if (!verdict.valid || !receiptValid) return { receiptValid, packageValid: verdict.valid, included: false };
   const p = pkg as GovernancePackage;
@@ -826,15 +914,18 @@ export async function checkReceiptAgainstPackage(
  */
 export const governancePackageChecker =
   (ballotVerificationKey: () => Promise<unknown>): PackageChecker =>
-  async (pkg, keys) => {
-    const v = await verifyGovernancePackage(pkg, {
-      ...keys,
-      ballotVerificationKey: await ballotVerificationKey(),
-    });
-    const tally = (pkg as { tally?: { outcome?: unknown } } | null)?.tally;
-    return {
-      valid: v.valid,
-      summary: `governance vote ${String(tally?.outcome)}: ballots ${v.ballotsValid ? 'valid' : 'invalid'}, tally ${v.tallyValid ? 'recomputes' : 'does not recompute'}, review ${v.reviewMet ? 'met' : 'not met'}`,
-      reasons: v.reasons.map((r) => `${r.check}: ${r.code}: ${r.detail}`),
-    };
+  async (pkg, keys) =>
+    governanceFinding(
+      pkg,
+      await verifyGovernancePackage(pkg, { ...keys, ballotVerificationKey: await ballotVerificationKey() }),
+    );
+
+/** A governance verdict as a bundle's finding says it. */
+export function governanceFinding(pkg: unknown, v: GovernanceVerdict): PackageFinding {
+  const tally = (pkg as { tally?: { outcome?: unknown } } | null)?.tally;
+  return {
+    valid: v.valid,
+    summary: `governance vote ${String(tally?.outcome)}: ballots ${v.ballotsValid ? 'valid' : 'invalid'}, tally ${v.tallyValid ? 'recomputes' : 'does not recompute'}, review ${v.reviewMet ? 'met' : 'not met'}`,
+    reasons: v.reasons.map((r) => `${r.check}: ${r.code}: ${r.detail}`),
   };
+}

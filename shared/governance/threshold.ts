@@ -51,6 +51,12 @@ const mul = (p: GroupPoint, k: bigint): GroupPoint => {
   const s = Fn.create(k);
   return s === 0n ? Point.ZERO : p.multiply(s);
 };
+/**
+ * k·P in variable time, for checks over public values only (commitments, verification shares, ballots'
+ * R, proofs' scalars): about a third faster than the constant-time ladder, and much faster for the
+ * small scalars (trustee indices) the ceremony's sums multiply by. Never used with a secret.
+ */
+const mulPublic = (p: GroupPoint, k: bigint): GroupPoint => p.multiplyUnsafe(Fn.create(k));
 const G = Point.BASE;
 
 /** A point from its 32-byte canonical encoding (base64url); null when it is not one. */
@@ -153,14 +159,14 @@ export function deal(
   };
 }
 
-/** Σ C_k · j^k: what f(j)·G must be. */
+/**
+ * Σ C_k · j^k: what f(j)·G must be, by Horner's rule (((C_{t−1}·j + C_{t−2})·j + …)·j + C_0): t − 1
+ * multiplications by the small index j rather than t by its powers, which grow to full-size scalars.
+ */
 function expectedSharePoint(commitments: readonly GroupPoint[], j: number): GroupPoint {
+  const x = BigInt(j);
   let acc = Point.ZERO;
-  let power = 1n;
-  for (const c of commitments) {
-    acc = acc.add(mul(c, power));
-    power = Fn.mul(power, BigInt(j));
-  }
+  for (let k = commitments.length - 1; k >= 0; k--) acc = mulPublic(acc, x).add(commitments[k]!);
   return acc;
 }
 
@@ -200,9 +206,16 @@ export const shareHex = scalarHex;
  * verification share Σ_i Σ_k C_ik j^k (what its secret share times G must be).
  */
 export function ceremonyKeys(qualified: ReadonlyArray<readonly GroupPoint[]>, trusteeCount: number) {
-  const jointKey = qualified.reduce((acc, c) => acc.add(c[0]!), Point.ZERO);
+  // The sum is linear in the commitments: the dealings' commitments summed coefficient by coefficient
+  // give one polynomial in the exponent, evaluated once per trustee (n·t small multiplications, where
+  // evaluating each dealing apart took n·t·d).
+  const threshold = qualified[0]?.length ?? 0;
+  const summed = Array.from({ length: threshold }, (_, k) =>
+    qualified.reduce((acc, c) => acc.add(c[k]!), Point.ZERO),
+  );
+  const jointKey = summed[0] ?? Point.ZERO;
   const verificationShares = Array.from({ length: trusteeCount }, (_, i) =>
-    qualified.reduce((acc, c) => acc.add(expectedSharePoint(c, i + 1)), Point.ZERO),
+    expectedSharePoint(summed, i + 1),
   );
   return { jointKey: pointText(jointKey), verificationShares: verificationShares.map(pointText) };
 }
@@ -265,7 +278,7 @@ export function ballotEphemeral(ciphertext: Uint8Array, proposalId: string): Gro
     const c = scalarFrom(ct.subarray(R_BYTES, R_BYTES + 32).toString('hex'));
     const z = scalarFrom(ct.subarray(R_BYTES + 32, R_BYTES + 64).toString('hex'));
     if (c === null || z === null) return null;
-    const A = mul(G, z).subtract(mul(R, c));
+    const A = mul(G, z).subtract(mulPublic(R, c));
     return pokChallenge(proposalId, R, A) === c ? R : null;
   } catch {
     return null;
@@ -365,10 +378,36 @@ export function verifyPartialDecryption(
   const c = scalarFrom(partial.proof.c);
   const z = scalarFrom(partial.proof.z);
   if (!D || !Yi || c === null || z === null) return false;
-  const A1 = mul(G, z).subtract(mul(Yi, c));
-  const A2 = mul(R, z).subtract(mul(D, c));
+  const A1 = mul(G, z).subtract(mulPublic(Yi, c));
+  const A2 = mulPublic(R, z).subtract(mulPublic(D, c));
   return dleqChallenge(proposalId, index, Yi, R, D, A1, A2) === c;
 }
+
+/**
+ * What a trustee signs when it posts its partial decryptions of a vote (or of an auction's bid
+ * openings): the set, ordered by what each opens. The signature is checked before any proof, so only
+ * a trustee can make the service spend curve arithmetic, and it names who decrypted even where there
+ * was nothing to prove (a vote without ballots). The package carries it, for offline verifiers.
+ */
+export function decryptionStatement(
+  of: { proposalId: string } | { auctionId: string },
+  shares: ReadonlyArray<PartialDecryption & ({ nullifier: string } | { bidId: string })>,
+) {
+  const key = (s: (typeof shares)[number]) => ('nullifier' in s ? s.nullifier : s.bidId);
+  return {
+    ...of,
+    shares: [...shares]
+      .sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0))
+      .map((s) => ({
+        ...('nullifier' in s ? { nullifier: s.nullifier } : { bidId: s.bidId }),
+        share: s.share,
+        proof: { c: s.proof.c, z: s.proof.z },
+      })),
+  };
+}
+
+/** The message kind a trustee signs its decryptions of a vote (or of an auction) under. */
+export const DECRYPTION_KIND = 'decryption';
 
 /** λ_i at 0 for the index set: Π_{j≠i} j / (j − i). */
 function lagrangeAtZero(indices: readonly number[], i: number): bigint {
@@ -389,7 +428,7 @@ export function combinePartials(partials: ReadonlyArray<{ index: number; share: 
   const sum = partials.reduce((acc, p) => {
     const D = pointFrom(p.share);
     if (!D) throw new Error('a partial decryption is not a point');
-    return acc.add(mul(D, lagrangeAtZero(indices, p.index)));
+    return acc.add(mulPublic(D, lagrangeAtZero(indices, p.index)));
   }, Point.ZERO);
   return pointText(sum);
 }

@@ -6,10 +6,12 @@ import { canonicalJson } from '../platform/canonical';
 import { sha256Hex } from '../platform/crypto';
 import { randomBytes } from 'node:crypto';
 import {
+  DECRYPTION_KIND,
   auctionOpeningContext,
   ballotEphemeral,
   deal,
   dealingCommitments,
+  decryptionStatement,
   newTrusteeSecret,
   openShare,
   partialDecrypt,
@@ -240,12 +242,19 @@ export async function decryptVote(
     const R = ballotEphemeral(Buffer.from(b.ciphertext, 'base64url'), proposalId);
     return R ? [{ nullifier: b.nullifier, ...partialDecrypt(share, index, proposalId, R) }] : [];
   });
+  const statement = decryptionStatement({ proposalId }, shares);
   return call<{ trusteesDecrypted: number; trusteesNeeded: number }>(
     fetchImpl,
     baseUrl,
     'POST',
     `/api/governance/proposals/${proposalId}/decryptions`,
-    { trustee: index, shares },
+    {
+      trustee: index,
+      shares,
+      signature: trusteeKeysFrom(file.secret).signer.sign(
+        trusteeMessage(key.roomId, DECRYPTION_KIND, statement),
+      ),
+    },
   );
 }
 
@@ -280,12 +289,19 @@ export async function decryptAuction(
     if (!R) throw new Error(`Bid ${b.bidId}'s sealed opening does not prove itself for its commitment.`);
     return { bidId: b.bidId, ...partialDecrypt(share, index, context, R) };
   });
+  const statement = decryptionStatement({ auctionId }, shares);
   return call<{ trusteesDecrypted: number; trusteesNeeded: number }>(
     fetchImpl,
     baseUrl,
     'POST',
     `/api/auctions/${auctionId}/decryptions`,
-    { trustee: index, shares },
+    {
+      trustee: index,
+      shares,
+      signature: trusteeKeysFrom(file.secret).signer.sign(
+        trusteeMessage(listed.roomId, DECRYPTION_KIND, statement),
+      ),
+    },
   );
 }
 

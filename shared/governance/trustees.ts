@@ -103,9 +103,11 @@ async function messagesOf(db: Conn, roomId: string): Promise<MessageRow[]> {
 }
 
 /**
- * Which dealings qualify, from the messages: a dealing with a well-formed sharing, every complaint
- * against it answered with a share that matches its commitments. `pending` names the complaints still
- * unanswered; `complete` says every trustee has dealt and judged every dealing.
+ * Which dealings qualify, from the messages: a dealing (well formed: checked when it was posted) every
+ * complaint against which is answered (each answer matched its dealing's commitments when it was
+ * posted, or it was refused). `pending` names the complaints still unanswered; `complete` says every
+ * trustee has dealt and judged every dealing. Bookkeeping only, no curve arithmetic: every message was
+ * checked once, as it came in, so reading the ceremony costs what reading its rows costs.
  */
 export function ceremonyState(
   row: Pick<TrusteesRow, 'threshold' | 'trustees'>,
@@ -115,26 +117,18 @@ export function ceremonyState(
   const dealings = new Map<number, Dealing>();
   for (const m of messages)
     if (m.kind === 'dealing') dealings.set(m.trustee_index, m.body as unknown as Dealing);
-  const complaints = messages.filter((m) => m.kind === 'verdict' && !(m.body as unknown as VerdictBody).ok);
-  const answers = new Map<string, string>();
-  for (const m of messages)
-    if (m.kind === 'answer')
-      answers.set(`${m.trustee_index}:${m.about}`, (m.body as unknown as AnswerBody).share);
-  const qualified: number[] = [];
+  const answered = new Set<string>();
+  for (const m of messages) if (m.kind === 'answer') answered.add(`${m.trustee_index}:${m.about}`);
+  const unanswered = new Set<number>();
   const pending: Array<{ dealer: number; complainer: number }> = [];
-  for (const [dealer, dealing] of [...dealings].sort(([a], [b]) => a - b)) {
-    const commitments = dealingCommitments(dealing, row.threshold);
-    if (!commitments) continue;
-    let ok = true;
-    for (const c of complaints.filter((m) => m.about === dealer)) {
-      const share = answers.get(`${dealer}:${c.trustee_index}`);
-      if (share === undefined) {
-        pending.push({ dealer, complainer: c.trustee_index });
-        ok = false;
-      } else if (!shareMatches(commitments, c.trustee_index, scalarFrom(share) ?? 0n)) ok = false;
-    }
-    if (ok) qualified.push(dealer);
+  for (const m of messages) {
+    if (m.kind !== 'verdict' || (m.body as unknown as VerdictBody).ok) continue;
+    if (answered.has(`${m.about}:${m.trustee_index}`)) continue;
+    pending.push({ dealer: m.about, complainer: m.trustee_index });
+    unanswered.add(m.about);
   }
+  pending.sort((a, b) => a.dealer - b.dealer || a.complainer - b.complainer);
+  const qualified = [...dealings.keys()].filter((d) => !unanswered.has(d)).sort((a, b) => a - b);
   const verdicts = messages.filter((m) => m.kind === 'verdict').length;
   const complete = dealings.size === n && verdicts === n * n && pending.length === 0;
   return { dealings, qualified, pending, complete };
@@ -263,7 +257,8 @@ export async function ceremonyView(db: Conn, roomId: string) {
   const row = await trusteesOf(db, roomId);
   if (!row) throw notTrustees();
   const messages = await messagesOf(db, roomId);
-  const state = ceremonyState(row, messages);
+  // Once ended, the stored result is the ceremony's: nothing more is taken, so nothing is recomputed.
+  const state = row.status === 'ready' ? null : ceremonyState(row, messages);
   const of = (kind: MessageRow['kind']) =>
     messages
       .filter((m) => m.kind === kind)
@@ -276,8 +271,8 @@ export async function ceremonyView(db: Conn, roomId: string) {
     dealings: of('dealing'),
     verdicts: of('verdict'),
     answers: of('answer'),
-    pendingComplaints: state.pending,
-    qualified: row.qualified ?? state.qualified,
+    pendingComplaints: state?.pending ?? [],
+    qualified: row.qualified ?? state?.qualified ?? [],
     jointKey: row.joint_key,
     verificationShares: row.verification_shares,
   };

@@ -110,6 +110,17 @@ export const envSchema = z.object({
    * off. For a process whose requests do long synchronous work, where the in-flight count says little.
    */
   OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: z.coerce.number().int().min(0).default(0),
+  /**
+   * Worker threads of the web's verify pool, where checks that can cost more than a few ms of CPU (a
+   * governance package's trustee arithmetic and ballot openings) run off the event loop.
+   */
+  VERIFY_POOL_THREADS: positiveInt.default(1),
+  /** Checks the verify pool holds (running and waiting) at once; past it one is answered 503 `overloaded`. */
+  VERIFY_POOL_QUEUE: positiveInt.default(16),
+  /** Checks one client network (or caller) may hold in the verify pool at once; past it, 503 `overloaded`. */
+  VERIFY_POOL_PER_NETWORK: positiveInt.default(2),
+  /** A check that runs longer than this (ms) in the verify pool is stopped and answered 503. */
+  VERIFY_POOL_TIMEOUT_MS: positiveInt.default(15_000),
   RATE_LIMIT_IP_PER_MINUTE: positiveInt.default(1200),
   RATE_LIMIT_KEY_PER_MINUTE: positiveInt.default(2400),
   RATE_LIMIT_ENABLED: bool.default(true),

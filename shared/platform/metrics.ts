@@ -29,6 +29,13 @@ export const httpShed = new Counter({
   registers: [registry],
 });
 
+export const offloadTasks = new Counter({
+  name: 'px_verify_pool_tasks_total',
+  help: 'Checks the web ran in its verify pool (off the event loop), by task and outcome',
+  labelNames: ['task', 'outcome'] as const,
+  registers: [registry],
+});
+
 export const queueDepth = new Gauge({
   name: 'px_queue_jobs',
   help: 'BullMQ jobs by queue and state, read at scrape time',

@@ -16,7 +16,16 @@ import { verifyAuctionPackage } from '../../shared/auctions/package';
 import type { AuctionPackage } from '../../shared/auctions/package';
 import { sealBidOpening } from '../../shared/auctions/sealed-openings';
 import { bidCommitment, bidMessage } from '../../shared/governance/commitments';
-import { auctionOpeningContext, ballotEphemeral, partialDecrypt } from '../../shared/governance/threshold';
+import {
+  DECRYPTION_KIND,
+  auctionOpeningContext,
+  ballotEphemeral,
+  decryptionStatement,
+  partialDecrypt,
+  trusteeKeysFrom,
+  trusteeMessage,
+} from '../../shared/governance/threshold';
+import type { PartialDecryption } from '../../shared/governance/threshold';
 import {
   ceremonyRound,
   decryptAuction,
@@ -44,6 +53,20 @@ let revealEndsAt: string;
 const files: TrusteeFile[] = [newTrusteeFile(), newTrusteeFile(), newTrusteeFile()];
 const [alice, bob, carol] = [wallet(), wallet(), wallet()] as const;
 const openings = new Map<string, { amount: string; salt: string; commitment: string }>();
+
+/** A trustee's decryption set as its client posts it: signed over its statement with the trustee's key. */
+const signedSet = (
+  file: TrusteeFile,
+  auctionId: string,
+  trustee: number,
+  shares: Array<PartialDecryption & { bidId: string }>,
+) => ({
+  trustee,
+  shares,
+  signature: trusteeKeysFrom(file.secret).signer.sign(
+    trusteeMessage(roomId, DECRYPTION_KIND, decryptionStatement({ auctionId }, shares)),
+  ),
+});
 
 function sealedBid(w: Wallet, amount: string, override?: { sealedOpening?: string }) {
   const s = salt();
@@ -170,7 +193,7 @@ describe('a sealed auction revealed by trustees', () => {
     await expect(decryptAuction(url, auctionId, files[0]!)).rejects.toThrow(/decrypts only after/);
     await app.request
       .post(`/api/auctions/${auctionId}/decryptions`)
-      .send({ trustee: 1, shares: [] })
+      .send(signedSet(files[0]!, auctionId, 1, []))
       .expect(409);
     expect(await app.deps.db('auction_decryptions').where('auction_id', auctionId)).toHaveLength(0);
   });
@@ -229,14 +252,20 @@ describe('a sealed auction revealed by trustees', () => {
     const wrong = partials.map((p, i) => (i === 0 ? { ...p, share: partials[1]!.share } : p));
     await app.request
       .post(`/api/auctions/${auctionId}/decryptions`)
-      .send({ trustee: 3, shares: wrong })
+      .send(signedSet(files[2]!, auctionId, 3, wrong))
       .expect(422)
       .expect((r) => expect(r.body.code).toBe('decryption_invalid'));
+    // Signed by another trustee's key: refused before any proof is checked.
+    await app.request
+      .post(`/api/auctions/${auctionId}/decryptions`)
+      .send({ ...signedSet(files[1]!, auctionId, 3, partials), trustee: 3 })
+      .expect(403)
+      .expect((r) => expect(r.body.code).toBe('signature_invalid'));
     expect(await app.deps.db('auction_decryptions').where('auction_id', auctionId)).toHaveLength(1);
     // Trustee 2 stays offline; trustee 3's honest partials open the bids and the auction is decided.
     await app.request
       .post(`/api/auctions/${auctionId}/decryptions`)
-      .send({ trustee: 3, shares: partials })
+      .send(signedSet(files[2]!, auctionId, 3, partials))
       .expect(201);
     const decided = (await app.request.get(`/api/auctions/${auctionId}`).expect(200)).body;
     expect(decided.status).toBe('finalized');

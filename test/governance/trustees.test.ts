@@ -4,6 +4,7 @@
 // the service holds and one trustee's share still open no ballot. A wrong partial decryption is caught by
 // its proof, a cheating dealer is disqualified, and the package recomputes offline.
 import { execFile, spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -23,14 +24,17 @@ import { reviewMessage } from '../../shared/governance/commitments';
 import { verifyGovernancePackage } from '../../shared/governance/package';
 import type { ThresholdGovernancePackage } from '../../shared/governance/package';
 import {
+  DECRYPTION_KIND,
   ballotEphemeral,
   combinePartials,
   deal,
+  decryptionStatement,
   openThresholdVote,
   partialDecrypt,
   trusteeKeysFrom,
   trusteeMessage,
 } from '../../shared/governance/threshold';
+import type { PartialDecryption } from '../../shared/governance/threshold';
 import {
   ceremonyRound,
   decryptVote,
@@ -40,6 +44,7 @@ import {
   trusteePublicKeys,
 } from '../../shared/governance/trustee-client';
 import type { TrusteeFile } from '../../shared/governance/trustee-client';
+import { registry } from '../../shared/platform/metrics';
 import { keyRing } from '../../shared/platform/sealing';
 import { loadVerificationKey } from '../../shared/zk/verify';
 import { proveMembership } from '../../shared/zk/anonymity';
@@ -124,6 +129,21 @@ async function proposal(roomId: string, votingSeconds: number) {
 
 const cast = (proposalId: string, b: Ballot) =>
   app.request.post(`/api/governance/proposals/${proposalId}/ballots`).send(b);
+
+/** A trustee's decryption set as its client posts it: signed over its statement with the trustee's key. */
+const signedSet = (
+  file: TrusteeFile,
+  roomId: string,
+  proposalId: string,
+  trustee: number,
+  shares: Array<PartialDecryption & { nullifier: string }>,
+) => ({
+  trustee,
+  shares,
+  signature: trusteeKeysFrom(file.secret).signer.sign(
+    trusteeMessage(roomId, DECRYPTION_KIND, decryptionStatement({ proposalId }, shares)),
+  ),
+});
 
 async function closeVote(proposalId: string) {
   const state = (await app.request.get(`/api/governance/proposals/${proposalId}`).expect(200)).body;
@@ -403,7 +423,7 @@ describe('a vote under the trustees’ key', () => {
     await expect(decryptVote(url, proposalId, files[0]!)).rejects.toThrow(/has not closed/);
     await app.request
       .post(`/api/governance/proposals/${proposalId}/decryptions`)
-      .send({ trustee: 1, shares: [] })
+      .send(signedSet(files[0]!, roomId, proposalId, 1, []))
       .expect(409)
       .expect((r) => expect(r.body.code).toBe('not_decrypting'));
   }, 120_000);
@@ -445,14 +465,24 @@ describe('a vote under the trustees’ key', () => {
     const tampered = shares.map((s, i) => (i === 0 ? { ...s, share: wrong.share } : s));
     await app.request
       .post(`/api/governance/proposals/${proposalId}/decryptions`)
-      .send({ trustee: 3, shares: tampered })
+      .send(signedSet(files[2]!, roomId, proposalId, 3, tampered))
       .expect(422)
       .expect((r) => expect(r.body.code).toBe('decryption_invalid'));
+    // Trustee 3's honest set signed by trustee 2's key, or unsigned: refused before any proof.
+    await app.request
+      .post(`/api/governance/proposals/${proposalId}/decryptions`)
+      .send({ ...signedSet(files[1]!, roomId, proposalId, 3, shares), trustee: 3 })
+      .expect(403)
+      .expect((r) => expect(r.body.code).toBe('signature_invalid'));
+    await app.request
+      .post(`/api/governance/proposals/${proposalId}/decryptions`)
+      .send({ trustee: 3, shares })
+      .expect(400);
     expect(await app.deps.db('ballot_decryptions').where('proposal_id', proposalId)).toHaveLength(1);
     // Trustee 2 stays offline; trustee 3's honest partials open the vote.
     await app.request
       .post(`/api/governance/proposals/${proposalId}/decryptions`)
-      .send({ trustee: 3, shares })
+      .send(signedSet(files[2]!, roomId, proposalId, 3, shares))
       .expect(201);
     const state = (await app.request.get(`/api/governance/proposals/${proposalId}`).expect(200)).body;
     expect(state).toMatchObject({
@@ -465,7 +495,7 @@ describe('a vote under the trustees’ key', () => {
     expect(state.tally).toEqual({ [OPTIONS[0]!]: 2, [OPTIONS[1]!]: 1 });
     await app.request
       .post(`/api/governance/proposals/${proposalId}/decryptions`)
-      .send({ trustee: 2, shares: [] })
+      .send(signedSet(files[1]!, roomId, proposalId, 2, []))
       .expect(409);
   }, 120_000);
 
@@ -482,18 +512,45 @@ describe('a vote under the trustees’ key', () => {
     const verdict = await verifyGovernancePackage(pkg, keys);
     expect(verdict.reasons).toEqual([]);
     expect(verdict.valid).toBe(true);
-    // A partial decryption swapped for another trustee's: caught by its proof.
+    // The service works a package's verdict out once, in its verify pool, and remembers it: the route
+    // asked twice, and the proposal's page shown twice, run the trustees' arithmetic at most once each.
+    const poolRuns = async () =>
+      (await registry.getSingleMetric('px_verify_pool_tasks_total')!.get()).values
+        .filter((v) => v.labels.task === 'governance.verify')
+        .reduce((n, v) => n + v.value, 0);
+    let runs = await poolRuns();
+    for (let i = 0; i < 2; i++)
+      expect(
+        (await app.request.post('/api/governance/verify').send({ package: pkg }).expect(200)).body,
+      ).toMatchObject({ valid: true, ballotsValid: true });
+    expect((await poolRuns()) - runs).toBe(1);
+    await app.request.get(`/governance/proposals/${proposalId}/`).expect(200);
+    runs = await poolRuns();
+    await app.request.get(`/governance/proposals/${proposalId}/`).expect(200);
+    expect(await poolRuns()).toBe(runs);
+    // A partial decryption swapped for another trustee's: caught by the trustee's signature over its set,
+    // before any proof is checked; and by its proof, in a package from before decryptions were signed.
     const swapped = structuredClone(pkg);
     swapped.ballots[0]!.decryptions[0]!.share = swapped.ballots[0]!.decryptions[1]!.share;
     const bad = await verifyGovernancePackage(swapped, keys);
     expect(bad.valid).toBe(false);
-    expect(bad.reasons.map((r) => r.code)).toContain('decryption_invalid');
+    expect(bad.reasons.map((r) => r.code)).toContain('decryptions_unsigned');
+    delete swapped.trustees.decrypted;
+    const unsigned = await verifyGovernancePackage(swapped, keys);
+    expect(unsigned.reasons.map((r) => r.code)).toContain('decryption_invalid');
     // A dealing the service made up (it would know the key): its signature is not the trustee's.
     const invented = structuredClone(pkg);
     invented.trustees.dealings[0]!.commitments[0] = pkg.trustees.dealings[1]!.commitments[0]!;
     const forged = await verifyGovernancePackage(invented, keys);
     expect(forged.valid).toBe(false);
     expect(forged.reasons.map((r) => r.code)).toContain('dealing_invalid');
+    // Who decrypted is signed by each of them: a set said to be another trustee's is caught.
+    expect(pkg.trustees.decrypted?.map((d) => d.trustee)).toEqual([1, 3]);
+    const renamed = structuredClone(pkg);
+    renamed.trustees.decrypted![1]!.signature = pkg.trustees.decrypted![0]!.signature;
+    expect((await verifyGovernancePackage(renamed, keys)).reasons.map((r) => r.code)).toContain(
+      'decryptions_unsigned',
+    );
     // The bundle, checked by `npm run verify` as an auditor runs it: no database, no service.
     const bundle = await eventually(
       async () => {
@@ -514,4 +571,43 @@ describe('a vote under the trustees’ key', () => {
     expect(run.status, run.stdout + run.stderr).toBe(0);
     expect(run.stdout).toContain('governance vote passed: ballots valid, tally recomputes');
   }, 90_000);
+});
+
+describe('a vote under the trustees’ key that no one voted in', () => {
+  it('takes decryptions only signed by their trustee; the package names who decrypted, and proves it', async () => {
+    const empty = await proposal(roomId, 1);
+    expect((await closeVote(empty)).status).toBe('decrypting');
+    const post = (body: object) =>
+      app.request.post(`/api/governance/proposals/${empty}/decryptions`).send(body);
+    // Nothing to prove with no ballots: without the signature, anyone could claim to be every trustee.
+    for (const trustee of [1, 2, 3])
+      await post({ trustee, shares: [], signature: randomBytes(64).toString('base64url') })
+        .expect(403)
+        .expect((r) => expect(r.body.code).toBe('signature_invalid'));
+    await post({ ...signedSet(files[0]!, roomId, empty, 1, []), trustee: 2 }).expect(403);
+    expect(await app.deps.db('ballot_decryptions').where('proposal_id', empty)).toHaveLength(0);
+    expect((await app.request.get(`/api/governance/proposals/${empty}`)).body.status).toBe('decrypting');
+    // The trustees themselves, each signing its (empty) set.
+    await post(signedSet(files[0]!, roomId, empty, 1, [])).expect(201);
+    await post(signedSet(files[1]!, roomId, empty, 2, [])).expect(201);
+    expect((await app.request.get(`/api/governance/proposals/${empty}`)).body).toMatchObject({
+      status: 'closed',
+      ballotCount: 0,
+    });
+    const pkg = (await app.request.get(`/api/governance/proposals/${empty}/package`).expect(200))
+      .body as ThresholdGovernancePackage;
+    expect(pkg.trustees.decrypted?.map((d) => d.trustee)).toEqual([1, 2]);
+    const keys = {
+      publicKey: serviceSigningKey().publicKey,
+      logPublicKey: logSigningKey().publicKey,
+      ballotVerificationKey: await loadVerificationKey('ballot'),
+    };
+    expect((await verifyGovernancePackage(pkg, keys)).reasons).toEqual([]);
+    // A package naming a trustee that did not decrypt fails offline, whoever signed the package.
+    const claimed = structuredClone(pkg);
+    claimed.trustees.decrypted![1]!.trustee = 3;
+    expect((await verifyGovernancePackage(claimed, keys)).reasons.map((r) => r.code)).toContain(
+      'decryptions_unsigned',
+    );
+  }, 60_000);
 });

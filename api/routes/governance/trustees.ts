@@ -248,6 +248,9 @@ export function trusteeRoutes(table: RouteTable): RouteTable {
             }),
           )
           .max(1024),
+        signature: signature.describe(
+          'ed25519 by the trustee’s key over `proof-exchange/governance/trustee/v1\\nroom:<roomId>\\nkind:decryption\\nsha256:<hex sha256 of the canonical JSON of { proposalId, shares }>`, the shares ordered by nullifier, each `{ nullifier, share, proof: { c, z } }`',
+        ),
       }),
       responses: {
         201: {
@@ -261,6 +264,7 @@ export function trusteeRoutes(table: RouteTable): RouteTable {
         },
       },
       problems: {
+        403: ['signature_invalid'],
         404: ['not_found'],
         409: ['not_threshold', 'not_decrypting', 'already_decrypted'],
         422: ['unknown_trustee', 'decryption_incomplete', 'decryption_invalid'],

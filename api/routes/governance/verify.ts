@@ -2,12 +2,10 @@
 // receipt against it.
 import { z } from 'zod';
 import { BALLOT_CIRCUIT } from '../../../shared/governance/ballot-protocol';
-import { checkReceiptAgainstPackage, verifyGovernancePackage } from '../../../shared/governance/package';
-import { serviceTrust } from '../../../shared/platform/keyHistory';
-import type { ServiceTrust } from '../../../shared/platform/keyHistory';
-import { verifyUnderServiceTrust } from '../../../shared/workflows/verify';
+import { checkReceiptAgainstPackage } from '../../../shared/governance/package';
 import { loadVerificationKey } from '../../../shared/zk/verify';
 import type { RouteTable } from '../../http/route';
+import { verifyGovernanceAsService } from '../../offload/governance';
 import { signingKey } from '../../views/governance';
 
 const tags = ['Governance'];
@@ -56,21 +54,17 @@ export function verifyRoutes(table: RouteTable): RouteTable {
       opening: z.strictObject({ choice: z.string().max(200) }).optional(),
     }),
     responses: { 200: { description: 'The verdict', schema: verdictSchema } },
-    handler: async ({ body, deps }) => {
-      // The service's key history, and (for a key revoked since) when its own log recorded the package.
-      const ballotVerificationKey = await loadVerificationKey(BALLOT_CIRCUIT);
-      const keysAt = (trust: ServiceTrust, opts: { loggedAt?: string }) => ({
-        ...trust,
-        ...opts,
-        ballotVerificationKey,
-      });
-      let keys = keysAt(await serviceTrust(deps.db), {});
-      const verdict = await verifyUnderServiceTrust(deps.db, body.package, async (trust, opts) => {
-        keys = keysAt(trust, opts);
-        return verifyGovernancePackage(body.package, keys);
-      });
+    handler: async ({ body, deps, req, auth }) => {
+      // The signature first; every other check (trustees' arithmetic, ballots) in the verify pool, once.
+      const { verdict, trust } = await verifyGovernanceAsService(deps.db, body.package, { req, auth });
       const receipt = body.receipt
-        ? await checkReceiptAgainstPackage(body.receipt, body.package, keys, body.opening)
+        ? await checkReceiptAgainstPackage(
+            body.receipt,
+            body.package,
+            { ...trust, ballotVerificationKey: await loadVerificationKey(BALLOT_CIRCUIT) },
+            body.opening,
+            verdict,
+          )
         : undefined;
       return {
         status: 200,
