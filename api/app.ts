@@ -6,7 +6,6 @@ import express from 'express';
 import type { Request, Response, NextFunction, RequestHandler } from 'express';
 import type { Histogram } from 'prom-client';
 import helmet from 'helmet';
-import swaggerUi from 'swagger-ui-express';
 import { safeEqual } from '../shared/platform/crypto';
 import { AppError, forbidden, unauthorized } from '../shared/platform/errors';
 import { env } from '../shared/platform/env';
@@ -16,6 +15,7 @@ import { CARD_PATH, agentCardHandler } from './a2a/card';
 import { a2aRouter } from './a2a/router';
 import type { AppDeps } from './deps';
 import { pagesRouter } from './pages';
+import { docsRouter } from './pages/docs';
 import { coordinationPagesRouter } from './pages/governance';
 import { ADMIN_PATH, adminRouter } from './http/admin';
 import { acceptKeys, bearerOnly, bearerToken } from './http/auth';
@@ -43,7 +43,9 @@ const writeHead = ServerResponse.prototype.writeHead;
 
 /**
  * helmet's headers, as it sets them on a response, worked out once: they depend on nothing in the
- * request, so each response gets the same list set in one call.
+ * request, so each response gets the same list set in one call. Its Content-Security-Policy is the
+ * one of a response that is no page (JSON, a redirect, a file): nothing may run, load or frame it.
+ * Each page, /docs and Bull Board replace it with their own (api/pages/csp.ts, api/http/admin.ts).
  */
 function securityHeaders(): RequestHandler {
   const headers = new Map<string, string | number | readonly string[]>();
@@ -52,11 +54,13 @@ function securityHeaders(): RequestHandler {
     removeHeader: (name: string) => headers.delete(name),
     getHeader: () => undefined,
   };
-  helmet({ contentSecurityPolicy: false, crossOriginEmbedderPolicy: false })(
-    {} as Request,
-    probe as unknown as Response,
-    () => undefined,
-  );
+  helmet({
+    contentSecurityPolicy: {
+      useDefaults: false,
+      directives: { defaultSrc: ["'none'"], baseUri: ["'none'"], frameAncestors: ["'none'"] },
+    },
+    crossOriginEmbedderPolicy: false,
+  })({} as Request, probe as unknown as Response, () => undefined);
   return (_req, res, next) => {
     res.setHeaders(headers);
     next();
@@ -207,20 +211,7 @@ export function createApp(deps: AppDeps, options: AppOptions = {}): express.Expr
   app.get('/openapi.json', (req, res) => void res.json(exchangeDoc(req)));
   app.get(CARD_PATH, cors({ origin: '*', maxAge: 600 }), agentCardHandler(deps));
   app.get('/openapi/platform.json', (req, res) => void res.json(platformDoc(req)));
-  app.use(
-    '/docs',
-    swaggerUi.serve,
-    swaggerUi.setup(undefined, {
-      explorer: true,
-      customSiteTitle: 'proof-exchange API',
-      swaggerOptions: {
-        urls: [
-          { url: '/openapi.json', name: 'Agent exchange (1.3.0)' },
-          { url: '/openapi/platform.json', name: 'Platform: commercial, proof workflows, status' },
-        ],
-      },
-    }),
-  );
+  app.use(docsRouter());
   app.get('/problems/:code', (req, res) => {
     res.json({
       code: req.params.code,

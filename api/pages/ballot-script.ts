@@ -13,8 +13,8 @@ import { NOBLE_PREFIX, nobleImportMap } from './noble-assets';
  * `encryptThresholdVote`: R = r·G, a Schnorr proof of knowledge of r bound to the proposal (sha512 over
  * length-prefixed parts), the AES key from HKDF-SHA256 of r·Y. Exposed as window.encryptThresholdVote.
  */
-const thresholdModule = (proposalId: string) => `${nobleImportMap}
-<script type="module">
+const thresholdModule = (proposalId: string, nonce: string) => `${nobleImportMap(nonce)}
+<script type="module" nonce="${nonce}">
 import { ristretto255 } from '${NOBLE_PREFIX}curves/ed25519.js';
 const P = ristretto255.Point, n = P.Fn.ORDER, G = P.BASE;
 const enc = new TextEncoder();
@@ -50,17 +50,10 @@ window.encryptThresholdVote = async function (jointKey, plain) {
 </script>`;
 
 /**
- * The Content-Security-Policy of the voting page: this origin's stylesheet (no inline styles), its own
- * scripts, WebAssembly, and this origin only.
- */
-export const BALLOT_PAGE_CSP =
-  "default-src 'none'; style-src 'self'; img-src 'self'; script-src 'self' 'unsafe-inline' 'wasm-unsafe-eval'; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
-
-/**
  * Counts the time remaining down in the browser, from what the server rendered (so the visitor's clock
  * does not matter), and says what happens when it reaches zero.
  */
-const countdown = `<script>
+const countdown = (nonce: string) => `<script nonce="${nonce}">
 (function () {
   var el = document.getElementById('time-remaining');
   if (!el) return;
@@ -88,7 +81,8 @@ const countdown = `<script>
 export const ballotForm = (
   proposalId: string,
   options: readonly string[],
-  scheme: 'service' | 'threshold' = 'service',
+  scheme: 'service' | 'threshold',
+  nonce: string,
 ): string => `<h2>Vote in this browser</h2>
 <form id="vote-form">
 <label for="identity">Your identity (the JSON file <code>npm run ballot -- identity</code> wrote; it stays in this page)</label><br>
@@ -105,9 +99,9 @@ ${options
 </form>
 <p id="vote-status" role="status"></p>
 <pre id="receipt" class="hash"></pre>
-<script src="/circuits/snarkjs.min.js"></script>
-${scheme === 'threshold' ? thresholdModule(proposalId) : ''}
-<script>
+<script src="/circuits/snarkjs.min.js" nonce="${nonce}"></script>
+${scheme === 'threshold' ? thresholdModule(proposalId, nonce) : ''}
+<script nonce="${nonce}">
 (function () {
   var PROPOSAL = ${JSON.stringify(proposalId)};
   var OPTIONS = ${JSON.stringify(options).replace(/</g, '\\u003c')};
@@ -190,4 +184,4 @@ ${scheme === 'threshold' ? thresholdModule(proposalId) : ''}
   });
 })();
 </script>
-${countdown}`;
+${countdown(nonce)}`;

@@ -14,29 +14,38 @@ import { artifactPaths } from '../../shared/zk/artifacts';
 import type { AppDeps } from '../deps';
 import { verifyGovernanceAsService } from '../offload/governance';
 import { auctionPage, formatSeconds } from './auctions';
-import { BALLOT_PAGE_CSP, ballotForm } from './ballot-script';
+import { ballotForm } from './ballot-script';
+import { newNonce } from './csp';
 import { nobleFiles } from './noble-assets';
 import { trusteePage } from './trustee-script';
-import { escapeHtml, layout, sendPage as sendAnyPage, yesNo } from './layout';
+import { escapeHtml, sendPage as sendAnyPage, yesNo } from './layout';
 
 /** Live states change by the second: these pages are never cached. */
 const sendPage = (res: Response, status: number, title: string, body: string) =>
   sendAnyPage(res, status, title, body, { noStore: true });
 
-/** Renders a handler's page, mapping not-found to a 404 page and store outages to a 503 page. */
+/** What a page handler renders: its title and body, and for a page with scripts, what they need. */
+type Rendered = [string, string] | [string, string, { scripts: { wasm?: boolean } }];
+
+/**
+ * Renders a handler's page, mapping not-found to a 404 page and store outages to a 503 page. The
+ * response's script nonce is made here, fresh each time: a page with scripts puts it on every script
+ * it sends, and its policy allows those scripts only.
+ */
 export async function renderPage(
   res: Response,
   what: string,
-  render: () => Promise<[string, string] | [string, string, { csp: string }]>,
+  render: (nonce: string) => Promise<Rendered>,
   current?: string,
 ) {
   try {
-    const [title, body, own] = await render();
-    if (!own) return sendAnyPage(res, 200, title, body, { noStore: true, ...(current ? { current } : {}) });
-    // A page with its own scripts (the voting page proves in WebAssembly) brings its own policy.
-    res.status(200).setHeader('Content-Security-Policy', own.csp);
-    res.setHeader('Cache-Control', 'no-store');
-    res.type('text/html; charset=utf-8').send(layout(title, body));
+    const nonce = newNonce();
+    const [title, body, own] = await render(nonce);
+    sendAnyPage(res, 200, title, body, {
+      noStore: true,
+      ...(current ? { current } : {}),
+      ...(own ? { scripts: { nonce, ...own.scripts } } : {}),
+    });
   } catch (err) {
     if (err instanceof AppError && err.status === 404)
       return sendPage(res, 404, `${what} not found`, `<h1>${escapeHtml(what)} not found</h1>`);
@@ -56,11 +65,7 @@ const questionBlock = (title: string, options: readonly string[]): string =>
     .map((o) => `<li data-option="${escapeHtml(o)}">${escapeHtml(o)}</li>`)
     .join('')}</ul>`;
 
-async function proposalPage(
-  deps: AppDeps,
-  id: string,
-  req: Request,
-): Promise<[string, string] | [string, string, { csp: string }]> {
+async function proposalPage(deps: AppDeps, id: string, req: Request, nonce: string): Promise<Rendered> {
   const state = await publicProposal(deps.db, id);
   const heading = `<h1>Proposal ${escapeHtml(id)}</h1>${questionBlock(state.title, state.options)}`;
   if (state.status === 'voting') {
@@ -71,7 +76,7 @@ async function proposalPage(
         ? `<p id="trustee-note">This vote’s ballots are encrypted to the joint key of the room’s trustees (${escapeHtml(
             key.trustees?.names.join(', ') ?? '',
           )}): any ${escapeHtml(key.trustees?.threshold ?? '')} of them open the ballots after the close, and no one else can, the service included.</p>`
-        : '') + ballotForm(id, state.options, key.scheme);
+        : '') + ballotForm(id, state.options, key.scheme, nonce);
     return [
       `Proposal ${id}`,
       `${heading}<p class="live" id="live">Status: <strong data-status="voting">voting</strong>. Time remaining: <strong id="time-remaining">${escapeHtml(
@@ -87,7 +92,8 @@ async function proposalPage(
 </ol>
 <p>The client downloads the room’s whole member list (never only your own path, which would say who is voting) and the circuit: <a href="/circuits/${BALLOT_CIRCUIT}.wasm">${BALLOT_CIRCUIT}.wasm</a>, <a href="/circuits/${BALLOT_CIRCUIT}.zkey">${BALLOT_CIRCUIT}.zkey</a>, <a href="/circuits/${BALLOT_CIRCUIT}.vkey.json">${BALLOT_CIRCUIT}.vkey.json</a>. Send your ballot over a network path that does not name you (Tor, a relay) if your address must stay apart from your vote.</p>
 ${form}`,
-      { csp: BALLOT_PAGE_CSP },
+      // snarkjs compiles the circuit's WebAssembly.
+      { scripts: { wasm: true } },
     ];
   }
   if (state.status === 'review') {
@@ -276,7 +282,7 @@ export function coordinationPagesRouter(deps: AppDeps): express.Router {
   );
   // The trustee's client in the browser: ceremony and decryption, the trustee's file kept in the page.
   router.get('/governance/trustee/', (_req, res) =>
-    renderPage(res, 'Trustee', async () => ['Trustee', trusteePage(), { csp: BALLOT_PAGE_CSP }]),
+    renderPage(res, 'Trustee', async (nonce) => ['Trustee', trusteePage(nonce), { scripts: {} }]),
   );
   router.get('/auctions/', (_req, res) =>
     renderPage(res, 'Auctions', () => auctionsIndex(deps), '/auctions/'),
@@ -284,7 +290,7 @@ export function coordinationPagesRouter(deps: AppDeps): express.Router {
   router.get('/governance/proposals/:proposalId/', (req, res) => {
     const id = String(req.params.proposalId);
     if (!proposalId.test(id)) return sendPage(res, 404, 'Proposal not found', '<h1>Proposal not found</h1>');
-    return renderPage(res, 'Proposal', () => proposalPage(deps, id, req));
+    return renderPage(res, 'Proposal', (nonce) => proposalPage(deps, id, req, nonce));
   });
   // The ballot circuit's public artifacts, for voters' clients (and offline verifiers of packages).
   const artifactFiles = new Map(

@@ -1,12 +1,16 @@
 // The one look of every public page: escaping, the page frame (header with a link home, footer), the
-// shared stylesheet and the headers. No scripts and no external assets: the CSP allows this origin's
-// stylesheet and nothing else, and every page works without JavaScript.
+// shared stylesheet and the headers. No external assets, and no scripts but the voting and trustee
+// pages' own, which carry the response's nonce (./csp.ts); every other page works without JavaScript.
 import { readFileSync } from 'node:fs';
 import express from 'express';
 import type { Response } from 'express';
+import { PAGE_CSP, scriptPageCsp } from './csp';
 
-const CSP =
-  "default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
+/** A page that runs scripts: the nonce they carry, and whether they compile WebAssembly. */
+export interface PageScripts {
+  nonce: string;
+  wasm?: boolean;
+}
 
 export const STYLESHEET_PATH = '/assets/site.css';
 const stylesheet = readFileSync(new URL('./assets/site.css', import.meta.url));
@@ -54,9 +58,12 @@ export function sendPage(
   status: number,
   title: string,
   body: string,
-  opts: { noStore?: boolean; current?: string } = {},
+  opts: { noStore?: boolean; current?: string; scripts?: PageScripts } = {},
 ): void {
-  res.status(status).setHeader('Content-Security-Policy', CSP);
+  const { scripts } = opts;
+  res
+    .status(status)
+    .setHeader('Content-Security-Policy', scripts ? scriptPageCsp(scripts.nonce, scripts) : PAGE_CSP);
   if (opts.noStore) res.setHeader('Cache-Control', 'no-store');
   res.type('text/html; charset=utf-8').send(layout(title, body, opts.current));
 }

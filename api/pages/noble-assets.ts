@@ -37,7 +37,12 @@ let served: Map<string, string> | undefined;
 /** The served files: `curves/ed25519.js` → its path. */
 export const nobleFiles = (): Map<string, string> => (served ??= closure());
 
-/** The import map the page's module scripts need for @noble/curves' own imports of @noble/hashes. */
-export const nobleImportMap = `<script type="importmap">${JSON.stringify({
+const imports = JSON.stringify({
   imports: { '@noble/hashes/': `${NOBLE_PREFIX}hashes/`, '@noble/curves/': `${NOBLE_PREFIX}curves/` },
-})}</script>`;
+});
+/**
+ * The import map the page's module scripts need for @noble/curves' own imports of @noble/hashes: an
+ * inline script to the page's policy, so it carries the response's nonce.
+ */
+export const nobleImportMap = (nonce: string): string =>
+  `<script type="importmap" nonce="${nonce}">${imports}</script>`;

@@ -5,7 +5,8 @@
 // service receives signed public messages and proofs only.
 import { NOBLE_PREFIX, nobleImportMap } from './noble-assets';
 
-export const trusteePage = (): string => `<h1>Trustee</h1>
+/** The page, its scripts carrying `nonce` (the response's: ./csp.ts). */
+export const trusteePage = (nonce: string): string => `<h1>Trustee</h1>
 <p>For a room’s trustees: take your part in the room’s key ceremony, and after a vote’s close publish
 your partial decryption of its ballots. Your trustee file (<code>npm run trustee -- keys --out trustee.json</code>)
 stays in this page; after dealing, save the file the page shows again (it keeps what you dealt, to
@@ -21,8 +22,8 @@ answer a complaint). The same steps run from the command line: <code>npm run tru
 </form>
 <p id="trustee-status" role="status"></p>
 <pre id="trustee-out" class="hash"></pre>
-${nobleImportMap}
-<script type="module">
+${nobleImportMap(nonce)}
+<script type="module" nonce="${nonce}">
 import { ristretto255, ed25519, x25519 } from '${NOBLE_PREFIX}curves/ed25519.js';
 const P = ristretto255.Point, n = P.Fn.ORDER, G = P.BASE;
 const enc = new TextEncoder();
