@@ -119,7 +119,7 @@ export const envSchema = z.object({
   VERIFY_POOL_QUEUE: positiveInt.default(16),
   /** Checks one client network (or caller) may hold in the verify pool at once; past it, 503 `overloaded`. */
   VERIFY_POOL_PER_NETWORK: positiveInt.default(2),
-  /** A check that runs longer than this (ms) in the verify pool is stopped and answered 503. */
+  /** A check not done this long (ms) after it was handed to the verify pool, waiting included, is stopped: 503. */
   VERIFY_POOL_TIMEOUT_MS: positiveInt.default(15_000),
   RATE_LIMIT_IP_PER_MINUTE: positiveInt.default(1200),
   RATE_LIMIT_KEY_PER_MINUTE: positiveInt.default(2400),
