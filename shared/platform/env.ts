@@ -101,6 +101,17 @@ export const envSchema = z.object({
    */
   OVERLOAD_MAX_IN_FLIGHT: positiveInt.default(64),
   /**
+   * Requests whose body is still arriving that the web process holds at once (they take no in-flight
+   * place until it has); past it a new request with a body is answered 503 `overloaded`.
+   */
+  OVERLOAD_MAX_BODIES: positiveInt.default(64),
+  /**
+   * A request body must arrive within HTTP_BODY_GRACE_MS plus its length at this many bytes a second,
+   * or it is answered 408 and its connection closed; 0: only HTTP_REQUEST_TIMEOUT_MS applies.
+   */
+  HTTP_BODY_MIN_RATE: z.coerce.number().int().min(0).default(8192),
+  HTTP_BODY_GRACE_MS: z.coerce.number().int().min(0).default(5000),
+  /**
    * While the requests the web process took have recently spent longer than this (ms) in it, it takes
    * only half of OVERLOAD_MAX_IN_FLIGHT at once; 0: off.
    */
