@@ -2,10 +2,11 @@
 // Retry-After at once, rather than queued without bound (each queued request adds its wait to every
 // later one, and its memory, until nothing is answered in time). What it counts:
 // * requests in flight: taken, their body arrived, not yet answered; past OVERLOAD_MAX_IN_FLIGHT;
-// * bodies still arriving: a request with a body holds no in-flight place until its body has arrived
-//   (a client trickling bodies would otherwise hold every place with no work to do); these are counted
-//   apart, past OVERLOAD_MAX_BODIES, and each must arrive within HTTP_BODY_GRACE_MS plus its length at
-//   HTTP_BODY_MIN_RATE bytes a second, or it is answered 408 and its connection closed;
+// * bodies still arriving: a request whose body did not come with its headers holds no in-flight place
+//   until its body has arrived (a client trickling bodies would otherwise hold every place with no work
+//   to do); these are counted apart, past OVERLOAD_MAX_BODIES, and each must arrive within
+//   HTTP_BODY_GRACE_MS plus its length at HTTP_BODY_MIN_RATE bytes a second, or it is answered 408 and
+//   its connection closed;
 // * the time taken requests spend in the process: while the recent ones (a moving average) took longer
 //   than OVERLOAD_TARGET_MS, the process takes only half of OVERLOAD_MAX_IN_FLIGHT at once. A burst, or
 //   a client that keeps many requests in flight at a rate the process serves quickly, is taken whole;
@@ -72,6 +73,7 @@ const shedHeaders = {
   'Retry-After': '1',
   'Cache-Control': 'no-store',
 };
+const cutHeaders = { ...shedHeaders, Connection: 'close' };
 const slowBody = problem(
   408,
   'Request Timeout',
@@ -143,7 +145,12 @@ interface Gate {
   recentMs: number;
   /** The requests whose body is still arriving, oldest first. */
   arriving: Set<Gated>;
+  /** Requests with a body taken this turn of the event loop, to be checked once it has parsed them. */
+  unchecked: Gated[];
+  checkScheduled: boolean;
   sweep: NodeJS.Timeout | undefined;
+  /** The body's place, once a request is found still waiting for its body. */
+  toBody: (res: Gated) => void;
 }
 type Gated = ServerResponse & {
   [gateKey]?: Gate;
@@ -188,26 +195,38 @@ function bodyEnded(this: Arriving) {
   if (res) arrived(res);
 }
 
-/** A body whose bytes all came with its headers has arrived by the time its first chunk is parsed. */
-function checkArrived(req: Arriving) {
-  if (req.complete) arrived(req[resKey]!);
+/**
+ * The requests with a body taken since the last check, once their sockets' data has been parsed (each
+ * socket's read is parsed whole before the next socket's is read, and a request's own turn ends before
+ * the check runs): a body that came with its headers has arrived (the usual case, which costs nothing
+ * more); one still arriving gives its in-flight place back for a body's place.
+ */
+function checkBodies(gate: Gate) {
+  gate.checkScheduled = false;
+  const taken = gate.unchecked;
+  for (let i = 0; i < taken.length; i++) {
+    const res = taken[i]!;
+    if (res[stateKey] === IN_FLIGHT && !res.req.complete) gate.toBody(res);
+  }
+  taken.length = 0;
 }
 
 const slowShed = httpShed.labels({ reason: 'slow_body' });
 
 /**
- * A body past its deadline: answered 408 and its connection closed. The request is destroyed once the
- * answer is written, so the app, whatever it was waiting on, never reads a body and acts on it.
+ * A request refused once the app has it (a body past its deadline: 408; a body with no place left:
+ * 503), its connection closed. The request is destroyed once the answer is written, so the app,
+ * whatever it was waiting on, never reads a body and acts on it.
  */
-function cut(res: Gated) {
+function cut(res: Gated, status: 408 | 503) {
   release.call(res);
-  slowShed.inc();
   const req = res.req;
   if (res.headersSent) {
     req.destroy();
     return;
   }
-  res.writeHead(408, slowHeaders).end(slowBody, () => req.destroy());
+  if (status === 408) res.writeHead(408, slowHeaders).end(slowBody, () => req.destroy());
+  else res.writeHead(503, cutHeaders).end(shedBody, () => req.destroy());
 }
 
 function sweep(gate: Gate) {
@@ -220,7 +239,10 @@ function sweep(gate: Gate) {
   for (const res of gate.arriving) {
     // Arrived, and waiting for the app to read it: work in flight, not a slow body.
     if (res.req.complete) arrived(res);
-    else if (now > res[deadlineKey]!) cut(res);
+    else if (now > res[deadlineKey]!) {
+      slowShed.inc();
+      cut(res, 408);
+    }
   }
 }
 
@@ -251,19 +273,44 @@ export function overloadGate(
   limits: OverloadLimits,
   options: GateOptions,
 ): (req: IncomingMessage, res: ServerResponse) => boolean {
-  const gate: Gate = {
-    inFlight: { total: 0, byNetwork: new Map() },
-    bodies: { total: 0, byNetwork: new Map() },
-    recentMs: 0,
-    arriving: new Set(),
-    sweep: undefined,
-  };
   const { maxInFlight } = limits;
   const maxBodies = limits.maxBodies ?? maxInFlight;
   const target = limits.targetMs ?? 0;
   const half = Math.max(1, Math.floor(maxInFlight / 2));
   const rate = limits.bodyMinRate ?? 0;
   const grace = limits.bodyGraceMs ?? 0;
+  const gate: Gate = {
+    inFlight: { total: 0, byNetwork: new Map() },
+    bodies: { total: 0, byNetwork: new Map() },
+    recentMs: 0,
+    arriving: new Set(),
+    unchecked: [],
+    checkScheduled: false,
+    sweep: undefined,
+    toBody: (res) => {
+      const network = res[networkKey]!;
+      give(gate.inFlight, network);
+      if (refusal(gate.bodies, network, maxBodies)) {
+        res[stateKey] = 0;
+        bodiesShed.inc();
+        cut(res, 503);
+        return;
+      }
+      take(gate.bodies, network);
+      res[stateKey] = BODY;
+      const length = res.req.headers['content-length'];
+      res[deadlineKey] =
+        rate > 0
+          ? res[takenKey]! +
+            grace +
+            ((length === undefined ? options.bodyLimitBytes : Number(length)) * 1000) / rate
+          : Infinity;
+      gate.arriving.add(res);
+      if (rate > 0) gate.sweep ??= setInterval(sweep, SWEEP_MS, gate).unref();
+      (res.req as Arriving)[resKey] = res;
+      res.req.on('end', bodyEnded);
+    },
+  };
   const v6 = options.ipv6PrefixLength;
   // The client network as api/http/ratelimit.ts `clientAddress` has it, Express's req.ip read the same
   // way (proxy-addr, trusting the last TRUST_PROXY hops); a socket's own address is worked out once.
@@ -286,6 +333,9 @@ export function overloadGate(
   return (req, res) => {
     if ((req.method === 'GET' || req.method === 'HEAD') && options.exempt(pathOf(req.url))) return true;
     if (limits.maxEventLoopDelayMs > 0 && delay > limits.maxEventLoopDelayMs) return shed(res, delayShed);
+    // The requests taken before this one have had their data parsed: those still waiting for their
+    // body hold no in-flight place when this one is decided.
+    if (gate.unchecked.length > 0) checkBodies(gate);
     const network = networkOf(req);
     const slow = target > 0 && gate.recentMs > target;
     const why = refusal(gate.inFlight, network, slow ? half : maxInFlight);
@@ -299,31 +349,27 @@ export function overloadGate(
     const chunked = req.headers['transfer-encoding'] !== undefined;
     const body = chunked || (length !== undefined && length !== '0');
     if (body) {
-      // A place of its own until the body has arrived, then its in-flight place.
+      // Taken as in flight, and as a body still arriving should it not have come with its headers: it
+      // needs room in both.
       const bodyWhy = refusal(gate.bodies, network, maxBodies);
       if (bodyWhy) return shed(res, bodyWhy === 'share' ? shareShed : bodiesShed);
     }
     const gated = res as Gated;
     gated[gateKey] = gate;
     gated[networkKey] = network;
+    gated[stateKey] = IN_FLIGHT;
+    gated[takenKey] = performance.now();
+    take(gate.inFlight, network);
     res.on('close', release);
-    if (!body) {
-      take(gate.inFlight, network);
-      gated[stateKey] = IN_FLIGHT;
-      gated[takenKey] = performance.now();
-      return true;
+    // Checked by the next request's admission, or at the end of this turn of the event loop, once what
+    // came with the headers has been parsed.
+    if (body) {
+      gate.unchecked.push(gated);
+      if (!gate.checkScheduled) {
+        gate.checkScheduled = true;
+        setImmediate(checkBodies, gate);
+      }
     }
-    take(gate.bodies, network);
-    gated[stateKey] = BODY;
-    gated[deadlineKey] =
-      rate > 0
-        ? performance.now() + grace + ((chunked ? options.bodyLimitBytes : Number(length) || 0) * 1000) / rate
-        : Infinity;
-    gate.arriving.add(gated);
-    if (rate > 0) gate.sweep ??= setInterval(sweep, SWEEP_MS, gate).unref();
-    (req as Arriving)[resKey] = gated;
-    req.on('end', bodyEnded);
-    process.nextTick(checkArrived, req);
     return true;
   };
 }
