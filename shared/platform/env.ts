@@ -171,6 +171,11 @@ export const envSchema = z.object({
   OTEL_TRACES_EXPORTER: z.enum(['otlp', 'none']).optional(),
   /** The service name on every span; default: proof-exchange-<process type> (web, worker, prover). */
   OTEL_SERVICE_NAME: z.string().min(1).max(100).optional(),
+  /**
+   * How long (ms) the answers of readiness's checks and of health's dependency summary are reused (the
+   * callers meanwhile, and those while a run is under way, share one run); 0: only the run under way.
+   */
+  READINESS_CACHE_MS: z.coerce.number().int().min(0).default(2000),
   /** How long a provider status probe is reused before the provider is asked again. */
   PROVIDER_STATUS_CACHE_MS: z.coerce.number().int().min(0).default(5_000),
   /** BullMQ key prefix; wrap in braces (e.g. {px}) for Redis Cluster hash tags. */
