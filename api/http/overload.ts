@@ -73,19 +73,26 @@ const shedHeaders = {
   'Retry-After': '1',
   'Cache-Control': 'no-store',
 };
-const cutHeaders = { ...shedHeaders, Connection: 'close' };
-const slowBody = problem(
-  408,
-  'Request Timeout',
-  'request_timeout',
-  'The request body did not arrive in time; send it again on a new connection.',
+/** A whole HTTP answer, for a connection the gate closes after it. */
+const rawAnswer = (status: string, body: Buffer, headers: string) =>
+  Buffer.concat([
+    Buffer.from(
+      `HTTP/1.1 ${status}\r\nContent-Type: application/problem+json\r\nContent-Length: ${body.length}\r\n` +
+        `Cache-Control: no-store\r\n${headers}Connection: close\r\n\r\n`,
+    ),
+    body,
+  ]);
+const slowAnswer = rawAnswer(
+  '408 Request Timeout',
+  problem(
+    408,
+    'Request Timeout',
+    'request_timeout',
+    'The request body did not arrive in time; send it again on a new connection.',
+  ),
+  '',
 );
-const slowHeaders = {
-  'Content-Type': 'application/problem+json',
-  'Content-Length': String(slowBody.length),
-  'Cache-Control': 'no-store',
-  Connection: 'close',
-};
+const cutAnswer = rawAnswer('503 Service Unavailable', shedBody, 'Retry-After: 1\r\n');
 
 const SAMPLE_MS = 25;
 let delay = 0;
@@ -215,18 +222,15 @@ const slowShed = httpShed.labels({ reason: 'slow_body' });
 
 /**
  * A request refused once the app has it (a body past its deadline: 408; a body with no place left:
- * 503), its connection closed. The request is destroyed once the answer is written, so the app,
- * whatever it was waiting on, never reads a body and acts on it.
+ * 503): the answer written to its connection, which is closed with the request at once, as Node ends a
+ * request past its timeout. So the app, whatever it was waiting on, never gets the body to act on, and
+ * finds a closed connection whenever it answers. One the app has begun to answer is left to finish.
  */
-function cut(res: Gated, status: 408 | 503) {
+function cut(res: Gated, answer: Buffer) {
   release.call(res);
-  const req = res.req;
-  if (res.headersSent) {
-    req.destroy();
-    return;
-  }
-  if (status === 408) res.writeHead(408, slowHeaders).end(slowBody, () => req.destroy());
-  else res.writeHead(503, cutHeaders).end(shedBody, () => req.destroy());
+  if (res.headersSent) return;
+  res.socket?.write(answer);
+  res.req.destroy();
 }
 
 function sweep(gate: Gate) {
@@ -241,7 +245,7 @@ function sweep(gate: Gate) {
     if (res.req.complete) arrived(res);
     else if (now > res[deadlineKey]!) {
       slowShed.inc();
-      cut(res, 408);
+      cut(res, slowAnswer);
     }
   }
 }
@@ -293,7 +297,7 @@ export function overloadGate(
       if (refusal(gate.bodies, network, maxBodies)) {
         res[stateKey] = 0;
         bodiesShed.inc();
-        cut(res, 503);
+        cut(res, cutAnswer);
         return;
       }
       take(gate.bodies, network);
