@@ -111,12 +111,21 @@ export function createApp(deps: AppDeps, options: AppOptions = {}): express.Expr
   // runs in front of the app's own handling (Express's request setup and router), so a refusal costs
   // the least a refusal can.
   const admit = overloadGate(
-    deps.overload ?? {
+    {
       maxInFlight: env.OVERLOAD_MAX_IN_FLIGHT,
       maxEventLoopDelayMs: env.OVERLOAD_MAX_EVENT_LOOP_DELAY_MS,
       targetMs: env.OVERLOAD_TARGET_MS,
+      maxBodies: env.OVERLOAD_MAX_BODIES,
+      bodyMinRate: env.HTTP_BODY_MIN_RATE,
+      bodyGraceMs: env.HTTP_BODY_GRACE_MS,
+      ...deps.overload,
     },
-    (path) => unlimitedPaths.has(path),
+    {
+      exempt: (path) => unlimitedPaths.has(path),
+      trustProxy: options.trustProxy ?? 0,
+      ipv6PrefixLength: env.IPV6_PREFIX_LENGTH,
+      bodyLimitBytes: deps.bodyLimitBytes,
+    },
   );
   // Express 5's app function calls app.handle (not in its types): the gate goes in front of it.
   type Handle = (req: IncomingMessage, res: ServerResponse, next?: unknown) => void;

@@ -3,6 +3,7 @@ import type { Db } from '../shared/platform/db/knex';
 import type { JobNotifier } from '../shared/jobs/notify';
 import type { Queues } from '../shared/platform/queues';
 import type { RedisClient } from '../shared/platform/redis';
+import type { OverloadLimits } from './http/overload';
 
 export interface AppDeps {
   db: Db;
@@ -29,5 +30,5 @@ export interface AppDeps {
   };
   bodyLimitBytes: number;
   /** Load shedding (api/http/overload.ts); default: from configuration. */
-  overload?: { maxInFlight: number; maxEventLoopDelayMs: number; targetMs?: number };
+  overload?: OverloadLimits;
 }

@@ -53,6 +53,9 @@ export function depsFromEnv(): AppDeps {
       maxInFlight: env.OVERLOAD_MAX_IN_FLIGHT,
       maxEventLoopDelayMs: env.OVERLOAD_MAX_EVENT_LOOP_DELAY_MS,
       targetMs: env.OVERLOAD_TARGET_MS,
+      maxBodies: env.OVERLOAD_MAX_BODIES,
+      bodyMinRate: env.HTTP_BODY_MIN_RATE,
+      bodyGraceMs: env.HTTP_BODY_GRACE_MS,
     },
   };
 }

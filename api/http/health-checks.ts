@@ -1,4 +1,5 @@
-// Dependency probes shared by health (liveness summary) and readiness (gatekeeping).
+// Dependency probes shared by health (liveness summary) and readiness (gatekeeping), and the cache that
+// makes any rate of either cost a bounded number of probes.
 import type { AppDeps } from '../deps';
 import { logger } from '../../shared/platform/log';
 import { queueNames } from '../../shared/platform/queues';
@@ -63,4 +64,33 @@ export async function queueDepths(
   } catch {
     return null;
   }
+}
+
+/** Whether every queue answers, without its counts: those say how much work is waiting (/metrics). */
+export const checkQueues = async (deps: AppDeps): Promise<Check> =>
+  (await queueDepths(deps)) ? { ok: true } : { ok: false, detail: 'unreachable' };
+
+/**
+ * `run`'s answer for an app, shared by every caller while it runs and for `ttlMs` after it settled:
+ * health and readiness are unauthenticated and pass the rate limiter by (a monitor behind a busy
+ * address must see the truth), so what bounds what they cost is that any number of callers within
+ * that time share one run of the probes (READINESS_CACHE_MS).
+ */
+export function sharedRun<T>(
+  ttlMs: number,
+  run: (deps: AppDeps) => Promise<T>,
+): (deps: AppDeps) => Promise<T> {
+  const runs = new WeakMap<AppDeps, { answer: Promise<T>; until: number }>();
+  return (deps) => {
+    const now = performance.now();
+    const last = runs.get(deps);
+    if (last && last.until > now) return last.answer;
+    const entry = { answer: run(deps), until: Infinity };
+    runs.set(deps, entry);
+    const settled = () => {
+      entry.until = performance.now() + ttlMs;
+    };
+    entry.answer.then(settled, settled);
+    return entry.answer;
+  };
 }

@@ -43,7 +43,9 @@ export function toAppError(err: unknown): AppError {
     case 'encoding.unsupported':
     case 'charset.unsupported':
       return new AppError(415, 'unsupported_media_type', 'The request body encoding is not supported.');
+    // stream.not.readable: a request the server gave up on before its body arrived (api/http/overload.ts).
     case 'request.aborted':
+    case 'stream.not.readable':
       return new AppError(400, 'request_aborted', 'The request was aborted by the client.');
     default:
       break;

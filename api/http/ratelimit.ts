@@ -81,11 +81,16 @@ export function amountHolder(principal: Principal | null, req: Request, gate = f
  * early by the points other web processes hold and have not spent yet, at most `batch - 1` each. When
  * the last reservation finds less room than a batch, it takes what is left, so one process alone can
  * spend the whole budget. A bucket found empty is refused locally until its window ends.
+ * A bucket has one reservation in flight at a time: requests that find its points spent while one is
+ * on its way wait for it and spend from it, so a request costs one point whether it comes alone or
+ * with fifty others (each taking a batch of its own would spend the budget a batch a request).
  */
 export class BatchedLimiter {
   readonly batch: number;
   /** Per bucket: points reserved and not yet spent, until the Redis window they came from ends. */
   private readonly local: LRUCache<string, { left: number; until: number; remaining: number }>;
+  /** Per bucket: the reservation on its way to Redis, if any. */
+  private readonly reserving = new Map<string, Promise<void>>();
 
   constructor(
     private readonly store: RateLimiterRedis,
@@ -106,10 +111,17 @@ export class BatchedLimiter {
       }
       if (held.remaining <= 0) throw refusal(held.until - now);
     }
-    return this.reserve(key, now);
+    let reservation = this.reserving.get(key);
+    if (!reservation) {
+      reservation = this.reserve(key, now).finally(() => this.reserving.delete(key));
+      this.reserving.set(key, reservation);
+    }
+    // Spent from what the reservation brought, like every request that waited on it.
+    return reservation.then(() => this.consume(key));
   }
 
-  private async reserve(key: string, now: number): Promise<{ remainingPoints: number }> {
+  /** Takes a batch of the bucket from Redis into the local reservation (or records it empty). */
+  private async reserve(key: string, now: number): Promise<void> {
     let consumed: number;
     let msBeforeNext: number;
     try {
@@ -122,15 +134,12 @@ export class BatchedLimiter {
       msBeforeNext = err.msBeforeNext;
     }
     // What this reservation may spend: the batch, or the room that was left before it.
-    const granted = Math.min(this.batch, this.points - (consumed - this.batch));
-    const until = now + msBeforeNext;
-    const remaining = Math.max(0, this.points - consumed);
-    if (granted < 1) {
-      this.local.set(key, { left: 0, until, remaining: 0 });
-      throw refusal(msBeforeNext);
-    }
-    this.local.set(key, { left: granted - 1, until, remaining });
-    return { remainingPoints: remaining + granted - 1 };
+    const granted = Math.max(0, Math.min(this.batch, this.points - (consumed - this.batch)));
+    this.local.set(key, {
+      left: granted,
+      until: now + Math.max(1, msBeforeNext),
+      remaining: Math.max(0, this.points - consumed),
+    });
   }
 
   /** Points spent in the bucket's window across processes (reservations included); null if none. */

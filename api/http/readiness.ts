@@ -5,7 +5,7 @@ import { logger } from '../../shared/platform/log';
 import { keyRefusal, logSigningKey, serviceSigningKey } from '../../shared/platform/keys';
 import type { AppDeps } from '../deps';
 import type { Check } from './health-checks';
-import { checkDb, checkRedis, queueDepths } from './health-checks';
+import { checkDb, checkQueues, checkRedis } from './health-checks';
 
 export type ReadinessCheck = (deps: AppDeps) => Promise<Check>;
 
@@ -29,10 +29,7 @@ export const platformReadinessChecks: ReadinessChecks = [
       }
     },
   ],
-  [
-    'queues',
-    async (deps) => ((await queueDepths(deps)) ? { ok: true } : { ok: false, detail: 'queues unreachable' }),
-  ],
+  ['queues', checkQueues],
   [
     'receiptKey',
     async () => {

@@ -1,7 +1,9 @@
 // The web process's HTTP server: limits that apply on time (a slow client is cut within the configured
-// time, not at the next 30 s sweep of Node's connection checker) and a cap on open connections.
+// time, not at the next 30 s sweep of Node's connection checker), a cap on open connections, and what
+// Node refuses before the app sees a request (malformed, headers too large, too slow) answered as
+// problem+json like every other refusal.
 import http from 'node:http';
-import type { RequestListener, Server } from 'node:http';
+import type { RequestListener, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 
 export interface ServerLimits {
@@ -31,6 +33,65 @@ const refusal =
   'Connection: close\r\n\r\n' +
   refusalBody;
 
+/** A whole HTTP answer in problem+json, after which the connection closes. */
+function rawProblem(status: number, reason: string, code: string, detail: string): string {
+  const body = JSON.stringify({ type: `/problems/${code}`, title: reason, status, detail, code });
+  return (
+    `HTTP/1.1 ${status} ${reason}\r\n` +
+    'Content-Type: application/problem+json\r\n' +
+    `Content-Length: ${Buffer.byteLength(body)}\r\n` +
+    'Cache-Control: no-store\r\n' +
+    'Connection: close\r\n\r\n' +
+    body
+  );
+}
+
+/**
+ * What Node's HTTP parser refuses before any request reaches the app, by its error's code, in the form
+ * every other refusal takes (Node's own answers are bare status lines).
+ */
+const parserRefusals: Record<string, string> = {
+  HPE_HEADER_OVERFLOW: rawProblem(
+    431,
+    'Request Header Fields Too Large',
+    'request_header_fields_too_large',
+    'The request headers are larger than the server takes (16 KiB).',
+  ),
+  HPE_CHUNK_EXTENSIONS_OVERFLOW: rawProblem(
+    413,
+    'Payload Too Large',
+    'payload_too_large',
+    'The chunk extensions of the request body are larger than the server takes.',
+  ),
+  ERR_HTTP_REQUEST_TIMEOUT: rawProblem(
+    408,
+    'Request Timeout',
+    'request_timeout',
+    'The request did not arrive in time; send it again on a new connection.',
+  ),
+};
+const badRequest = rawProblem(400, 'Bad Request', 'bad_request', 'The request is not valid HTTP/1.1.');
+const answered = new WeakSet<Socket>();
+
+/**
+ * The server's 'clientError': a request the parser refused (malformed, headers too large) or that did
+ * not arrive in time. Answered once, unless the answer to it has begun; then the connection closes
+ * (cut after a second if the client keeps it open).
+ */
+function onClientError(err: NodeJS.ErrnoException, socket: Socket): void {
+  if (answered.has(socket)) return;
+  answered.add(socket);
+  // The response of the request on the connection, while one is being answered (Node's own field: a
+  // keep-alive connection has written earlier answers, so its byte count says nothing of this one).
+  const current = (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage;
+  if (err.code === 'ECONNRESET' || !socket.writable || current?.headersSent) {
+    socket.destroy();
+    return;
+  }
+  socket.setTimeout(1000, () => socket.destroy());
+  socket.end((err.code && parserRefusals[err.code]) || badRequest);
+}
+
 export function createWebServer(app: RequestListener, limits: ServerLimits): Server {
   const server = http.createServer(
     {
@@ -46,6 +107,7 @@ export function createWebServer(app: RequestListener, limits: ServerLimits): Ser
     },
     app,
   );
+  server.on('clientError', onClientError);
   // Counted here rather than with server.maxConnections, which drops a connection without a word. A
   // connection past the cap never reaches the HTTP parser: no request on it runs.
   const open = new Set<Socket>();

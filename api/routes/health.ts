@@ -1,7 +1,8 @@
 // Liveness and readiness: GET /api/health (the first route of table A) and /api/v1/readiness (table B),
 // ready only when every check the web process was given passes (api/wiring.ts lists them).
 import { z } from 'zod';
-import { checkDb, checkRedis, queueDepths } from '../http/health-checks';
+import { env } from '../../shared/platform/env';
+import { checkDb, checkQueues, checkRedis, sharedRun } from '../http/health-checks';
 import { readinessReport } from '../http/readiness';
 import type { ReadinessChecks } from '../http/readiness';
 import type { RouteTable } from '../http/route';
@@ -9,6 +10,8 @@ import { AGENT_EXCHANGE_VERSION, signingKeySchema, signingKeyView } from '../vie
 
 export function readinessRoutes(table: RouteTable, checks: ReadinessChecks): RouteTable {
   const report = z.object({ ready: z.boolean(), checks: z.record(z.string(), z.unknown()) });
+  // Every check at most once per READINESS_CACHE_MS, however many ask.
+  const run = sharedRun(env.READINESS_CACHE_MS, (deps) => readinessReport(checks, deps));
   return table.add({
     method: 'get',
     path: '/api/v1/readiness',
@@ -26,7 +29,7 @@ export function readinessRoutes(table: RouteTable, checks: ReadinessChecks): Rou
       },
     },
     handler: async ({ deps }) => {
-      const { ready, checks: results } = await readinessReport(checks, deps);
+      const { ready, checks: results } = await run(deps);
       return {
         status: ready ? 200 : 503,
         headers: { 'Cache-Control': 'no-store', ...(ready ? {} : { 'Retry-After': '5' }) },
@@ -37,6 +40,11 @@ export function readinessRoutes(table: RouteTable, checks: ReadinessChecks): Rou
 }
 
 export function healthRoutes(table: RouteTable): RouteTable {
+  // The dependency summary, probed at most once per READINESS_CACHE_MS however many ask.
+  const summary = sharedRun(env.READINESS_CACHE_MS, async (deps) => {
+    const [db, redis, queues] = await Promise.all([checkDb(deps), checkRedis(deps), checkQueues(deps)]);
+    return { db, redis, queues };
+  });
   return table.add({
     method: 'get',
     path: '/api/health',
@@ -56,15 +64,16 @@ export function healthRoutes(table: RouteTable): RouteTable {
       },
     },
     handler: async ({ deps }) => {
-      const [db, redis, queues] = await Promise.all([checkDb(deps), checkRedis(deps), queueDepths(deps)]);
+      const checks = await summary(deps);
       return {
         status: 200,
         headers: { 'Cache-Control': 'no-store' },
         body: {
-          status: db.ok && redis.ok ? 'ok' : 'degraded',
+          status: checks.db.ok && checks.redis.ok && checks.queues.ok ? 'ok' : 'degraded',
           version: AGENT_EXCHANGE_VERSION,
           time: new Date().toISOString(),
-          checks: { db, redis, queues: queues ?? { ok: false } },
+          // Whether each answers, never how much work waits: queue counts are on /metrics alone.
+          checks,
           signingKey: signingKeyView(),
         },
       };

@@ -101,6 +101,17 @@ export const envSchema = z.object({
    */
   OVERLOAD_MAX_IN_FLIGHT: positiveInt.default(64),
   /**
+   * Requests whose body is still arriving that the web process holds at once (they take no in-flight
+   * place until it has); past it a new request with a body is answered 503 `overloaded`.
+   */
+  OVERLOAD_MAX_BODIES: positiveInt.default(64),
+  /**
+   * A request body must arrive within HTTP_BODY_GRACE_MS plus its length at this many bytes a second,
+   * or it is answered 408 and its connection closed; 0: only HTTP_REQUEST_TIMEOUT_MS applies.
+   */
+  HTTP_BODY_MIN_RATE: z.coerce.number().int().min(0).default(8192),
+  HTTP_BODY_GRACE_MS: z.coerce.number().int().min(0).default(5000),
+  /**
    * While the requests the web process took have recently spent longer than this (ms) in it, it takes
    * only half of OVERLOAD_MAX_IN_FLIGHT at once; 0: off.
    */
@@ -171,6 +182,11 @@ export const envSchema = z.object({
   OTEL_TRACES_EXPORTER: z.enum(['otlp', 'none']).optional(),
   /** The service name on every span; default: proof-exchange-<process type> (web, worker, prover). */
   OTEL_SERVICE_NAME: z.string().min(1).max(100).optional(),
+  /**
+   * How long (ms) the answers of readiness's checks and of health's dependency summary are reused (the
+   * callers meanwhile, and those while a run is under way, share one run); 0: only the run under way.
+   */
+  READINESS_CACHE_MS: z.coerce.number().int().min(0).default(2000),
   /** How long a provider status probe is reused before the provider is asked again. */
   PROVIDER_STATUS_CACHE_MS: z.coerce.number().int().min(0).default(5_000),
   /** BullMQ key prefix; wrap in braces (e.g. {px}) for Redis Cluster hash tags. */

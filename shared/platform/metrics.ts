@@ -24,7 +24,7 @@ export const httpDuration = new Histogram({
 
 export const httpShed = new Counter({
   name: 'px_http_shed_total',
-  help: 'Requests answered 503 overloaded without being served, by the signal that shed them',
+  help: 'Requests the overload gate refused (503 overloaded; slow_body: 408), by the signal that shed them',
   labelNames: ['reason'] as const,
   registers: [registry],
 });

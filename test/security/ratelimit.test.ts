@@ -2,12 +2,18 @@
 // authenticates nothing earns no bucket of its own, anonymous proving has a small budget of its own,
 // one caller can keep only a few proofs queued, and Groth16 verification has its own limit.
 import { randomBytes } from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import { afterAll, describe, expect, it } from 'vitest';
+import { createApp } from '../../api/app';
+import { BatchedLimiter } from '../../api/http/ratelimit';
+import { sha256Hex } from '../../shared/platform/crypto';
 import { Queues } from '../../shared/platform/queues';
-import { waitReady } from '../../shared/platform/redis';
+import { untagged, waitReady } from '../../shared/platform/redis';
 import { env } from '../../shared/platform/env';
 import { expectProblem, newWallet, registerAgent } from '../exchange/fixtures';
-import { behindProxy, testApp } from '../helpers';
+import { behindProxy, eventually, testApp } from '../helpers';
 import type { TestApp } from '../helpers';
 import type { AppDeps } from '../../api/deps';
 
@@ -109,6 +115,99 @@ describe('budgets spent from local reservations', () => {
       expectProblem(await app.request.get('/api/pricing'), 429, 'rate_limited');
       await app.request.get('/api/health').expect(200);
     }
+  });
+});
+
+describe('a request costs one point, alone or among many', () => {
+  /** The Redis counter of this app's address budget: the points its process reserved this window. */
+  const reserved = async (app: TestApp) =>
+    Number(
+      await app.deps.redis.get(
+        `${untagged(app.deps.queues.prefix)}:rl:ip:${sha256Hex('127.0.0.1').slice(0, 32)}`,
+      ),
+    );
+
+  it('spends exactly N points for N concurrent requests, as for N sequential ones', async () => {
+    // 1,200 a minute: the process reserves 12 points at a time.
+    const app = await limitedApp({ ipPerMinute: 1200 });
+    const server = http.createServer(createApp(app.deps));
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 50 });
+    const get = (path: string) =>
+      new Promise<{ status: number; remaining: number }>((resolve, reject) => {
+        const port = (server.address() as AddressInfo).port;
+        http
+          .get({ host: '127.0.0.1', port, path, agent }, (res) => {
+            res.resume();
+            res.on('end', () =>
+              resolve({ status: res.statusCode!, remaining: Number(res.headers['ratelimit-remaining']) }),
+            );
+          })
+          .on('error', reject);
+      });
+    try {
+      // Fifty connections open first (health spends nothing), so the fifty requests arrive together.
+      await Promise.all(Array.from({ length: 50 }, () => get('/api/health')));
+      const together = await Promise.all(Array.from({ length: 50 }, () => get('/api/services')));
+      expect(together.every((r) => r.status === 200)).toBe(true);
+      // Each request spent a point of its own: 1,199 down to 1,150, each seen once.
+      expect(together.map((r) => r.remaining).sort((a, b) => b - a)).toEqual(
+        Array.from({ length: 50 }, (_, i) => 1199 - i),
+      );
+      // Whole batches in Redis, as few as 50 points take (5 of 12), not a batch a request.
+      expect(await reserved(app)).toBe(60);
+      for (let i = 0; i < 50; i++) expect((await get('/api/services')).status).toBe(200);
+      expect((await get('/api/services')).remaining).toBe(1099);
+      expect(await reserved(app)).toBe(108);
+    } finally {
+      agent.destroy();
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+    }
+  });
+
+  it('admits a pool of 20 in flight its whole budget of createJob, and writes nothing for the rest', async () => {
+    // 200 a minute: reservations of 2 points.
+    const app = await limitedApp({ ipPerMinute: 200 });
+    const jobs = async () => Number((await app.deps.db('jobs').count({ n: '*' }))[0]!.n);
+    const before = await jobs();
+    const statuses: number[] = [];
+    let sent = 0;
+    await Promise.all(
+      Array.from({ length: 20 }, async () => {
+        while (sent < 230) {
+          sent++;
+          const res = await app.request
+            .post('/api/jobs')
+            .send({ service: 'attest.timestamp', input: { digest: randomBytes(32).toString('hex') } });
+          statuses.push(res.status);
+          if (res.status !== 202) expectProblem(res, 429, 'rate_limited');
+        }
+      }),
+    );
+    expect(statuses.filter((s) => s === 202)).toHaveLength(200);
+    expect(statuses.filter((s) => s === 429)).toHaveLength(30);
+    expect(await jobs()).toBe(before + 200);
+  });
+
+  it('serves a burst its budget, refuses the rest, and serves it again once the window has passed', async () => {
+    // The limiter itself over a two-second window, on the real Redis: 300 points, batches of 3.
+    const app = await limitedApp({});
+    const keyPrefix = `${untagged(app.deps.queues.prefix)}:rl:short`;
+    const store = new RateLimiterRedis({ storeClient: app.deps.redis, keyPrefix, points: 300, duration: 2 });
+    const limiter = new BatchedLimiter(store, 300);
+    const burst = async (n: number) => {
+      const outcomes = await Promise.allSettled(
+        Array.from({ length: n }, async () => limiter.consume('bucket')),
+      );
+      for (const o of outcomes) if (o.status === 'rejected') expect(o.reason).toBeInstanceOf(RateLimiterRes);
+      return outcomes.filter((o) => o.status === 'fulfilled').length;
+    };
+    expect(await burst(340)).toBe(300);
+    expect(await burst(20)).toBe(0);
+    // The window ends in Redis: the bucket is whole again.
+    await eventually(async () => (await app.deps.redis.exists(`${keyPrefix}:bucket`)) === 0, 5000);
+    expect(await burst(40)).toBe(40);
   });
 });
 

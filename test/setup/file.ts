@@ -36,6 +36,10 @@ process.env.JOB_BACKOFF_MS ??= '50';
 // concurrent requests is not an overload), and tested on its own in test/security/overload.test.ts,
 // which sets its limits explicitly.
 process.env.OVERLOAD_TARGET_MS ??= '0';
+// Tests change a dependency (stop a chain node, retire a key, alter an artifact) and read readiness or
+// health at once: here they run their probes on every request (concurrent ones still share a run).
+// test/security/readiness-cost.test.ts sets the default and counts what a burst costs.
+process.env.READINESS_CACHE_MS ??= '0';
 
 afterAll(async () => {
   const redis = new Redis(redisUrl, { maxRetriesPerRequest: 1 });
