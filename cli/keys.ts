@@ -16,6 +16,7 @@ import {
 } from '../shared/platform/keyHistory';
 import type { TrustRole } from '../shared/platform/trust';
 import type { KeyRow } from '../shared/platform/keyHistory';
+import { printable } from '../shared/platform/text';
 
 const usage = `usage: npm run keys -- list
        npm run keys -- derived
@@ -36,7 +37,7 @@ function line(r: KeyRow): string {
   const status = refusalOf(r) ?? 'current';
   const until = r.valid_until ? r.valid_until.toISOString() : '…';
   return `${r.key_id}  ${[...r.roles].sort().join(',').padEnd(36)}  ${r.valid_from.toISOString()} – ${until}  ${status}${
-    r.reason ? ` (${r.reason})` : ''
+    r.reason ? ` (${printable(r.reason)})` : ''
   }`;
 }
 

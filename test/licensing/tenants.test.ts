@@ -870,6 +870,33 @@ describe('npm run admin', () => {
     ]);
   });
 
+  it('prints stored names escaped: a CR, a CSI or a bidi override cannot rewrite the operator’s rows', async () => {
+    // A row stored before the input guard refused these characters (written here past the API).
+    const tag = Math.random().toString(36).slice(2);
+    const org = await grantLicense(
+      app.deps.db,
+      'Business',
+      `Evil ${tag}\r${'lic_fake'.padEnd(30)}\u009b2K\u202eCorp`,
+    );
+    await app.deps.db('licenses').where({ id: org.id }).update({ note: 'paid\u2028\u200binvoice' });
+    const human = await admin('licenses', 'list', '--organization', `Evil ${tag} lic fake 2K Corp`);
+    expect(human.code, human.err.join('\n')).toBe(0);
+    expect(human.out).toHaveLength(1);
+    const row = human.out[0]!;
+    expect(row).toContain(org.id);
+    expect(row).toContain(`Evil ${tag}\\u{000D}lic_fake`);
+    expect(row).toContain('\\u{009B}2K\\u{202E}Corp');
+    expect(row).toContain('paid\\u{2028}\\u{200B}invoice');
+    expect(row).not.toMatch(/[\r\n\u0080-\u009f\u2028\u202e\u200b]/);
+    const json = await admin('licenses', 'list', '--organization', `Evil ${tag} lic fake 2K Corp`, '--json');
+    const text = json.out.join('\n');
+    expect(text).not.toMatch(/[\r\u0080-\u009f\u2028\u202e\u200b]/);
+    // Still JSON, and the same name once parsed.
+    expect(JSON.parse(text).items[0].organization).toBe(
+      `Evil ${tag}\r${'lic_fake'.padEnd(30)}\u009b2K\u202eCorp`,
+    );
+  });
+
   it('says what went wrong: usage (2), the service’s refusal (1)', async () => {
     expect((await admin('licenses', 'frobnicate')).code).toBe(2);
     expect((await admin('licenses', 'issue', '--tier', 'Starter')).code).toBe(2);
