@@ -8,7 +8,11 @@ import { parseEnv } from '../../shared/platform/env';
 import { Queues } from '../../shared/platform/queues';
 import type { QueueName } from '../../shared/platform/queues';
 import { createRedis } from '../../shared/platform/redis';
-import { productionSettingIssues } from '../../shared/platform/startup-checks';
+import {
+  developmentSwitches,
+  developmentSwitchIssues,
+  productionSettingIssues,
+} from '../../shared/platform/startup-checks';
 
 const entries = {
   web: 'api/main.ts',
@@ -200,6 +204,73 @@ describe('production start-up refusals, by the real entry points', () => {
   }, 90_000);
 });
 
+describe('development and mock switches in production', () => {
+  // Each switch as a deployment copied from a development .env would set it.
+  const refused = {
+    PAYMENTS_PROVIDER_MOCK: 'true',
+    EVM_DEVNET: 'true',
+    DEVNET: 'on',
+    RATE_LIMIT_ENABLED: 'false',
+  };
+
+  it('refuses each in the web and the worker with exit 78, one line naming each, before anything starts', async () => {
+    const [web, worker] = await Promise.all([
+      run('web', { ...refused, EVM_RPC_URL: 'http://127.0.0.1:8545' }),
+      run('worker', { ...refused, EVM_RPC_URL: 'http://127.0.0.1:8545' }),
+    ]);
+    for (const [kind, e] of Object.entries({ web, worker })) {
+      expect(e.code, `${kind}: ${e.stderr}`).toBe(78);
+      expect(lines(e.stderr), kind).toEqual([
+        expect.stringMatching(
+          /^Refusing to start in production: PAYMENTS_PROVIDER_MOCK=true is a development switch: .*\[MOCK\].*unset it/,
+        ),
+        expect.stringMatching(
+          /^Refusing to start in production: EVM_DEVNET=true is a development switch: .*EVM_RPC_URL/,
+        ),
+        expect.stringMatching(
+          /^Refusing to start in production: DEVNET=on is a development switch: .*unset DEVNET/,
+        ),
+        expect.stringMatching(
+          /^Refusing to start in production: RATE_LIMIT_ENABLED=false is a development switch: /,
+        ),
+      ]);
+      // Refused before it listened, connected or took work: no [MOCK] challenge was ever served.
+      expect(e.stdout, kind).toBe('');
+    }
+  }, 90_000);
+
+  it('lists every switch once; each refused one alone is refused, each override is taken', () => {
+    const base = {
+      ...production,
+      VITEST: undefined,
+      DATABASE_URL: 'postgres://px@db.example/px',
+      REDIS_URL: 'redis://redis.example:6379',
+    };
+    const one: Record<string, Record<string, string>> = {
+      'PAYMENTS_PROVIDER_MOCK=true': { PAYMENTS_PROVIDER_MOCK: 'true' },
+      'EVM_DEVNET=true': { EVM_DEVNET: 'true' },
+      'DEVNET=on': { DEVNET: 'on' },
+      'RATE_LIMIT_ENABLED=false': { RATE_LIMIT_ENABLED: 'false' },
+      'ALLOW_INSECURE_CIRCUITS=true': { ALLOW_INSECURE_CIRCUITS: 'true' },
+      'ALLOW_DEVELOPMENT_SETTLEMENTS=true': { ALLOW_DEVELOPMENT_SETTLEMENTS: 'true' },
+      'LOGISTICS_ALLOW_PRIVATE_TARGETS=true': { LOGISTICS_ALLOW_PRIVATE_TARGETS: 'true' },
+      'METRICS_PUBLIC=true': { METRICS_PUBLIC: 'true' },
+    };
+    expect(developmentSwitches.map((s) => s.setting).sort()).toEqual(Object.keys(one).sort());
+    for (const s of developmentSwitches) {
+      const e = parseEnv({ ...base, ...one[s.setting] });
+      expect(s.set(e), s.setting).toBe(true);
+      const issues = developmentSwitchIssues(e);
+      expect(issues, s.setting).toEqual(
+        s.production === 'refused' ? [expect.stringContaining(s.setting)] : [],
+      );
+      expect(productionSettingIssues(e, 'web'), s.setting).toEqual(issues);
+      // Outside production every switch is the developer's to set.
+      expect(developmentSwitchIssues(parseEnv({ ...one[s.setting] })), s.setting).toEqual([]);
+    }
+  });
+});
+
 describe('a complete production setup', () => {
   it('starts every process type: release migrates, then web serves, worker and prover take work, each stopping cleanly', async () => {
     // This checkout's circuit keys come from the development setup: the explicit way past that refusal.
@@ -252,6 +323,8 @@ describe('a complete production setup', () => {
     ]);
     for (const [kind, e] of Object.entries({ web, worker, prover })) {
       expect(e.up, `${kind} started: ${e.stderr}${e.stdout.slice(-2000)}`).toBe(true);
+      // The documented override it runs with is said at start.
+      expect(e.stdout, kind).toMatch(/running in production with ALLOW_INSECURE_CIRCUITS=true/);
       expect(e.stderr, kind).toBe('');
       expect(e.code, `${kind} exit: ${e.stdout.slice(-1500)}`).toBe(0);
       // Nothing at error level or above on the way up or down.
