@@ -1,9 +1,11 @@
 // Production start-up: each process type (the real entry points, spawned as the Procfile runs them)
 // refuses a missing or malformed key or setting it needs with exit 78 and one line per problem naming
 // the fix, all of them at once, before it opens anything; with everything set, each of the four runs
-// (web, worker and prover until told to stop, release to its end).
-import { spawn } from 'node:child_process';
-import { describe, expect, it } from 'vitest';
+// (web, worker and prover until told to stop, release to its end) once its keys are imported: a key
+// the trust root lacks is refused, and only `npm run keys -- import` puts it there.
+import { spawn, spawnSync } from 'node:child_process';
+import { afterAll, describe, expect, it } from 'vitest';
+import { createDb } from '../../shared/platform/db/knex';
 import { parseEnv } from '../../shared/platform/env';
 import { Queues } from '../../shared/platform/queues';
 import type { QueueName } from '../../shared/platform/queues';
@@ -95,6 +97,8 @@ function run(
 }
 
 const lines = (text: string) => text.trimEnd().split('\n');
+const db = createDb(undefined, { poolMax: 1 });
+afterAll(() => db.destroy());
 
 describe('production start-up refusals, by the real entry points', () => {
   it('refuses each missing or malformed setting with exit 78 and one line each, never printing a value', async () => {
@@ -279,6 +283,44 @@ describe('a complete production setup', () => {
     expect(release.stderr).toBe('');
     expect(release.code).toBe(0);
     expect(release.stdout).toBe('schema is up to date\n');
+
+    // Its keys are not in the trust root yet: no process makes them trusted by starting with them.
+    const trust = () => db('trust_keys').orderBy('key_id');
+    const before = await trust();
+    const refused = await Promise.all((['web', 'worker', 'prover'] as const).map((k) => run(k, complete)));
+    const commands = new Set<string>();
+    for (const [i, e] of refused.entries()) {
+      expect(e.code, `${i}: ${e.stderr}`).toBe(78);
+      expect(lines(e.stderr)).toEqual([
+        expect.stringMatching(
+          /^Refusing to start in production: SERVICE_SIGNING_KEY is key [0-9a-f]{16}, which is not in the trust root; .*run `npm run keys -- import \S+ --from now --roles attestation,license,package,receipt` with this deployment's DATABASE_URL/,
+        ),
+        expect.stringMatching(
+          /^Refusing to start in production: LOG_SIGNING_KEY is key [0-9a-f]{16}, which is not in the trust root; .*run `npm run keys -- import \S+ --from now --roles log`/,
+        ),
+      ]);
+      expect(e.stdout).not.toMatch(/listening|started/);
+      for (const l of lines(e.stderr)) commands.add(/`npm run keys -- (.*?)`/.exec(l)![1]!);
+    }
+    expect(await trust()).toEqual(before);
+    // The operator runs the commands it printed: one for each key, whichever process printed it.
+    expect(commands.size).toBe(2);
+    for (const command of commands) {
+      const imported = spawnSync(
+        process.execPath,
+        ['--import', 'tsx', 'cli/keys.ts', ...command.split(' ')],
+        {
+          env: { ...process.env, ...production, ...complete },
+          encoding: 'utf8',
+          timeout: 30_000,
+        },
+      );
+      expect(imported.status, imported.stderr).toBe(0);
+      expect(imported.stdout).toMatch(/^imported: [0-9a-f]{16} /);
+    }
+    expect((await trust()).map((r: { roles: string[] }) => r.roles.join(','))).toEqual(
+      expect.arrayContaining(['attestation,license,package,receipt', 'log']),
+    );
 
     const answers: Record<string, number> = {};
     // Which of its queues BullMQ sees a consumer on, once the process says it started.
