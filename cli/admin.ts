@@ -1,9 +1,12 @@
 // `npm run admin -- licenses issue|list|show|suspend|resume|revoke|rotate …`, `org-keys list|revoke …`,
 // `agent-keys list|revoke|rotate …`, `audit`: the operator's hand on tenants, through the operator API (/api/v1/admin/…) of the
 // service at PX_URL (or --url) with OPERATOR_TOKEN (or --token). A new key is printed once, on its own
-// line; the service keeps only its hash. docs/tenants.md has the procedures.
+// line; the service keeps only its hash. docs/tenants.md has the procedures. Every string the service
+// stored is printed escaped (shared/platform/text.ts): a name holding a CR or a bidi override cannot
+// overwrite or reorder the operator's rows.
 import { randomBytes } from 'node:crypto';
 import { env, serviceUrl } from '../shared/platform/env';
+import { printable, printableJson } from '../shared/platform/text';
 
 const usage = `usage: npm run admin -- [--url URL] [--token TOKEN] [--json] <command>
   licenses issue --organization NAME --tier Starter|Business|Enterprise [--expires ISO] [--note TEXT] [--email EMAIL]
@@ -161,29 +164,32 @@ function route(words: string[], flags: Map<string, string>): Call {
 
 type Json = Record<string, unknown>;
 
+/** A field of a reply, as the terminal may show it. */
+const shown = (v: unknown): string => printable(String(v));
+
 function licenseLine(l: Json): string {
   return [
-    l.licenseId,
-    String(l.tier).padEnd(10),
-    String(l.status).padEnd(9),
-    `until ${String(l.expiresAt)}`,
-    String(l.source).padEnd(8),
-    l.organization,
-    l.note ? `— ${String(l.note)}` : '',
+    shown(l.licenseId),
+    shown(l.tier).padEnd(10),
+    shown(l.status).padEnd(9),
+    `until ${shown(l.expiresAt)}`,
+    shown(l.source).padEnd(8),
+    shown(l.organization),
+    l.note ? `— ${shown(l.note)}` : '',
   ]
     .filter((p) => p !== '')
     .join('  ');
 }
 
 function agentKeyLine(k: Json): string {
-  const state = k.revokedAt ? `revoked ${String(k.revokedAt)}` : 'in use';
-  return `${String(k.keyId)}  ${String(k.agentId)}  ${state}  last used ${String(k.lastUsedAt ?? 'never')}  ${String(k.agentName)}`;
+  const state = k.revokedAt ? `revoked ${shown(k.revokedAt)}` : 'in use';
+  return `${shown(k.keyId)}  ${shown(k.agentId)}  ${state}  last used ${shown(k.lastUsedAt ?? 'never')}  ${shown(k.agentName)}`;
 }
 
 function organizationKeyLine(k: Json): string {
-  const state = k.revokedAt ? `revoked ${String(k.revokedAt)}` : 'in use';
-  const scopes = (k.scopes as string[]).join(',');
-  return `${String(k.keyId)}  ${String(k.prefix)}  ${scopes}  ${state}  last used ${String(k.lastUsedAt ?? 'never')}  ${String(k.name)}`;
+  const state = k.revokedAt ? `revoked ${shown(k.revokedAt)}` : 'in use';
+  const scopes = shown((k.scopes as string[]).join(','));
+  return `${shown(k.keyId)}  ${shown(k.prefix)}  ${scopes}  ${state}  last used ${shown(k.lastUsedAt ?? 'never')}  ${shown(k.name)}`;
 }
 
 /** What a reply says to a person: one line per item, the new key on a line of its own. */
@@ -194,10 +200,9 @@ function render(call: Call, body: Json, io: AdminIo): void {
       if ('licenseId' in item && 'tier' in item) io.out(licenseLine(item));
       else if ('agentId' in item) io.out(agentKeyLine(item));
       else if ('scopes' in item) io.out(organizationKeyLine(item));
-      else
-        io.out(`${String(item.at)}  ${String(item.actor)}  ${String(item.action)}  ${String(item.target)}`);
+      else io.out(`${shown(item.at)}  ${shown(item.actor)}  ${shown(item.action)}  ${shown(item.target)}`);
     }
-    if (body.nextCursor) io.out(`# more: --cursor ${String(body.nextCursor)}`);
+    if (body.nextCursor) io.out(`# more: --cursor ${shown(body.nextCursor)}`);
     return;
   }
   const license = (body.license ?? ('licenseId' in body ? body : undefined)) as Json | undefined;
@@ -210,7 +215,7 @@ function render(call: Call, body: Json, io: AdminIo): void {
     io.err(
       `# the new key, shown this once (${call.path.endsWith('rotate') ? 'the old one is refused from now on' : 'keep it'}):`,
     );
-    io.out(secret);
+    io.out(shown(secret));
   }
 }
 
@@ -259,14 +264,14 @@ export async function runAdmin(
   try {
     body = JSON.parse(text) as Json;
   } catch {
-    io.err(`${res.status}: ${text.slice(0, 200)}`);
+    io.err(`${res.status}: ${printable(text.slice(0, 200))}`);
     return 1;
   }
   if (!res.ok) {
-    io.err(`${res.status} ${String(body.code ?? '')}: ${String(body.detail ?? body.title ?? '')}`);
+    io.err(`${res.status} ${shown(body.code ?? '')}: ${shown(body.detail ?? body.title ?? '')}`);
     return 1;
   }
-  if (parsed.json) io.out(JSON.stringify(body, null, 2));
+  if (parsed.json) io.out(printableJson(body, 2));
   else render(call, body, io);
   return 0;
 }

@@ -29,6 +29,7 @@ import {
 } from '../shared/zk/ceremony';
 import type { Transcript } from '../shared/zk/ceremony';
 import { terminateCurves } from '../shared/zk';
+import { printable } from '../shared/platform/text';
 
 const usage = `usage: npm run ceremony -- start <circuit> --out <zkey> [--r1cs <file>] [--ptau <file>]
        npm run ceremony -- contribute --in <zkey> --out <zkey> --name <name> [--entropy <text>]
@@ -234,7 +235,9 @@ function options(args: string[]): { positional: string[]; flags: Map<string, str
 
 function printContributions(t: Pick<Transcript, 'contributions' | 'beacon'>): void {
   for (const c of t.contributions)
-    log(`  #${c.index} ${c.name || '(no name)'}${c.beacon ? ' [beacon]' : ''}\n     ${c.hash}`);
+    log(
+      `  #${c.index} ${c.name ? printable(c.name) : '(no name)'}${c.beacon ? ' [beacon]' : ''}\n     ${printable(c.hash)}`,
+    );
   if (t.beacon) log(`  beacon ${t.beacon.value}, 2^${t.beacon.iterationsExp} iterations`);
 }
 

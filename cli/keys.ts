@@ -1,32 +1,44 @@
 // `npm run keys -- list | derived | import … | retire <keyId> | revoke <keyId> --from <ISO time> --reason
-// <text>`: the operator's hand on the key history in Postgres (DATABASE_URL). Processes add their own
-// keys when they start; this closes a key's period once every process runs with the new one, marks a
-// compromised key revoked from a time, records a key used before the history began, and prints the keys
-// still derived from the signing key so they can be pinned first. The procedures are in docs/security.md ("Rotating a signing key").
+// <text>`: the operator's hand on the key history in Postgres (DATABASE_URL). In production a key enters
+// the history only here (`import`: a production process whose key it lacks refuses to start and prints
+// the command); in development processes add their own keys when they start. This also closes a key's
+// period once every process runs with the new one, marks a compromised key revoked from a time, records a
+// key used before the history began, and prints the keys still derived from the signing key so they can
+// be pinned first. The procedures are in docs/security.md ("Rotating a signing key").
 import { createDb } from '../shared/platform/db/knex';
 import { env } from '../shared/platform/env';
 import { derivationInput, derivedKeyPurposes } from '../shared/platform/sealing';
 import {
   KeyHistoryError,
+  importCurrentKey,
+  importCommand,
   importKey,
   listKeys,
+  ownKeyStatus,
   refusalOf,
   retireKey,
   revokeKey,
 } from '../shared/platform/keyHistory';
 import type { TrustRole } from '../shared/platform/trust';
 import type { KeyRow } from '../shared/platform/keyHistory';
+import { printable } from '../shared/platform/text';
 
 const usage = `usage: npm run keys -- list
        npm run keys -- derived
-       npm run keys -- import <public key> --from <ISO time> --until <ISO time> [--roles <role,...>]
+       npm run keys -- own
+       npm run keys -- import <public key> --from <ISO time|now> [--until <ISO time>] [--roles <role,...>]
        npm run keys -- retire <keyId>
        npm run keys -- revoke <keyId> --from <ISO time|now> --reason <text>
   list     every key the service has signed with: id, roles, period, status
   derived  the keys still derived from SERVICE_SIGNING_KEY (their variable unset), as settings to pin
            before the signing key changes: what they sealed opens only under them
-  import   record a key signed with before the history began (its raw ed25519 public key, base64url),
-           with its period; roles default to package,receipt,license,attestation
+  own      the keys of this command's settings (SERVICE_SIGNING_KEY, LOG_SIGNING_KEY): each one's id and
+           status in the history, or the import command that puts it there (nothing is changed)
+  import   put a key in the history (its raw ed25519 public key, base64url): without --until a current
+           key processes may start with (in production the only way a key becomes trusted; the
+           process that lacks it prints this command); with --until a key signed with before the
+           history began, with its closed period; roles default to package,receipt,license,attestation
+           (the log key's is log)
   retire   close a key's period once every process runs with the new key (it signs nothing more)
   revoke   trust what a compromised key signed only where the log shows it was logged before --from`;
 
@@ -36,7 +48,7 @@ function line(r: KeyRow): string {
   const status = refusalOf(r) ?? 'current';
   const until = r.valid_until ? r.valid_until.toISOString() : '…';
   return `${r.key_id}  ${[...r.roles].sort().join(',').padEnd(36)}  ${r.valid_from.toISOString()} – ${until}  ${status}${
-    r.reason ? ` (${r.reason})` : ''
+    r.reason ? ` (${printable(r.reason)})` : ''
   }`;
 }
 
@@ -72,9 +84,10 @@ async function main(): Promise<number> {
     );
     return 0;
   }
-  const known = ['list', 'retire', 'revoke', 'import'].includes(command ?? '');
+  const known = ['list', 'own', 'retire', 'revoke', 'import'].includes(command ?? '');
   const needsKey = command === 'retire' || command === 'revoke';
-  if (!known || (command === 'list' && (keyId !== undefined || rest.length)) || (needsKey && !keyId)) {
+  const bare = command === 'list' || command === 'own';
+  if (!known || (bare && (keyId !== undefined || rest.length)) || (needsKey && !keyId)) {
     process.stderr.write(`${usage}\n`);
     return 2;
   }
@@ -92,6 +105,11 @@ async function main(): Promise<number> {
   try {
     if (command === 'list') {
       for (const r of await listKeys(db)) process.stdout.write(`${line(r)}\n`);
+    } else if (command === 'own') {
+      for (const { own, row, missing } of await ownKeyStatus(db))
+        process.stdout.write(
+          `${own.variable}  ${missing ? `${own.key.keyId}  ${missing}: ${importCommand(own)}` : line(row!)}\n`,
+        );
     } else if (command === 'retire') {
       if (rest.length) throw new KeyHistoryError(`unexpected ${rest[0]}`);
       const r = await retireKey(db, keyId!);
@@ -100,13 +118,25 @@ async function main(): Promise<number> {
       const opts = options(rest);
       const unknown = [...opts.keys()].find((k) => !['--from', '--until', '--roles'].includes(k));
       if (unknown) throw new KeyHistoryError(`unexpected ${unknown}`);
-      const time = (name: string) => {
+      const time = (name: string, now = false) => {
         const text = opts.get(name);
+        if (now && text === 'now') return new Date();
         if (!text || !/^\d{4}-\d{2}-\d{2}T/.test(text) || Number.isNaN(Date.parse(text)))
-          throw new KeyHistoryError(`${name} <ISO time> is required, such as 2026-11-25T10:00:00Z`);
+          throw new KeyHistoryError(
+            `${name} <ISO time${now ? '|now' : ''}> is required, such as 2026-11-25T10:00:00Z`,
+          );
         return new Date(text);
       };
       const roles = (opts.get('--roles') ?? 'package,receipt,license,attestation').split(',') as TrustRole[];
+      if (!opts.has('--until')) {
+        const { row, added } = await importCurrentKey(db, {
+          publicKey: keyId!,
+          roles,
+          from: time('--from', true),
+        });
+        process.stdout.write(`${added ? 'imported' : 'in the history already'}: ${line(row)}\n`);
+        return 0;
+      }
       const r = await importKey(db, {
         publicKey: keyId!,
         roles,

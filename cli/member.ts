@@ -2,11 +2,13 @@
 // whose secret is the member's key (written readable by its owner only, never overwritten), required
 // options, and JSON output.
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { printableJson } from '../shared/platform/text';
 import { createIdentity, identityFromSecret } from '../shared/zk/anonymity';
 import type { Identity } from '../shared/zk/anonymity';
 
+/** A reply as JSON, what the service stored escaped for the terminal (shared/platform/text.ts). */
 export const printJson = (value: unknown): void => {
-  process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+  process.stdout.write(`${printableJson(value, 2)}\n`);
 };
 
 /** The value of a required string option, or an error naming it, with the usage. */

@@ -11,6 +11,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { env, serviceUrl } from '../shared/platform/env';
+import { printable, printableJson } from '../shared/platform/text';
 import {
   actorCommitment,
   documentHash,
@@ -149,16 +150,21 @@ type Values = ReturnType<typeof parseArgs<{ options: typeof options; allowPositi
  */
 function print(value: unknown, fields: string[] | undefined, out: string | undefined): void {
   if (out) writeFileSync(out, `${JSON.stringify(value, null, 2)}\n`);
+  // What the service stored reaches the terminal escaped (shared/platform/text.ts); the file keeps it.
   if (!fields?.length) {
     if (!out)
-      process.stdout.write(typeof value === 'string' ? `${value}\n` : `${JSON.stringify(value, null, 2)}\n`);
+      process.stdout.write(
+        typeof value === 'string' ? `${printable(value, { lines: true })}\n` : `${printableJson(value, 2)}\n`,
+      );
     return;
   }
   const picked = fields.map((field) => {
     let v = value;
     for (const part of field.split('.')) v = (v as Record<string, unknown> | undefined)?.[part];
     if (v === undefined) throw new Error(`the answer has no ${field}`);
-    return typeof v === 'string' ? v : JSON.stringify(v, null, fields.length > 1 ? undefined : 2);
+    return typeof v === 'string'
+      ? printable(v, { lines: true })
+      : printableJson(v, fields.length > 1 ? undefined : 2);
   });
   process.stdout.write(`${picked.join(' ')}\n`);
 }
@@ -671,7 +677,9 @@ async function main(argv: string[]): Promise<number> {
     const message = err instanceof Error ? err.message : String(err);
     const usageHint =
       err instanceof UsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS');
-    process.stderr.write(`${message}${usageHint ? '\n(npm run px -- --help)' : ''}\n`);
+    process.stderr.write(
+      `${printable(message, { lines: true })}${usageHint ? '\n(npm run px -- --help)' : ''}\n`,
+    );
     return usageHint ? 2 : 1;
   }
 }

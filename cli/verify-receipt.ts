@@ -11,6 +11,7 @@ import { checkReceipt } from '../shared/payments/receipts';
 import type { Receipt } from '../shared/payments/receipts';
 import { parseTrustRoot } from '../shared/platform/trust';
 import type { Trust } from '../shared/platform/trust';
+import { printable } from '../shared/platform/text';
 
 const usage = `usage: npm run receipt:verify -- <receipt.json> --trust <trust-root.json>
        npm run receipt:verify -- <receipt.json> <public key>
@@ -52,13 +53,16 @@ function main(): number {
     const why = !verdict.ok
       ? `${verdict.reason}: ${verdict.detail}`
       : `signed by key ${receipt.keyId}, not by the public key given`;
-    process.stdout.write(`INVALID: ${receipt?.id ?? 'the receipt'} (${why})\n`);
+    process.stdout.write(`${printable(`INVALID: ${receipt?.id ?? 'the receipt'} (${why})`)}\n`);
     return 1;
   }
   const amount = formatUnits(BigInt(receipt.amount), receipt.decimals);
+  // Every field is the file's: escaped for the terminal.
   process.stdout.write(
-    `valid: receipt ${receipt.id} signed by ${receipt.keyId}: ${amount} ${receipt.asset} on ${receipt.network} ` +
-      `(tx ${receipt.transaction.txRef}) paid job ${receipt.jobId} (${receipt.serviceId}), settlement ${receipt.settlement}\n`,
+    `${printable(
+      `valid: receipt ${receipt.id} signed by ${receipt.keyId}: ${amount} ${receipt.asset} on ${receipt.network} ` +
+        `(tx ${receipt.transaction.txRef}) paid job ${receipt.jobId} (${receipt.serviceId}), settlement ${receipt.settlement}`,
+    )}\n`,
   );
   return 0;
 }

@@ -13,6 +13,7 @@ import type { PackageCheckers } from '../shared/platform/translog/bundle';
 import { parseTrustRoot } from '../shared/platform/trust';
 import { checkTreasuryPackage } from '../shared/treasury/package';
 import { workflowPackageChecker } from '../shared/workflows/package';
+import { printable } from '../shared/platform/text';
 
 const usage = `usage: npm run verify -- <bundle.json> --trust <trust-root.json>
   bundle.json      a package's bundle (GET /api/proof-workflows/bundle/{proofId}, or a governance,
@@ -62,7 +63,9 @@ async function main(argv: string[]): Promise<number> {
     return 2;
   }
   const verdict = await verifyBundle(bundle, root, checkers);
-  for (const f of verdict.findings) process.stdout.write(`${f.ok ? 'valid' : 'INVALID'}: ${f.text}\n`);
+  // A finding quotes the bundle (its log's origin, its package's names): escaped for the terminal.
+  for (const f of verdict.findings)
+    process.stdout.write(`${f.ok ? 'valid' : 'INVALID'}: ${printable(f.text)}\n`);
   return verdict.ok ? 0 : 1;
 }
 

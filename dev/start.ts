@@ -29,6 +29,7 @@ import { Supervisor } from './stack/supervisor';
 import type { Exit, ProcessSpec } from './stack/supervisor';
 import { chainSettingIssues } from '../shared/chains/settings';
 import { chainConfigured, childProcessEnv, env, isProduction, refuseConfig } from '../shared/platform/env';
+import { developmentSwitchIssues, refuseStart } from '../shared/platform/startup-checks';
 import { release } from '../workers/release';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -289,4 +290,7 @@ async function main() {
 }
 
 refuseConfig(chainSettingIssues(env));
+// In production, before anything starts: a development switch (DEVNET=on among them) is refused here
+// as each process would refuse it.
+refuseStart(developmentSwitchIssues(env));
 await main();

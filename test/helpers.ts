@@ -140,3 +140,20 @@ export function behindProxy(app: TestApp): ReturnType<typeof supertest> {
     proxied(req as Parameters<typeof proxied>[0], res as Parameters<typeof proxied>[1]),
   );
 }
+
+/**
+ * Puts a production deployment's signing keys (hex seeds) in the trust root, as its operator does with
+ * `npm run keys -- import` before the processes start: a production process refuses a key it lacks.
+ */
+export async function importProductionKeys(db: Db, seeds: { service: string; log?: string }): Promise<void> {
+  const { signingKeyFromSeed } = await import('../shared/platform/crypto');
+  const { importCurrentKey } = await import('../shared/platform/keyHistory');
+  const publicKey = (hex: string) => signingKeyFromSeed(Buffer.from(hex, 'hex')).publicKey;
+  const from = new Date();
+  await importCurrentKey(db, {
+    publicKey: publicKey(seeds.service),
+    roles: ['package', 'receipt', 'license', 'attestation'],
+    from,
+  });
+  if (seeds.log) await importCurrentKey(db, { publicKey: publicKey(seeds.log), roles: ['log'], from });
+}

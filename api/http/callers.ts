@@ -12,6 +12,10 @@ import { amountHolder } from './ratelimit';
 export const orderingCaller = (auth: Principal, req: Request, deps: AppDeps): OrderingCaller => ({
   agent: auth.kind === 'agent' ? { agentId: auth.agentId, network: auth.network } : null,
   licenseId: auth.kind === 'license' ? auth.licenseId : null,
+  grantor:
+    auth.kind === 'license'
+      ? { licenseId: auth.licenseId, keyId: auth.keyId, keyGeneration: auth.keyGeneration }
+      : null,
   holder: amountHolder(auth, req),
   base: origin(req, deps, 'base'),
 });

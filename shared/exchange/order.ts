@@ -7,6 +7,8 @@ import { checkWebhookTarget, registerJobWebhook, webhookEventNames } from '../de
 import { createJob } from '../jobs/jobs';
 import type { JobRow } from '../jobs/jobs';
 import { creditPrepayment } from '../licensing/entitlements';
+import { holdGrant } from '../licensing/grants';
+import type { Grantor } from '../licensing/grants';
 import type { AmountHolder } from '../payments/binding';
 import { attachQuotes, prepareQuotes } from '../payments/quotes';
 import { jobPayment } from '../payments/views';
@@ -28,6 +30,11 @@ export interface JobOrder {
 export interface OrderingCaller {
   agent: { agentId: string; network: string | null } | null;
   licenseId: string | null;
+  /**
+   * The license's credential that orders (the license key of its generation, or an organization key):
+   * the job's capability is minted under it and dies with it (shared/licensing/grants.ts).
+   */
+  grantor: Grantor | null;
   /** Whose budget the job's unique amounts are held on (`amountHolder`). */
   holder: AmountHolder;
   /** The service's address the caller reached, for the job's links and its x402 requirements. */
@@ -71,11 +78,15 @@ export async function orderJob(
       input: order.input,
       agentId: caller.agent?.agentId ?? null,
       licenseId,
+      organizationKeyId: caller.grantor?.keyId ?? null,
       prepayment: licenseId ? creditPrepayment(licenseId) : undefined,
       id: order.id,
     },
-    referral || prepared || order.webhook || licenseId || also
+    referral || prepared || order.webhook || licenseId || caller.grantor || also
       ? async (trx, created) => {
+          // A credential rotated or revoked since this request was authenticated mints nothing: the
+          // job is not written (and one written before the revocation has its capability revoked).
+          if (caller.grantor) await holdGrant(trx, caller.grantor);
           // Credit did not cover it and it cannot be quoted either: nothing is written.
           if (created.status === 'awaiting_payment' && !prepared) await quoting;
           if (referral) await attributeJob(trx, created.id, referral.id);

@@ -43,6 +43,8 @@ export interface JobRow {
   agent_id: string | null;
   /** The license whose key created the job. */
   license_id: string | null;
+  /** The organization key (rk_…) that created it, when one did: its capability dies with that key. */
+  organization_key_id: string | null;
   /** sha256 of the job's capability (shared/jobs/access.ts); never shown. */
   access_hash: string | null;
   /** sha256 of the capability given to the request that settled an x402 payment of the job. */
@@ -62,6 +64,8 @@ export interface CreateJobInput {
   agentId?: string | null;
   /** The license whose key creates the job. */
   licenseId?: string | undefined;
+  /** The organization key (rk_…) that creates it, when one does. */
+  organizationKeyId?: string | null | undefined;
   /** What may pay a priced job as it is made (a license's prepaid credit), in its transaction. */
   prepayment?: Prepayment | undefined;
   /** The id, minted ahead (an A2A conversation's task id becomes its job's); a new one when absent. */
@@ -130,6 +134,7 @@ export async function createJob(
     priceUsdCents: service.priceUsdCents,
     agentId: req.agentId ?? null,
     licenseId: req.licenseId ?? null,
+    organizationKeyId: req.organizationKeyId ?? null,
     accessHash: access.hash,
   };
   const prepaid = free ? undefined : req.prepayment;
@@ -158,18 +163,19 @@ interface NewJobValues {
   priceUsdCents: number;
   agentId: string | null;
   licenseId: string | null;
+  organizationKeyId: string | null;
   accessHash: string;
 }
 
 /** Inserts jobs and their first event in one statement; rows come back in the order given. */
 async function insertJobs(conn: Db | Knex.Transaction, jobs: NewJobValues[]): Promise<JobRow[]> {
   const tuples = jobs
-    .map(() => `(?, ?, ?, ?::jsonb, ?, ?, ?, ?, case when ? = 'queued' then now() end)`)
+    .map(() => `(?, ?, ?, ?::jsonb, ?, ?, ?, ?, ?, case when ? = 'queued' then now() end)`)
     .join(', ');
   const { rows } = await conn.raw(
     `with j as (
-       insert into jobs (id, service_id, status, input, price_usd_cents, agent_id, license_id, access_hash,
-         queued_at)
+       insert into jobs (id, service_id, status, input, price_usd_cents, agent_id, license_id,
+         organization_key_id, access_hash, queued_at)
        values ${tuples}
        returning *
      ), e as (
@@ -184,6 +190,7 @@ async function insertJobs(conn: Db | Knex.Transaction, jobs: NewJobValues[]): Pr
       j.priceUsdCents,
       j.agentId,
       j.licenseId,
+      j.organizationKeyId,
       j.accessHash,
       j.status,
     ]),

@@ -1,7 +1,8 @@
 // The operator's administration of licenses: issuing one by hand (an invoice paid off-chain), listing,
 // showing, suspending, resuming, revoking and rotating. Each action runs in one transaction with its
 // record in the audit. A new or rotated key is returned once; only its hash is kept, and a rotated or
-// revoked license's sealed copy for its checkout is dropped, so no old key can be fetched again.
+// revoked license's sealed copy for its checkout is dropped, so no old key can be fetched again. Rotating
+// or revoking a license revokes what its keys minted with them (grants.ts).
 import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { Db } from '../platform/db/knex';
@@ -12,6 +13,7 @@ import { decodeListCursor, listPage } from '../platform/paging';
 import type { ListPage } from '../platform/paging';
 import { recordAction } from './audit';
 import { licenseUsage } from './entitlements';
+import { revokeLicenseGrants } from './grants';
 import { signLicense } from './license-token';
 import { issueLicense, licenseTokenHash } from './licenses';
 import { normalizeOrganization } from './organizations';
@@ -192,20 +194,28 @@ export async function showLicense(db: Db, licenseId: string) {
 const revokedConflict = (id: string) =>
   conflict('license_already_revoked', `License ${id} is revoked; issue a new one instead.`);
 
-/** Changes one license's state under its row lock, with the action recorded; returns the new view. */
+/**
+ * Changes one license's state under its row lock, with the action recorded; returns the new view.
+ * `revokesGrants`: the license key in use is refused from now on, so what its credentials minted is
+ * revoked in the same transaction, recorded after the action (even when the state was already so: a
+ * license revoked before grants cascaded takes them with it when revoked again).
+ */
 async function change(
   db: Db,
   licenseId: string,
   actor: string,
   action: string,
   apply: (row: Joined, trx: Knex.Transaction) => Promise<Partial<LicenseRow> | null>,
+  revokesGrants = false,
 ): Promise<LicenseAdminView> {
   return db.transaction(async (trx) => {
     const row = await loadOrThrow(trx, licenseId, true);
     const patch = await apply(row, trx);
-    if (!patch) return view(row);
-    await trx('licenses').where({ id: licenseId }).update(patch);
-    await recordAction(trx, { actor, action, target: licenseId, licenseId });
+    if (patch) {
+      await trx('licenses').where({ id: licenseId }).update(patch);
+      await recordAction(trx, { actor, action, target: licenseId, licenseId });
+    }
+    if (revokesGrants) await revokeLicenseGrants(trx, { licenseId, actor, cause: action });
     return view({ ...row, ...patch });
   });
 }
@@ -223,17 +233,29 @@ export const resumeLicense = (db: Db, licenseId: string, actor = 'operator') =>
     return row.suspended_at ? { suspended_at: null } : null;
   });
 
-/** Revokes a license for good: its key and every key of its organization are refused from now on. */
+/**
+ * Revokes a license for good: its key and every key of its organization are refused from now on, the
+ * keys are recorded revoked, and the capabilities of its jobs no longer open them.
+ */
 export const revokeLicense = (db: Db, licenseId: string, actor = 'operator') =>
-  change(db, licenseId, actor, 'license.revoke', async (row, trx) => {
-    if (row.revoked_at) return null;
-    await trx('checkouts').where({ id: row.checkout_id }).update({ license_box: null });
-    return { revoked_at: new Date() };
-  });
+  change(
+    db,
+    licenseId,
+    actor,
+    'license.revoke',
+    async (row, trx) => {
+      if (row.revoked_at) return null;
+      await trx('checkouts').where({ id: row.checkout_id }).update({ license_box: null });
+      return { revoked_at: new Date() };
+    },
+    true,
+  );
 
 /**
  * A new key for the license (same license, tier, expiry and organization): the old key is refused from
- * the next request on, since only the new key's hash is kept. The new key is returned once.
+ * the next request on, since only the new key's hash is kept, and so is everything it minted: every
+ * organization key (each was minted by this license key or an earlier one, at some remove) and every
+ * job capability (grants.ts). The new key is returned once.
  */
 export async function rotateLicense(
   db: Db,
@@ -241,33 +263,41 @@ export async function rotateLicense(
   actor = 'operator',
 ): Promise<{ license: LicenseAdminView; licenseKey: string }> {
   let licenseKey = '';
-  const license = await change(db, licenseId, actor, 'license.rotate', async (row, trx) => {
-    if (row.revoked_at) throw revokedConflict(licenseId);
-    const now = new Date();
-    const key = serviceSigningKey();
-    licenseKey = signLicense(
-      {
-        licenseId: row.id,
-        checkoutId: row.checkout_id,
-        tier: row.tier,
-        organization: row.organization,
-        periodDays: row.period_days,
-        issuedAt: now.toISOString(),
-        expiresAt: new Date(row.expires_at).toISOString(),
-        nonce: randomBytes(16).toString('base64url'),
-      },
-      key,
-    );
-    // The sealed copy the checkout's client secret opens holds the old key: dropped, not re-sealed.
-    await trx('checkouts').where({ id: row.checkout_id }).update({ license_box: null });
-    // issued_at records when the service issued the key in use: a later revocation of the signing key
-    // is judged against it (resolveLicenseToken).
-    return {
-      token_hash: licenseTokenHash(licenseKey),
-      key_id: key.keyId,
-      issued_at: now,
-      rotated_at: now,
-    };
-  });
+  const license = await change(
+    db,
+    licenseId,
+    actor,
+    'license.rotate',
+    async (row, trx) => {
+      if (row.revoked_at) throw revokedConflict(licenseId);
+      const now = new Date();
+      const key = serviceSigningKey();
+      licenseKey = signLicense(
+        {
+          licenseId: row.id,
+          checkoutId: row.checkout_id,
+          tier: row.tier,
+          organization: row.organization,
+          periodDays: row.period_days,
+          issuedAt: now.toISOString(),
+          expiresAt: new Date(row.expires_at).toISOString(),
+          nonce: randomBytes(16).toString('base64url'),
+        },
+        key,
+      );
+      // The sealed copy the checkout's client secret opens holds the old key: dropped, not re-sealed.
+      await trx('checkouts').where({ id: row.checkout_id }).update({ license_box: null });
+      // issued_at records when the service issued the key in use: a later revocation of the signing key
+      // is judged against it (resolveLicenseToken).
+      return {
+        token_hash: licenseTokenHash(licenseKey),
+        key_id: key.keyId,
+        issued_at: now,
+        rotated_at: now,
+        key_generation: row.key_generation + 1,
+      };
+    },
+    true,
+  );
   return { license, licenseKey };
 }

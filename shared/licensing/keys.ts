@@ -1,7 +1,8 @@
 // An organization's API keys (as Stripe's restricted keys): several per license, each with a name and
 // scopes, shown once as `rk_…` and stored only as its sha256. A key acts as its license with its scopes;
 // a revoked key, or a key of a revoked, suspended or expired license, is refused from the next request
-// on: every request reads the key's row and its license's, nothing is cached.
+// on: every request reads the key's row and its license's, nothing is cached. A key names the key that
+// minted it, and dies with it (grants.ts).
 import { randomBytes } from 'node:crypto';
 import { sha256Hex } from '../platform/crypto';
 import type { Db } from '../platform/db/knex';
@@ -10,6 +11,8 @@ import { idPattern, newId } from '../platform/ids';
 import { decodeListCursor, listPage } from '../platform/paging';
 import type { ListPage } from '../platform/paging';
 import { recordAction } from './audit';
+import { grantorName, holdGrant, revokeKeyGrants } from './grants';
+import type { Grantor } from './grants';
 import { refuseUnusable } from './licenses';
 import type { LicensePrincipal } from './licenses';
 import type { LicenseRow } from './rows';
@@ -33,6 +36,8 @@ export interface OrganizationKeyRow {
   key_hash: string;
   prefix: string;
   created_by: string;
+  /** The key that minted it; null when the license key did. */
+  minted_by_key_id: string | null;
   created_at: Date;
   last_used_at: Date | null;
   revoked_at: Date | null;
@@ -62,8 +67,7 @@ export const organizationKeyView = (r: OrganizationKeyRow): OrganizationKeyView 
 });
 
 /** Who acted, as the audit records it: the license key itself, or one of its keys. */
-export const actorOf = (p: Pick<LicensePrincipal, 'licenseId' | 'keyId'>): string =>
-  p.keyId ? `key:${p.keyId}` : `license:${p.licenseId}`;
+export const actorOf = (p: Pick<LicensePrincipal, 'licenseId' | 'keyId'>): string => grantorName(p);
 
 /** Sorted, without duplicates: `admin` alone stands for every scope. */
 function normalizeScopes(scopes: readonly KeyScope[]): KeyScope[] {
@@ -72,10 +76,13 @@ function normalizeScopes(scopes: readonly KeyScope[]): KeyScope[] {
   return keyScopes.filter((s) => set.has(s));
 }
 
-/** A new key of the license; the key is returned here and never again. */
+/**
+ * A new key of the license; the key is returned here and never again. It is refused (401, nothing
+ * written) when the caller's own key was revoked or rotated away since its request was authenticated.
+ */
 export async function createOrganizationKey(
   db: Db,
-  caller: Pick<LicensePrincipal, 'licenseId' | 'keyId'>,
+  caller: Grantor,
   input: { name: string; scopes: readonly KeyScope[] },
 ): Promise<{ key: OrganizationKeyView; apiKey: string }> {
   const scopes = normalizeScopes(input.scopes);
@@ -83,6 +90,7 @@ export async function createOrganizationKey(
   return db.transaction(async (trx) => {
     // The license row locked: two creations at once cannot both pass the limit.
     await trx('licenses').where({ id: caller.licenseId }).forUpdate().first('id');
+    await holdGrant(trx, caller);
     const [{ n }] = (await trx('organization_keys')
       .where({ license_id: caller.licenseId })
       .whereNull('revoked_at')
@@ -102,6 +110,7 @@ export async function createOrganizationKey(
         key_hash: organizationKeyHash(apiKey),
         prefix: apiKey.slice(0, SHOWN),
         created_by: actorOf(caller),
+        minted_by_key_id: caller.keyId,
       })
       .returning('*')) as OrganizationKeyRow[];
     await recordAction(trx, {
@@ -131,8 +140,9 @@ export async function listOrganizationKeys(
 }
 
 /**
- * Revokes one of the license's keys (a key of another license is not found). Revoking a revoked key
- * changes nothing and answers as the first time did.
+ * Revokes one of the license's keys (a key of another license is not found), with the keys it minted,
+ * theirs, and the capabilities of the jobs they made (grants.ts). Revoking a revoked key answers as the
+ * first time did; what it minted and is still in use is revoked then too.
  */
 export async function revokeOrganizationKey(
   db: Db,
@@ -142,18 +152,22 @@ export async function revokeOrganizationKey(
 ): Promise<OrganizationKeyView> {
   if (!idPattern('key').test(keyId)) throw notFound(`Key ${keyId}`);
   return db.transaction(async (trx) => {
-    const row = (await trx('organization_keys')
+    // The license row first, as every revocation and every mint takes it: none runs meanwhile.
+    await trx('licenses').where({ id: licenseId }).forUpdate().first('id');
+    let row = (await trx('organization_keys')
       .where({ id: keyId, license_id: licenseId })
       .forUpdate()
       .first()) as OrganizationKeyRow | undefined;
     if (!row) throw notFound(`Key ${keyId}`);
-    if (row.revoked_at) return organizationKeyView(row);
-    const [updated] = (await trx('organization_keys')
-      .where({ id: keyId })
-      .update({ revoked_at: trx.fn.now() })
-      .returning('*')) as OrganizationKeyRow[];
-    await recordAction(trx, { actor, action: 'organization_key.revoke', target: keyId, licenseId });
-    return organizationKeyView(updated!);
+    if (!row.revoked_at) {
+      [row] = (await trx('organization_keys')
+        .where({ id: keyId })
+        .update({ revoked_at: trx.fn.now() })
+        .returning('*')) as OrganizationKeyRow[];
+      await recordAction(trx, { actor, action: 'organization_key.revoke', target: keyId, licenseId });
+    }
+    await revokeKeyGrants(trx, keyId, { licenseId, actor, cause: 'organization_key.revoke' });
+    return organizationKeyView(row!);
   });
 }
 
@@ -187,6 +201,8 @@ export async function resolveOrganizationKey(
       })
     | undefined;
   if (!row) return null;
+  // A revoked license says so first: revoking it also revoked its keys (grants.ts).
+  if (row.revoked_at) throw new AppError(401, 'license_revoked', 'This license has been revoked.');
   if (row.api_key_revoked_at) throw new AppError(401, 'key_revoked', 'This API key has been revoked.');
   refuseUnusable(row, now);
   // At most one write a minute per key, and none at all when the row read says it is recent.
@@ -207,5 +223,6 @@ export async function resolveOrganizationKey(
     organization: row.organization,
     scopes: [...row.api_key_scopes],
     keyId: row.api_key_id,
+    keyGeneration: row.key_generation,
   };
 }

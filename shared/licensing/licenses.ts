@@ -115,6 +115,8 @@ export type LicensePrincipal = {
   organization: string;
   scopes: readonly KeyScope[];
   keyId: string | null;
+  /** The license key's generation when the request was authenticated (what it mints dies with it). */
+  keyGeneration: number;
 };
 
 /**
@@ -182,5 +184,6 @@ export async function resolveLicenseToken(
     organization: row.organization,
     scopes: LICENSE_KEY_SCOPES,
     keyId: null,
+    keyGeneration: row.key_generation,
   };
 }

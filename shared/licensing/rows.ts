@@ -79,6 +79,8 @@ export interface LicenseRow {
   /** The operator's note on a license issued by hand. */
   note: string | null;
   rotated_at: Date | null;
+  /** The license key's generation: one at issue, one more at each rotation. */
+  key_generation: number;
   credit_usd_cents: number;
 }
 

@@ -134,6 +134,7 @@ export const envSchema = z.object({
   VERIFY_POOL_TIMEOUT_MS: positiveInt.default(15_000),
   RATE_LIMIT_IP_PER_MINUTE: positiveInt.default(1200),
   RATE_LIMIT_KEY_PER_MINUTE: positiveInt.default(2400),
+  /** Off only in development: refused in production (developmentSwitches in startup-checks.ts). */
   RATE_LIMIT_ENABLED: bool.default(true),
   /** Anonymous blind-policy prove requests per client address per minute. */
   PROVE_ANON_PER_MINUTE: positiveInt.default(10),
@@ -346,7 +347,7 @@ export const envSchema = z.object({
   DEVNET: z.enum(['auto', 'on', 'off']).default('auto'),
   /** Port of the local development chain's JSON-RPC (on 127.0.0.1). */
   DEVNET_PORT: port.default(8545),
-  /** Set by `npm start` in its processes: the EVM endpoint is its local development chain. Refused in production. */
+  /** Set by `npm start` in its processes: the EVM endpoint is its local development chain. Refused in production (developmentSwitches). */
   EVM_DEVNET: bool.default(false),
   EVM_CONFIRMATIONS: positiveInt.default(12),
   /**
@@ -416,7 +417,7 @@ export const envSchema = z.object({
   PAYMENTS_PROVIDER_LABEL: z.string().min(1).max(100).optional(),
   /** Shared secret the provider signs its challenge redemptions with (HMAC-SHA256); unset: none can be redeemed. */
   PAYMENTS_PROVIDER_SECRET: z.string().min(32, 'at least 32 characters').optional(),
-  /** The provider is a local stand-in: the login challenge's title carries a mock marker. */
+  /** The provider is a local stand-in: the login challenge's title carries a mock marker. Refused in production. */
   PAYMENTS_PROVIDER_MOCK: bool.default(false),
   /** One probe or proxied call to an external provider waits this long. */
   PROVIDER_TIMEOUT_MS: positiveInt.default(2_000),
@@ -483,19 +484,8 @@ const checkedSchema = envSchema.superRefine((e, ctx) => {
       path: ['AMOUNT_PUBLIC_SHARE'],
       message: 'AMOUNT_PUBLIC_SHARE and AMOUNT_GATE_SHARE together must stay below 1',
     });
-  // The development chain's coins are free to mint: a production process never takes one.
-  if (isProduction(e) && e.EVM_DEVNET)
-    ctx.addIssue({
-      code: 'custom',
-      path: ['EVM_DEVNET'],
-      message: 'the local development chain is never used in production; configure a real EVM_RPC_URL',
-    });
-  if (isProduction(e) && e.DEVNET === 'on')
-    ctx.addIssue({
-      code: 'custom',
-      path: ['DEVNET'],
-      message: 'the local development chain never runs in production; unset DEVNET',
-    });
+  // The development chain in production (EVM_DEVNET, DEVNET=on) is refused with every other development
+  // switch, at each process's start (developmentSwitches in startup-checks.ts).
   if (e.DEVNET === 'on' && !e.EVM_DEVNET && (e.EVM_RPC_URL || e.TREASURY_EVM))
     ctx.addIssue({
       code: 'custom',

@@ -7,6 +7,8 @@ export class StartupFailure extends Error {
     readonly fix: string,
     /** Said as one plain line on stderr (with nothing on stdout) rather than as a fatal log line. */
     readonly plain = false,
+    /** The process's exit status: 1, or 78 (EX_CONFIG) for what the deployment's configuration fixes. */
+    readonly exitCode = 1,
   ) {
     super(`${what}: ${fix}`);
     this.name = 'StartupFailure';
@@ -18,8 +20,11 @@ export class StartupFailure extends Error {
  * each naming its fix, and nothing else on stderr.
  */
 export class StartupRefused extends StartupFailure {
-  constructor(readonly lines: readonly string[]) {
-    super(lines.join(' '), 'see the lines above', true);
+  constructor(
+    readonly lines: readonly string[],
+    exitCode = 1,
+  ) {
+    super(lines.join(' '), 'see the lines above', true, exitCode);
     this.name = 'StartupRefused';
   }
 }

@@ -1,14 +1,17 @@
-// The key history in Postgres (`trust_keys`): each process adds the keys it signs with at start and
-// refuses to start with one the operator retired or revoked; while it runs it rereads their status every
-// few seconds and stops signing with a key that was closed. Verifiers in the service read the whole
-// history (the trust root document is built from it), so what was signed under an earlier key still
-// verifies after the service moved to a new one.
+// The key history in Postgres (`trust_keys`): in development and tests each process adds the keys it
+// signs with at start; in production a key enters it only through `npm run keys -- import`, and a
+// process whose key it does not hold refuses to start, printing that command. Every process refuses to
+// start with a key the operator retired or revoked; while it runs it rereads their status every few
+// seconds and stops signing with a key that was closed. Verifiers in the service read the whole history
+// (the trust root document is built from it), so what was signed under an earlier key still verifies
+// after the service moved to a new one.
 import type { Knex } from 'knex';
 import { canonicalJson } from './canonical';
 import { keyIdOf, sha256Hex } from './crypto';
 import type { Db } from './db/knex';
+import { env, isProduction } from './env';
 import { isUnavailableError } from './errors';
-import { StartupFailure } from './failures';
+import { StartupFailure, StartupRefused } from './failures';
 import { logOrigin, logSigningKey, logSigningKeyAvailable, ownKeys, setKeyRefusal } from './keys';
 import type { OwnKey } from './keys';
 import { logger } from './log';
@@ -103,10 +106,56 @@ async function statusOf(db: Conn, keyIds: readonly string[]): Promise<KeyRow[]> 
   return (await db('trust_keys').whereIn('key_id', keyIds)) as KeyRow[];
 }
 
+/**
+ * Whether a process adds its own keys to the history: outside production only. In production the
+ * operator imports each key (`npm run keys -- import`), so no process started against the database with
+ * a key of its own makes that key trusted.
+ */
+export const registersOwnKeys = (): boolean => !isProduction(env);
+
+/** The command that puts one of this process's keys in the history, as the operator runs it. */
+export function importCommand(own: Pick<OwnKey, 'key' | 'roles'>): string {
+  return `npm run keys -- import ${own.key.publicKey} --from now --roles ${[...own.roles].sort().join(',')}`;
+}
+
+/** Why the history does not hold one of this process's keys with every role it signs, or null. */
+function missingFrom(own: OwnKey, row: KeyRow | undefined): string | null {
+  if (!row) return 'is not in the trust root';
+  const lacking = own.roles.filter((r) => !row.roles.includes(r));
+  return lacking.length ? `is in the trust root without the role ${lacking.join(', ')}` : null;
+}
+
+/**
+ * This process's own keys as the history holds them: each with its row (if any) and, when the history
+ * lacks it or one of its roles, why (`npm run keys -- own` prints the import command for those).
+ */
+export async function ownKeyStatus(
+  db: Db,
+): Promise<Array<{ own: OwnKey; row: KeyRow | undefined; missing: string | null }>> {
+  const keys = ownKeys();
+  const rows = await statusOf(
+    db,
+    keys.map((k) => k.key.keyId),
+  );
+  return keys.map((own) => {
+    const row = rows.find((r) => r.key_id === own.key.keyId);
+    return { own, row, missing: missingFrom(own, row) };
+  });
+}
+
+/** The line a production process says when the history does not hold its key, with the command to run. */
+export function untrustedKeyLine(own: OwnKey, why: string): string {
+  return `${own.variable} is key ${own.key.keyId}, which ${why}; in production a key enters it only by import: run \`${importCommand(own)}\` with this deployment's DATABASE_URL, then start this process again (docs/security.md, "Rotating a signing key")`;
+}
+
 function applyStatus(keys: readonly OwnKey[], rows: readonly KeyRow[]): void {
-  for (const { key } of keys) {
-    const row = rows.find((r) => r.key_id === key.keyId);
-    setKeyRefusal(key.keyId, row ? refusalOf(row) : null);
+  for (const own of keys) {
+    const row = rows.find((r) => r.key_id === own.key.keyId);
+    const missing = registersOwnKeys() ? null : missingFrom(own, row);
+    setKeyRefusal(
+      own.key.keyId,
+      missing ? `${missing} (${importCommand(own)})` : row ? refusalOf(row) : null,
+    );
   }
 }
 
@@ -125,17 +174,36 @@ export interface KeyWatch {
 }
 
 /**
- * At a process's start: registers its keys and refuses to start (one line, naming the fix) when one of
- * them is retired or revoked; then rereads their status every KEY_STATUS_TTL_MS, so a key retired while
- * the process runs stops signing within that time. With Postgres unreachable at start the process
- * starts anyway and registers when it can (it could do nothing that needs a signature without it).
+ * At a process's start: registers its keys (in production: finds each in the history, with every role
+ * it signs, or refuses to start with exit 78 and one line per key naming the import command) and
+ * refuses to start (one line, naming the fix) when one of them is retired or revoked; then rereads
+ * their status every KEY_STATUS_TTL_MS, so a key retired while the process runs stops signing within
+ * that time. With Postgres unreachable at start the process starts anyway and registers (or checks)
+ * when it can; it could do nothing that needs a signature without it, and in production a key the
+ * history then turns out not to hold signs nothing.
  */
 export async function watchSigningKeys(db: Db): Promise<KeyWatch> {
   const keys = ownKeys();
+  const registers = registersOwnKeys();
   let registered = false;
   try {
-    const rows = await registerSigningKeys(db, keys);
+    const rows = registers
+      ? await registerSigningKeys(db, keys)
+      : await statusOf(
+          db,
+          keys.map((k) => k.key.keyId),
+        );
     registered = true;
+    const untrusted = registers
+      ? []
+      : keys.flatMap((own) => {
+          const why = missingFrom(
+            own,
+            rows.find((r) => r.key_id === own.key.keyId),
+          );
+          return why ? [`Refusing to start in production: ${untrustedKeyLine(own, why)}`] : [];
+        });
+    if (untrusted.length) throw new StartupRefused(untrusted, 78);
     for (const own of keys) {
       const row = rows.find((r) => r.key_id === own.key.keyId)!;
       if (refusalOf(row)) throw closedKeyFailure(own, row);
@@ -151,7 +219,7 @@ export async function watchSigningKeys(db: Db): Promise<KeyWatch> {
     running = true;
     void (async () => {
       if (!registered) {
-        await registerSigningKeys(db, keys);
+        if (registers) await registerSigningKeys(db, keys);
         registered = true;
       }
       applyStatus(
@@ -185,9 +253,9 @@ const registeredOn = new WeakMap<Db, Promise<unknown>>();
 const cached = new WeakMap<Db, { at: number; value: Promise<ServiceTrust> }>();
 
 /**
- * The service's key history as verifiers read it, at most KEY_STATUS_TTL_MS old. It holds this
- * process's own keys in every case (registered on first use, for a process that never ran
- * watchSigningKeys: tests, tools).
+ * The service's key history as verifiers read it, at most KEY_STATUS_TTL_MS old. Outside production it
+ * holds this process's own keys in every case (registered on first use, for a process that never ran
+ * watchSigningKeys: tests, tools); in production only what was imported.
  */
 export function serviceTrust(db: Db): Promise<ServiceTrust> {
   const hit = cached.get(db);
@@ -195,7 +263,7 @@ export function serviceTrust(db: Db): Promise<ServiceTrust> {
   const value = (async () => {
     let registering = registeredOn.get(db);
     if (!registering) {
-      registering = registerSigningKeys(db);
+      registering = registersOwnKeys() ? registerSigningKeys(db) : Promise.resolve([]);
       registeredOn.set(db, registering);
       registering.catch(() => registeredOn.delete(db));
     }
@@ -330,14 +398,14 @@ export async function retireKey(db: Db, keyId: string): Promise<KeyRow> {
 }
 
 /**
- * Records a key the service signed with before the history began (a key changed before this release,
- * whose items would otherwise name an unknown key): its public key, roles and closed period. No process
- * can sign with it (it is retired); refused for a key the history already holds.
+ * Puts a key in the history, the one way a key enters it in production. With `until`: a key the
+ * service signed with before the history began (a key changed before this release, whose items would
+ * otherwise name an unknown key), with its closed period; no process can sign with it (it is retired),
+ * and it is refused for a key the history already holds. Without `until`: a current key, valid from
+ * `from`, that processes may then start with (importCurrentKey).
  */
-export async function importKey(
-  db: Db,
-  key: { publicKey: string; roles: TrustRole[]; from: Date; until: Date },
-): Promise<KeyRow> {
+function checkedKey(key: { publicKey: string; roles: TrustRole[]; from: Date }): void {
+  if (Number.isNaN(key.from.getTime())) throw new KeyHistoryError('--from is not a time');
   const parsed = trustKeyShape.safeParse({
     keyId: '0'.repeat(16),
     publicKey: key.publicKey,
@@ -345,6 +413,13 @@ export async function importKey(
     validFrom: iso(key.from),
   });
   if (!parsed.success) throw new KeyHistoryError(`not a key: ${parsed.error.issues[0]?.message}`);
+}
+
+export async function importKey(
+  db: Db,
+  key: { publicKey: string; roles: TrustRole[]; from: Date; until: Date },
+): Promise<KeyRow> {
+  checkedKey(key);
   if (!(key.from < key.until)) throw new KeyHistoryError('--from must be before --until');
   if (key.until.getTime() > Date.now())
     throw new KeyHistoryError(
@@ -366,6 +441,47 @@ export async function importKey(
       })
       .returning('*')) as KeyRow[];
     return row!;
+  });
+}
+
+/**
+ * Imports a current key: valid from `from` (at most a minute ahead), with `roles`. A key the history
+ * holds as current gains the roles it lacks (`added` false when it had them all); a retired or revoked
+ * key is never current again.
+ */
+export async function importCurrentKey(
+  db: Db,
+  key: { publicKey: string; roles: TrustRole[]; from: Date },
+): Promise<{ row: KeyRow; added: boolean }> {
+  checkedKey(key);
+  if (key.from.getTime() > Date.now() + 60_000)
+    throw new KeyHistoryError('--from is in the future: a key is imported from now, or from when it began');
+  const roles = [...new Set(key.roles)].sort();
+  return db.transaction(async (trx) => {
+    await trx.raw('select pg_advisory_xact_lock(?)', [HISTORY_LOCK]);
+    const keyId = keyIdOf(key.publicKey);
+    const found = (await trx('trust_keys').where('key_id', keyId).forUpdate().first()) as KeyRow | undefined;
+    if (found) {
+      const closed = refusalOf(found);
+      if (closed) throw new KeyHistoryError(`key ${keyId} ${closed}: a closed key is never current again`);
+      const lacking = roles.filter((r) => !found.roles.includes(r as TrustRole));
+      if (!lacking.length) return { row: found, added: false };
+      const [row] = (await trx('trust_keys')
+        .where('key_id', keyId)
+        .update({ roles: [...found.roles, ...lacking].sort(), changed_at: trx.fn.now() })
+        .returning('*')) as KeyRow[];
+      return { row: row!, added: true };
+    }
+    const [row] = (await trx('trust_keys')
+      .insert({
+        key_id: keyId,
+        public_key: key.publicKey,
+        roles,
+        valid_from: key.from,
+        changed_at: trx.fn.now(),
+      })
+      .returning('*')) as KeyRow[];
+    return { row: row!, added: true };
   });
 }
 

@@ -1,7 +1,7 @@
 // How a process type starts: it runs its start function, then tells its supervisor (`npm start`, over
 // the IPC channel it was given) that it is ready — or, when it cannot start, logs one line saying what
-// failed and how to fix it, tells the supervisor the same, and exits 1. Without a supervisor (Procfile
-// dynos) only the log line is written.
+// failed and how to fix it, tells the supervisor the same, and exits 1 (78 for what the deployment's
+// configuration fixes). Without a supervisor (Procfile dynos) only the log line is written.
 import { StartupFailure, StartupRefused } from './failures';
 import { logger } from './log';
 import type { Shutdown } from './shutdown';
@@ -53,7 +53,7 @@ export async function runProcess(name: string, start: () => Promise<{ shutdown: 
     else if (failure.plain) process.stderr.write(`${failure.what.replace(/\s+/g, ' ')}\n`);
     else logger.fatal({ fix: failure.fix }, `${name} could not start: ${failure.what}`);
     await tell({ px: 'failed', what: failure.what, fix: failure.fix });
-    process.exit(1);
+    process.exit(failure.exitCode);
   }
   process.off('disconnect', orphaned);
   shutdown.installSignalHandlers();

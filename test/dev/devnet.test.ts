@@ -24,6 +24,7 @@ import { Supervisor } from '../../dev/stack/supervisor';
 import type { ConfigError } from '../../shared/platform/env';
 import { parseEnv } from '../../shared/platform/env';
 import { listAssets } from '../../shared/chains/assets';
+import { developmentSwitchIssues } from '../../shared/platform/startup-checks';
 import { freePort, freePorts } from '../ports';
 
 const issues = (vars: Record<string, string>) => {
@@ -65,17 +66,18 @@ describe('when the development chain runs', () => {
       start: false,
       reason: 'production',
     });
-    // Asked for in production: the configuration itself is refused.
-    expect(issues({ NODE_ENV: 'production', ...production, DEVNET: 'on' })).toEqual([
-      'DEVNET: the local development chain never runs in production; unset DEVNET',
+    // Asked for in production: refused at start, with every development switch.
+    const refused = (vars: Record<string, string>) => developmentSwitchIssues(parseEnv(vars));
+    expect(refused({ NODE_ENV: 'production', ...production, DEVNET: 'on' })).toEqual([
+      'DEVNET=on is a development switch: the local development chain never runs in production; unset DEVNET',
     ]);
-    expect(issues({ APP_ENV: 'production', ...production, DEVNET: 'on' })).toHaveLength(1);
+    expect(refused({ APP_ENV: 'production', ...production, DEVNET: 'on' })).toHaveLength(1);
     // A production process handed the chain's settings (EVM_DEVNET, as npm start gives them) refuses them.
-    expect(issues({ NODE_ENV: 'production', ...production, EVM_DEVNET: 'true' })).toEqual([
-      'EVM_DEVNET: the local development chain is never used in production; configure a real EVM_RPC_URL',
+    expect(refused({ NODE_ENV: 'production', ...production, EVM_DEVNET: 'true' })).toEqual([
+      expect.stringMatching(/^EVM_DEVNET=true is a development switch: .*configure a real EVM_RPC_URL$/),
     ]);
-    expect(issues({ APP_ENV: 'production', ...production, EVM_DEVNET: 'true' })).toHaveLength(1);
-    expect(issues({ APP_ENV: 'staging', EVM_DEVNET: 'true' })).toEqual([]);
+    expect(refused({ APP_ENV: 'production', ...production, EVM_DEVNET: 'true' })).toHaveLength(1);
+    expect(refused({ APP_ENV: 'staging', EVM_DEVNET: 'true' })).toEqual([]);
     // Asked for beside a configured EVM chain: which one is meant is not guessed.
     expect(issues({ DEVNET: 'on', EVM_RPC_URL: 'https://rpc.example' })[0]).toMatch(
       /^DEVNET: on, but an EVM chain/,
@@ -96,7 +98,7 @@ describe('when the development chain runs', () => {
       timeout: 20_000,
     });
     expect(run.status).toBe(78);
-    expect(run.stderr).toContain('EVM_DEVNET: the local development chain is never used in production');
+    expect(run.stderr).toContain('Refusing to start in production: EVM_DEVNET=true is a development switch');
     expect(run.stdout).not.toContain('web listening');
   });
 
@@ -108,7 +110,9 @@ describe('when the development chain runs', () => {
       timeout: 20_000,
     });
     expect(run.status).toBe(78);
-    expect(run.stderr).toContain('DEVNET: the local development chain never runs in production');
+    expect(run.stderr).toContain(
+      'Refusing to start in production: DEVNET=on is a development switch: the local development chain never runs in production',
+    );
     expect(run.stdout).not.toContain('[start]');
   });
 

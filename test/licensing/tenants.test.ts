@@ -4,10 +4,10 @@
 // status without a per-tenant figure, and `npm run admin` against a real server.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createApp } from '../../api/app';
 import { runAdmin } from '../../cli/admin';
-import { bearer, grantLicense, testApp } from '../helpers';
+import { bearer, behindProxy, grantLicense, testApp } from '../helpers';
 import type { TestApp } from '../helpers';
 import { wallet } from '../governance/helpers';
 import { expectProblem } from './helpers';
@@ -267,6 +267,189 @@ async function eventuallyUsed(keyId: string): Promise<number> {
     await new Promise((r) => setTimeout(r, 20));
   }
 }
+
+// Grants follow their grantor: a thief holding a leaked license key mints an admin key, which mints
+// another, and orders jobs for their capabilities; the documented answer (rotate the license, revoke
+// the key) must leave him nothing that still answers.
+describe('grants follow their grantor', () => {
+  // The thief's requests come from a network of their own (through a trusted proxy hop), so the
+  // failures they meet spend that network's failure budget, not the one the rest of this file uses.
+  let net = 0;
+  let thief: ReturnType<typeof behindProxy>;
+  let from = '';
+  beforeEach(() => {
+    thief = behindProxy(app);
+    from = `203.0.113.${++net}`;
+  });
+  const as = <T extends { set(h: string, v: string): T }>(req: T) => req.set('X-Forwarded-For', from);
+  const order = (auth: { Authorization: string }) =>
+    app.request
+      .post('/api/jobs')
+      .set(auth)
+      .send({ service: 'attest.timestamp', input: { digest: 'ab'.repeat(32) } })
+      .expect(202)
+      .then((r) => ({ id: r.body.job.id as string, capability: bearer(r.body.accessToken) }));
+  const opens = async (job: { id: string; capability: { Authorization: string } }) =>
+    (await as(thief.get(`/api/jobs/${job.id}`)).set(job.capability)).status;
+  const audit = async (licenseId: string) =>
+    (await app.request.get(`/api/v1/admin/audit?licenseId=${licenseId}&limit=100`).set(OPERATOR).expect(200))
+      .body.items as Array<{
+      actor: string;
+      action: string;
+      target: string;
+      detail: Record<string, unknown>;
+    }>;
+
+  it('rotating the license key refuses every key it minted, and theirs, and their jobs’ capabilities', async () => {
+    const org = await grantLicense(app.deps.db, 'Business');
+    const stolen = await makeKey(org.auth, ['admin'], 'thief');
+    const second = await makeKey(stolen.auth, ['admin'], 'second');
+    const third = await makeKey(second.auth, ['read'], 'third');
+    const byLicense = await order(org.auth);
+    const byKey = await order(second.auth);
+    expect(await opens(byLicense)).toBe(200);
+    expect(await opens(byKey)).toBe(200);
+
+    const rotated = await app.request
+      .post(`/api/v1/admin/licenses/${org.id}/rotate`)
+      .set(OPERATOR)
+      .expect(200);
+    const fresh = bearer(rotated.body.licenseKey);
+
+    const keys = await count('organization_keys');
+    const jobs = await count('jobs');
+    for (const k of [stolen, second, third])
+      expectProblem(await as(thief.get('/api/governance/rooms')).set(k.auth), 401, 'key_revoked');
+    expectProblem(
+      await as(thief.post('/api/v1/organization/keys'))
+        .set(second.auth)
+        .send({ name: 'x', scopes: ['admin'] }),
+      401,
+      'key_revoked',
+    );
+    expectProblem(
+      await as(thief.post('/api/jobs'))
+        .set(stolen.auth)
+        .send({ service: 'attest.timestamp', input: { digest: 'cd'.repeat(32) } }),
+      401,
+      'key_revoked',
+    );
+    expect(await count('organization_keys')).toBe(keys);
+    expect(await count('jobs')).toBe(jobs);
+    // The capabilities those credentials were given open nothing; the organization still opens its jobs.
+    expect(await opens(byLicense)).toBe(404);
+    expect(await opens(byKey)).toBe(404);
+    await app.request.get(`/api/jobs/${byKey.id}`).set(fresh).expect(200);
+
+    // The new license key works, and so does what it mints.
+    await app.request.get('/api/governance/rooms').set(fresh).expect(200);
+    const unrelated = await makeKey(fresh, ['admin'], 'after rotation');
+    await app.request.get('/api/governance/rooms').set(unrelated.auth).expect(200);
+    expect(await opens(await order(unrelated.auth))).toBe(200);
+
+    const cascade = (await audit(org.id)).filter((a) => a.detail.cascade === 'license.rotate');
+    expect(
+      cascade
+        .filter((a) => a.action === 'organization_key.revoke')
+        .map((a) => a.target)
+        .sort(),
+    ).toEqual([stolen.keyId, second.keyId, third.keyId].sort());
+    expect(cascade.find((a) => a.target === third.keyId)).toMatchObject({
+      actor: 'operator',
+      detail: { mintedBy: `key:${second.keyId}` },
+    });
+    expect(cascade.find((a) => a.action === 'job_capability.revoke')).toMatchObject({
+      target: `license:${org.id}`,
+      detail: { jobs: 2 },
+    });
+    const listed = await app.request.get('/api/v1/organization/keys?limit=100').set(fresh).expect(200);
+    const revoked = (listed.body.items as Array<{ keyId: string; revokedAt: string | null }>).filter(
+      (k) => k.revokedAt,
+    );
+    expect(revoked.map((k) => k.keyId).sort()).toEqual([stolen.keyId, second.keyId, third.keyId].sort());
+  });
+
+  it('revoking a key refuses the keys it minted, and theirs, and their jobs’ capabilities; not its siblings', async () => {
+    const org = await grantLicense(app.deps.db, 'Business');
+    const parent = await makeKey(org.auth, ['admin'], 'parent');
+    const child = await makeKey(parent.auth, ['admin'], 'child');
+    const grandchild = await makeKey(child.auth, ['read'], 'grandchild');
+    const sibling = await makeKey(org.auth, ['admin'], 'sibling');
+    const childJob = await order(child.auth);
+    const siblingJob = await order(sibling.auth);
+    const licenseJob = await order(org.auth);
+
+    await app.request.post(`/api/v1/organization/keys/${parent.keyId}/revoke`).set(org.auth).expect(200);
+    const rooms = await count('rooms');
+    for (const k of [parent, child, grandchild]) {
+      expectProblem(await as(thief.get('/api/governance/rooms')).set(k.auth), 401, 'key_revoked');
+      expectProblem(
+        await as(thief.post('/api/governance/rooms')).set(k.auth).send({ name: 'Board' }),
+        401,
+        'key_revoked',
+      );
+    }
+    expect(await count('rooms')).toBe(rooms);
+    expect(await opens(childJob)).toBe(404);
+    // What the license key and another key minted stays.
+    await app.request.get('/api/governance/rooms').set(sibling.auth).expect(200);
+    expect(await opens(siblingJob)).toBe(200);
+    expect(await opens(licenseJob)).toBe(200);
+
+    const cascade = (await audit(org.id)).filter((a) => a.detail.cascade === 'organization_key.revoke');
+    expect(
+      cascade
+        .filter((a) => a.action === 'organization_key.revoke')
+        .map((a) => a.target)
+        .sort(),
+    ).toEqual([child.keyId, grandchild.keyId].sort());
+    expect(cascade.every((a) => a.actor === `license:${org.id}`)).toBe(true);
+    expect(cascade.find((a) => a.action === 'job_capability.revoke')).toMatchObject({
+      target: `key:${parent.keyId}`,
+      detail: { jobs: 1 },
+    });
+  });
+
+  it('a request authenticated just before the rotation mints nothing after it', async () => {
+    const { createOrganizationKey } = await import('../../shared/licensing/keys');
+    const { orderJob } = await import('../../shared/exchange/order');
+    const org = await grantLicense(app.deps.db, 'Business');
+    const key = await makeKey(org.auth, ['admin']);
+    // The credentials as the requests resolved them, before the operator rotated the license.
+    const asLicense = { licenseId: org.id, keyId: null, keyGeneration: 1 };
+    const asKey = { licenseId: org.id, keyId: key.keyId, keyGeneration: 1 };
+    await app.request.post(`/api/v1/admin/licenses/${org.id}/rotate`).set(OPERATOR).expect(200);
+    const keys = await count('organization_keys');
+    const jobs = await count('jobs');
+    await expect(
+      createOrganizationKey(app.deps.db, asLicense, { name: 'late', scopes: ['admin'] }),
+    ).rejects.toMatchObject({ status: 401, code: 'unauthorized' });
+    await expect(
+      createOrganizationKey(app.deps.db, asKey, { name: 'late', scopes: ['admin'] }),
+    ).rejects.toMatchObject({
+      status: 401,
+      code: 'key_revoked',
+    });
+    for (const grantor of [asLicense, asKey]) {
+      await expect(
+        orderJob(
+          app.deps.db,
+          app.deps.queues,
+          {
+            agent: null,
+            licenseId: org.id,
+            grantor,
+            holder: { key: `license:${org.id}`, kind: 'licensed', cap: undefined },
+            base: 'http://x',
+          },
+          { service: 'attest.timestamp', input: { digest: 'ef'.repeat(32) } },
+        ),
+      ).rejects.toMatchObject({ status: 401 });
+    }
+    expect(await count('organization_keys')).toBe(keys);
+    expect(await count('jobs')).toBe(jobs);
+  });
+});
 
 describe('operator license administration', () => {
   it('issues a license by hand: the key once, listed without it, working at once', async () => {
@@ -685,6 +868,33 @@ describe('npm run admin', () => {
       'license.suspend',
       'license.issue',
     ]);
+  });
+
+  it('prints stored names escaped: a CR, a CSI or a bidi override cannot rewrite the operator’s rows', async () => {
+    // A row stored before the input guard refused these characters (written here past the API).
+    const tag = Math.random().toString(36).slice(2);
+    const org = await grantLicense(
+      app.deps.db,
+      'Business',
+      `Evil ${tag}\r${'lic_fake'.padEnd(30)}\u009b2K\u202eCorp`,
+    );
+    await app.deps.db('licenses').where({ id: org.id }).update({ note: 'paid\u2028\u200binvoice' });
+    const human = await admin('licenses', 'list', '--organization', `Evil ${tag} lic fake 2K Corp`);
+    expect(human.code, human.err.join('\n')).toBe(0);
+    expect(human.out).toHaveLength(1);
+    const row = human.out[0]!;
+    expect(row).toContain(org.id);
+    expect(row).toContain(`Evil ${tag}\\u{000D}lic_fake`);
+    expect(row).toContain('\\u{009B}2K\\u{202E}Corp');
+    expect(row).toContain('paid\\u{2028}\\u{200B}invoice');
+    expect(row).not.toMatch(/[\r\n\u0080-\u009f\u2028\u202e\u200b]/);
+    const json = await admin('licenses', 'list', '--organization', `Evil ${tag} lic fake 2K Corp`, '--json');
+    const text = json.out.join('\n');
+    expect(text).not.toMatch(/[\r\u0080-\u009f\u2028\u202e\u200b]/);
+    // Still JSON, and the same name once parsed.
+    expect(JSON.parse(text).items[0].organization).toBe(
+      `Evil ${tag}\r${'lic_fake'.padEnd(30)}\u009b2K\u202eCorp`,
+    );
   });
 
   it('says what went wrong: usage (2), the service’s refusal (1)', async () => {

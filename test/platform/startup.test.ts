@@ -1,14 +1,20 @@
 // Production start-up: each process type (the real entry points, spawned as the Procfile runs them)
 // refuses a missing or malformed key or setting it needs with exit 78 and one line per problem naming
 // the fix, all of them at once, before it opens anything; with everything set, each of the four runs
-// (web, worker and prover until told to stop, release to its end).
-import { spawn } from 'node:child_process';
-import { describe, expect, it } from 'vitest';
+// (web, worker and prover until told to stop, release to its end) once its keys are imported: a key
+// the trust root lacks is refused, and only `npm run keys -- import` puts it there.
+import { spawn, spawnSync } from 'node:child_process';
+import { afterAll, describe, expect, it } from 'vitest';
+import { createDb } from '../../shared/platform/db/knex';
 import { parseEnv } from '../../shared/platform/env';
 import { Queues } from '../../shared/platform/queues';
 import type { QueueName } from '../../shared/platform/queues';
 import { createRedis } from '../../shared/platform/redis';
-import { productionSettingIssues } from '../../shared/platform/startup-checks';
+import {
+  developmentSwitches,
+  developmentSwitchIssues,
+  productionSettingIssues,
+} from '../../shared/platform/startup-checks';
 
 const entries = {
   web: 'api/main.ts',
@@ -91,6 +97,8 @@ function run(
 }
 
 const lines = (text: string) => text.trimEnd().split('\n');
+const db = createDb(undefined, { poolMax: 1 });
+afterAll(() => db.destroy());
 
 describe('production start-up refusals, by the real entry points', () => {
   it('refuses each missing or malformed setting with exit 78 and one line each, never printing a value', async () => {
@@ -200,6 +208,73 @@ describe('production start-up refusals, by the real entry points', () => {
   }, 90_000);
 });
 
+describe('development and mock switches in production', () => {
+  // Each switch as a deployment copied from a development .env would set it.
+  const refused = {
+    PAYMENTS_PROVIDER_MOCK: 'true',
+    EVM_DEVNET: 'true',
+    DEVNET: 'on',
+    RATE_LIMIT_ENABLED: 'false',
+  };
+
+  it('refuses each in the web and the worker with exit 78, one line naming each, before anything starts', async () => {
+    const [web, worker] = await Promise.all([
+      run('web', { ...refused, EVM_RPC_URL: 'http://127.0.0.1:8545' }),
+      run('worker', { ...refused, EVM_RPC_URL: 'http://127.0.0.1:8545' }),
+    ]);
+    for (const [kind, e] of Object.entries({ web, worker })) {
+      expect(e.code, `${kind}: ${e.stderr}`).toBe(78);
+      expect(lines(e.stderr), kind).toEqual([
+        expect.stringMatching(
+          /^Refusing to start in production: PAYMENTS_PROVIDER_MOCK=true is a development switch: .*\[MOCK\].*unset it/,
+        ),
+        expect.stringMatching(
+          /^Refusing to start in production: EVM_DEVNET=true is a development switch: .*EVM_RPC_URL/,
+        ),
+        expect.stringMatching(
+          /^Refusing to start in production: DEVNET=on is a development switch: .*unset DEVNET/,
+        ),
+        expect.stringMatching(
+          /^Refusing to start in production: RATE_LIMIT_ENABLED=false is a development switch: /,
+        ),
+      ]);
+      // Refused before it listened, connected or took work: no [MOCK] challenge was ever served.
+      expect(e.stdout, kind).toBe('');
+    }
+  }, 90_000);
+
+  it('lists every switch once; each refused one alone is refused, each override is taken', () => {
+    const base = {
+      ...production,
+      VITEST: undefined,
+      DATABASE_URL: 'postgres://px@db.example/px',
+      REDIS_URL: 'redis://redis.example:6379',
+    };
+    const one: Record<string, Record<string, string>> = {
+      'PAYMENTS_PROVIDER_MOCK=true': { PAYMENTS_PROVIDER_MOCK: 'true' },
+      'EVM_DEVNET=true': { EVM_DEVNET: 'true' },
+      'DEVNET=on': { DEVNET: 'on' },
+      'RATE_LIMIT_ENABLED=false': { RATE_LIMIT_ENABLED: 'false' },
+      'ALLOW_INSECURE_CIRCUITS=true': { ALLOW_INSECURE_CIRCUITS: 'true' },
+      'ALLOW_DEVELOPMENT_SETTLEMENTS=true': { ALLOW_DEVELOPMENT_SETTLEMENTS: 'true' },
+      'LOGISTICS_ALLOW_PRIVATE_TARGETS=true': { LOGISTICS_ALLOW_PRIVATE_TARGETS: 'true' },
+      'METRICS_PUBLIC=true': { METRICS_PUBLIC: 'true' },
+    };
+    expect(developmentSwitches.map((s) => s.setting).sort()).toEqual(Object.keys(one).sort());
+    for (const s of developmentSwitches) {
+      const e = parseEnv({ ...base, ...one[s.setting] });
+      expect(s.set(e), s.setting).toBe(true);
+      const issues = developmentSwitchIssues(e);
+      expect(issues, s.setting).toEqual(
+        s.production === 'refused' ? [expect.stringContaining(s.setting)] : [],
+      );
+      expect(productionSettingIssues(e, 'web'), s.setting).toEqual(issues);
+      // Outside production every switch is the developer's to set.
+      expect(developmentSwitchIssues(parseEnv({ ...one[s.setting] })), s.setting).toEqual([]);
+    }
+  });
+});
+
 describe('a complete production setup', () => {
   it('starts every process type: release migrates, then web serves, worker and prover take work, each stopping cleanly', async () => {
     // This checkout's circuit keys come from the development setup: the explicit way past that refusal.
@@ -208,6 +283,44 @@ describe('a complete production setup', () => {
     expect(release.stderr).toBe('');
     expect(release.code).toBe(0);
     expect(release.stdout).toBe('schema is up to date\n');
+
+    // Its keys are not in the trust root yet: no process makes them trusted by starting with them.
+    const trust = () => db('trust_keys').orderBy('key_id');
+    const before = await trust();
+    const refused = await Promise.all((['web', 'worker', 'prover'] as const).map((k) => run(k, complete)));
+    const commands = new Set<string>();
+    for (const [i, e] of refused.entries()) {
+      expect(e.code, `${i}: ${e.stderr}`).toBe(78);
+      expect(lines(e.stderr)).toEqual([
+        expect.stringMatching(
+          /^Refusing to start in production: SERVICE_SIGNING_KEY is key [0-9a-f]{16}, which is not in the trust root; .*run `npm run keys -- import \S+ --from now --roles attestation,license,package,receipt` with this deployment's DATABASE_URL/,
+        ),
+        expect.stringMatching(
+          /^Refusing to start in production: LOG_SIGNING_KEY is key [0-9a-f]{16}, which is not in the trust root; .*run `npm run keys -- import \S+ --from now --roles log`/,
+        ),
+      ]);
+      expect(e.stdout).not.toMatch(/listening|started/);
+      for (const l of lines(e.stderr)) commands.add(/`npm run keys -- (.*?)`/.exec(l)![1]!);
+    }
+    expect(await trust()).toEqual(before);
+    // The operator runs the commands it printed: one for each key, whichever process printed it.
+    expect(commands.size).toBe(2);
+    for (const command of commands) {
+      const imported = spawnSync(
+        process.execPath,
+        ['--import', 'tsx', 'cli/keys.ts', ...command.split(' ')],
+        {
+          env: { ...process.env, ...production, ...complete },
+          encoding: 'utf8',
+          timeout: 30_000,
+        },
+      );
+      expect(imported.status, imported.stderr).toBe(0);
+      expect(imported.stdout).toMatch(/^imported: [0-9a-f]{16} /);
+    }
+    expect((await trust()).map((r: { roles: string[] }) => r.roles.join(','))).toEqual(
+      expect.arrayContaining(['attestation,license,package,receipt', 'log']),
+    );
 
     const answers: Record<string, number> = {};
     // Which of its queues BullMQ sees a consumer on, once the process says it started.
@@ -252,6 +365,8 @@ describe('a complete production setup', () => {
     ]);
     for (const [kind, e] of Object.entries({ web, worker, prover })) {
       expect(e.up, `${kind} started: ${e.stderr}${e.stdout.slice(-2000)}`).toBe(true);
+      // The documented override it runs with is said at start.
+      expect(e.stdout, kind).toMatch(/running in production with ALLOW_INSECURE_CIRCUITS=true/);
       expect(e.stderr, kind).toBe('');
       expect(e.code, `${kind} exit: ${e.stdout.slice(-1500)}`).toBe(0);
       // Nothing at error level or above on the way up or down.

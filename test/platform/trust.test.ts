@@ -494,6 +494,72 @@ describe('a key from before the history', () => {
   });
 });
 
+describe('a current key imported by npm run keys -- import', () => {
+  it('is current from the time given, gains the roles it lacked, and a closed key is never current again', async () => {
+    const { importCurrentKey, retireKey } = await import('../../shared/platform/keyHistory');
+    const fresh = signingKeyFromSeed(seed(0x61));
+    const keysCli = (...args: string[]) =>
+      spawnSync(process.execPath, ['--import', 'tsx', 'cli/keys.ts', ...args], {
+        env: {
+          ...process.env,
+          VITEST: '',
+          SERVICE_SIGNING_KEY: seed(0x64).toString('hex'),
+          LOG_SIGNING_KEY: seed(0x61).toString('hex'),
+        },
+        encoding: 'utf8',
+      });
+    // `own` says which of its settings' keys the history lacks, and the command that imports each.
+    const own = keysCli('own');
+    expect(own.status, own.stderr).toBe(0);
+    const ownLines = own.stdout.trimEnd().split('\n');
+    expect(ownLines).toEqual([
+      expect.stringMatching(
+        /^SERVICE_SIGNING_KEY {2}[0-9a-f]{16} {2}is not in the trust root: npm run keys -- import \S+ --from now --roles attestation,license,package,receipt$/,
+      ),
+      `LOG_SIGNING_KEY  ${fresh.keyId}  is not in the trust root: npm run keys -- import ${fresh.publicKey} --from now --roles log`,
+    ]);
+    const cli = keysCli(...ownLines[1]!.split('npm run keys -- ')[1]!.split(' '));
+    expect(cli.status, cli.stderr).toBe(0);
+    expect(cli.stdout).toMatch(new RegExp(`^imported: ${fresh.keyId}  log .* current`));
+    const [row] = (await listKeys(db())).filter((r) => r.key_id === fresh.keyId);
+    expect(row).toMatchObject({ roles: ['log'], valid_until: null, revoked_from: null });
+    expect(Math.abs(row!.valid_from.getTime() - Date.now())).toBeLessThan(60_000);
+    // Again: nothing changes; with a role it lacked, it gains it and keeps its period.
+    const again = await importCurrentKey(db(), {
+      publicKey: fresh.publicKey,
+      roles: ['log'],
+      from: new Date(),
+    });
+    expect(again.added).toBe(false);
+    const more = await importCurrentKey(db(), {
+      publicKey: fresh.publicKey,
+      roles: ['log', 'package'],
+      from: new Date(),
+    });
+    expect(more).toMatchObject({ added: true, row: { roles: ['log', 'package'] } });
+    expect(more.row.valid_from).toEqual(row!.valid_from);
+    // A retired key is not made current again, nor a key from the future, nor what is not a key.
+    const other = signingKeyFromSeed(seed(0x62));
+    await importCurrentKey(db(), { publicKey: other.publicKey, roles: ['log', 'package'], from: new Date() });
+    await retireKey(db(), fresh.keyId);
+    const before = await listKeys(db());
+    await expect(
+      importCurrentKey(db(), { publicKey: fresh.publicKey, roles: ['log'], from: new Date() }),
+    ).rejects.toThrow(/never current again/);
+    await expect(
+      importCurrentKey(db(), {
+        publicKey: signingKeyFromSeed(seed(0x63)).publicKey,
+        roles: ['log'],
+        from: new Date(Date.now() + 3_600_000),
+      }),
+    ).rejects.toThrow(/future/);
+    await expect(
+      importCurrentKey(db(), { publicKey: 'not-a-key', roles: ['log'], from: new Date() }),
+    ).rejects.toThrow(/not a key/);
+    expect(await listKeys(db())).toEqual(before);
+  });
+});
+
 describe('the trust root behind a configured address', () => {
   it('names the configured tile prefix and may be cached a minute', async () => {
     const site = testApp({

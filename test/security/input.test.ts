@@ -1,9 +1,12 @@
 // One input guard before every route: NUL and other control characters in any string of the body,
-// the query or the path are 400 validation_failed, and JSON nested past 64 levels is 400 json_too_deep
-// — before idempotency, before Postgres. Nothing is written, and nothing reaches Postgres to refuse.
+// the query or the path are 400 validation_failed, and so are the characters that make a name lie (a
+// CR that overwrites an operator's row, C1 controls, bidi overrides, line separators, invisible format
+// characters); a one-line string holds no tab, CR or LF, and only text (descriptions, signed
+// challenges) keeps line feeds. JSON nested past 64 levels is 400 json_too_deep — before idempotency,
+// before Postgres. Nothing is written, and nothing reaches Postgres to refuse.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { guardInput, MAX_JSON_DEPTH } from '../../api/http/input-guard';
-import { captureLogs } from '../licensing/helpers';
+import { captureLogs, trialProof } from '../licensing/helpers';
 import { expectProblem, newWallet, registerAgent } from '../exchange/fixtures';
 import type { TestAgent } from '../exchange/fixtures';
 import { testApp } from '../helpers';
@@ -22,7 +25,17 @@ afterAll(async () => {
   await app.close();
 });
 
-const tables = ['agents', 'listings', 'checkouts', 'jobs', 'job_events', 'idempotency_keys', 'proofs'];
+const tables = [
+  'agents',
+  'listings',
+  'checkouts',
+  'licenses',
+  'trial_claims',
+  'jobs',
+  'job_events',
+  'idempotency_keys',
+  'proofs',
+];
 async function counts() {
   return Object.fromEntries(
     await Promise.all(
@@ -82,7 +95,112 @@ describe('the input guard', () => {
     );
   });
 
-  it('lets tab, line feed and carriage return through where text is expected', async () => {
+  // Each is what an attacker put in an organization's name: the operator's terminal or a browser would
+  // show another name than the one stored (a CR rewrites the row, CSI starts a terminal command, RLO
+  // reverses what follows, U+2028 breaks the line, the rest are invisible).
+  const lying: Record<string, string> = {
+    CR: '\r',
+    LF: '\n',
+    tab: '\t',
+    NUL: '\u0000',
+    ESC: '\u001b',
+    DEL: '\u007f',
+    'NEL (C1)': '\u0085',
+    'CSI (C1)': '\u009b',
+    LRE: '\u202a',
+    RLO: '\u202e',
+    LRI: '\u2066',
+    PDI: '\u2069',
+    RLM: '\u200f',
+    ALM: '\u061c',
+    'line separator': '\u2028',
+    'paragraph separator': '\u2029',
+    'zero-width space': '\u200b',
+    'word joiner': '\u2060',
+    BOM: '\ufeff',
+    'soft hyphen': '\u00ad',
+    'tag A': '\u{e0041}',
+    'Hangul filler': '\u3164',
+    'unpaired surrogate': '\ud800',
+  };
+
+  it('refuses every lying character in a name, a title and an organization: 400 naming the field, nothing written', async () => {
+    const proof = await trialProof(app.request);
+    const before = await counts();
+    for (const [what, c] of Object.entries(lying)) {
+      const name = `Acme${c}Corp`;
+      const attempts: Array<
+        [
+          string,
+          () => PromiseLike<{
+            status: number;
+            headers: Record<string, string>;
+            body: Record<string, unknown>;
+          }>,
+        ]
+      > = [
+        [
+          'body.organization',
+          () =>
+            app.request
+              .post('/api/v1/commercial/checkout/prepare')
+              .send({ license: 'TRIAL', organization: name, email: 'a@b.test', ...proof }),
+        ],
+        [
+          'body.name',
+          () =>
+            app.request.post('/api/registry/register').send({ name, walletPublicKey: newWallet().publicKey }),
+        ],
+        [
+          'body.title',
+          () =>
+            app.request
+              .post('/api/marketplace/listings')
+              .set(seller.auth)
+              .send({ title: name, description: 'x', priceUsdCents: 100, asset: 'USDC-SOL' }),
+        ],
+      ];
+      for (const [field, attempt] of attempts) {
+        const res = await attempt();
+        expect(res.status, `${what} in ${field}: ${JSON.stringify(res.body)}`).toBe(400);
+        expectProblem(res, 400, 'validation_failed');
+        expect((res.body.errors as Array<{ path: string }>)[0]!.path, what).toBe(field);
+      }
+    }
+    // The characters that are never text are refused in a description too; a lone CR as well.
+    for (const c of ['\u202e', '\u009b', '\u2028', '\u200b', '\r', '\u0000']) {
+      const res = await app.request
+        .post('/api/registry/register')
+        .send({ name: 'Fine', description: `one${c}two`, walletPublicKey: newWallet().publicKey });
+      expectProblem(res, 400, 'validation_failed');
+      expect((res.body.errors as Array<{ path: string }>)[0]!.path).toBe('body.description');
+    }
+    expect(await counts()).toEqual(before);
+    // The name without the character is taken: the TRIAL's proof was left unspent by every refusal.
+    await app.request
+      .post('/api/v1/commercial/checkout/prepare')
+      .send({ license: 'TRIAL', organization: `Acme Corp ${Date.now()}`, email: 'a@b.test', ...proof })
+      .expect(201);
+  });
+
+  it('takes the letters of every script, emoji, ZWJ and ZWNJ in a name', async () => {
+    for (const name of [
+      'Société Générale',
+      'Αθηνά',
+      '株式会社テスト',
+      'شرکت می‌خواهم',
+      '🏳️‍🌈 Pride',
+      'हिन्दी',
+    ]) {
+      const res = await app.request
+        .post('/api/registry/register')
+        .send({ name, walletPublicKey: newWallet().publicKey });
+      expect(res.status, JSON.stringify(res.body)).toBe(201);
+      expect(res.body.agent.name).toBe(name);
+    }
+  });
+
+  it('lets tab, line feed and CRLF through in text only', async () => {
     const res = await app.request
       .post('/api/registry/register')
       .send({
@@ -92,6 +210,13 @@ describe('the input guard', () => {
       })
       .expect(201);
     expect(res.body.agent.description).toContain('\tline two');
+    expectProblem(
+      await app.request
+        .post('/api/registry/register')
+        .send({ name: 'two\nlines', walletPublicKey: newWallet().publicKey }),
+      400,
+      'validation_failed',
+    );
   });
 
   it('refuses JSON nested 20,000 deep with an Idempotency-Key: 400, no row', async () => {

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { env } from '../../shared/platform/env';
 import { artifactsDir } from '../../shared/zk/artifacts';
 import { terminateCurves } from '../../shared/zk';
-import { testApp } from '../helpers';
+import { importProductionKeys, testApp } from '../helpers';
 import type { TestApp } from '../helpers';
 
 const entries = { web: 'api/main.ts', prover: 'workers/prover/main.ts' } as const;
@@ -78,7 +78,7 @@ async function stop(run: Run): Promise<void> {
 let alteredDir: string;
 let app: TestApp;
 
-beforeAll(() => {
+beforeAll(async () => {
   // A scratch copy of the artifacts with one byte of one zkey changed (its size unchanged).
   alteredDir = mkdtempSync(join(tmpdir(), 'px-altered-artifacts-'));
   cpSync(artifactsDir(), alteredDir, { recursive: true });
@@ -87,6 +87,11 @@ beforeAll(() => {
   bytes[bytes.length - 100] = bytes[bytes.length - 100]! ^ 0x01;
   writeFileSync(zkey, bytes);
   app = testApp();
+  // The operator imported the deployment's keys: only the circuits are in question here.
+  await importProductionKeys(app.deps.db, {
+    service: production.SERVICE_SIGNING_KEY,
+    log: production.LOG_SIGNING_KEY,
+  });
 });
 
 afterAll(async () => {
