@@ -1,4 +1,5 @@
 // What a running API needs from the outside world, passed in so tests can point it at other stores.
+import type { Clock } from '../shared/platform/clock';
 import type { Db } from '../shared/platform/db/knex';
 import type { JobNotifier } from '../shared/jobs/notify';
 import type { Queues } from '../shared/platform/queues';
@@ -29,6 +30,8 @@ export interface AppDeps {
     authFailuresPerMinute?: number;
   };
   bodyLimitBytes: number;
+  /** What windows (votes, reveals, quotes) are read against; default: the system clock. */
+  clock?: Clock;
   /** Load shedding (api/http/overload.ts); default: from configuration. */
   overload?: OverloadLimits;
 }
