@@ -21,6 +21,8 @@ const PROMTOOL = 'promtool'; // Debian's prometheus package (.ci/run installs it
 
 let app: TestApp;
 const children: ChildProcess[] = [];
+/** The worker and prover that consume the queues (not the production worker, which must exit itself). */
+const consumers: ChildProcess[] = [];
 const scraped = new Map<'web' | 'worker' | 'prover', string>();
 
 function start(entry: string, extra: Record<string, string>): ChildProcess {
@@ -75,14 +77,19 @@ let prover: Promise<{ port: number; child: ChildProcess }>;
 let productionWorker: Promise<{ port: number; code: number | null; output: string }>;
 beforeAll(() => {
   app = testApp({ metricsToken: TOKEN });
-  worker = freePort().then((port) => ({
-    port,
-    child: start('workers/main.ts', { WORKER_METRICS_PORT: String(port) }),
-  }));
-  prover = freePort().then((port) => ({
-    port,
-    child: start('workers/prover/main.ts', { PROVER_METRICS_PORT: String(port), PROVER_CONCURRENCY: '1' }),
-  }));
+  worker = freePort().then((port) => {
+    const child = start('workers/main.ts', { WORKER_METRICS_PORT: String(port) });
+    consumers.push(child);
+    return { port, child };
+  });
+  prover = freePort().then((port) => {
+    const child = start('workers/prover/main.ts', {
+      PROVER_METRICS_PORT: String(port),
+      PROVER_CONCURRENCY: '1',
+    });
+    consumers.push(child);
+    return { port, child };
+  });
   productionWorker = freePort().then((port) => {
     const child = spawn(process.execPath, ['--import', 'tsx', 'workers/main.ts'], {
       env: {
@@ -188,9 +195,11 @@ describe('metrics of every process type', () => {
 
 describe('job metrics of the worker pool', () => {
   // The processes above consume the same queues: they are gone before these tests run their own workers.
+  // Only those: the production worker is left to refuse and exit by itself (killing it while it was
+  // still loading was what made its test see an exit by signal instead of its refusal).
   beforeAll(async () => {
     await Promise.all(
-      children
+      consumers
         .filter((c) => c.exitCode === null && c.signalCode === null)
         .map((c) => new Promise((r) => (c.once('exit', r), c.kill('SIGKILL')))),
     );
