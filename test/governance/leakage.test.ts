@@ -137,11 +137,15 @@ const normalise = (text: string) =>
     .replace(/open for \d+ more seconds/g, 'open for N more seconds')
     .replace(/id="time-remaining">[^<]*</g, 'id="time-remaining">T<')
     .replace(/"latencyMs":(null|[\d.]+)/g, '"latencyMs":0')
-    .replace(/"checkedAt":"[^"]*"/g, '"checkedAt":"T"');
+    .replace(/"checkedAt":"[^"]*"/g, '"checkedAt":"T"')
+    // A page's script nonce is fresh for each response (fixed width: the size does not move).
+    .replace(/nonce="[A-Za-z0-9+/=]+"/g, 'nonce="N"');
 
 function reading(what: string, res: Res, bodyOf: (text: string) => string = normalise): Reading {
   const headers = Object.fromEntries(
-    Object.entries(res.headers as Record<string, string>).filter(([k]) => !VOLATILE_HEADERS.has(k)),
+    Object.entries(res.headers as Record<string, string>)
+      .filter(([k]) => !VOLATILE_HEADERS.has(k))
+      .map(([k, v]) => [k, k === 'content-security-policy' ? v.replace(/'nonce-[^']+'/g, "'nonce-N'") : v]),
   );
   return { what, status: res.status, size: Buffer.byteLength(res.text), body: bodyOf(res.text), headers };
 }
