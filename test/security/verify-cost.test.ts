@@ -2,27 +2,15 @@
 // refused at its signature, before any of the trustees' arithmetic; a ceremony is read, not recomputed;
 // and whatever is costly runs in the bounded verify pool, where one network holds only its share and a
 // full pool answers 503 at once instead of freezing the event loop.
-import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildThresholdPackage, governanceGenesis } from '../../shared/governance/package';
-import type { ThresholdGovernancePackage } from '../../shared/governance/package';
-import {
-  deal,
-  newTrusteeSecret,
-  randomPoint,
-  shareHex,
-  trusteeKeysFrom,
-  trusteeMessage,
-} from '../../shared/governance/threshold';
-import { signingKeyFromSeed } from '../../shared/platform/crypto';
 import { AppError } from '../../shared/platform/errors';
 import { registry } from '../../shared/platform/metrics';
 import { OffloadPool } from '../../shared/platform/offload';
 import { testApp } from '../helpers';
 import type { TestApp } from '../helpers';
 import { OPERATOR } from '../governance/helpers';
+import { TRUSTEES as N, forgedPackage, fullCeremonyRows, trustees } from '../fixtures/trustee-room';
 
-const N = 16;
 let app: TestApp;
 
 beforeAll(() => {
@@ -38,57 +26,6 @@ async function cpuOf<T>(fn: () => Promise<T>): Promise<{ result: T; ms: number }
   const result = await fn();
   const used = process.cpuUsage(before);
   return { result, ms: (used.user + used.system) / 1000 };
-}
-
-/** Sixteen trustees, each with a real signed dealing at threshold 16: what makes a joint key costly. */
-function trustees(roomId: string) {
-  const secrets = Array.from({ length: N }, newTrusteeSecret);
-  const keys = secrets.map((s) => trusteeKeysFrom(s));
-  const members = keys.map((k, i) => ({ index: i + 1, name: `Trustee ${i + 1}`, ...k.keys }));
-  const kept = new Map<string, bigint>();
-  const dealings = keys.map((k, i) => {
-    const d = deal(roomId, i + 1, N, members, (to, share) => kept.set(`${i + 1}:${to}`, share));
-    return {
-      trustee: i + 1,
-      commitments: d.commitments,
-      shares: d.shares,
-      signature: k.signer.sign(trusteeMessage(roomId, 'dealing', d)),
-    };
-  });
-  return { keys, members, dealings, kept };
-}
-
-/** A governance package made offline: invented trustees and dealings, signed by a key of nobody's. */
-function forgedPackage(): ThresholdGovernancePackage {
-  const roomId = `room_${randomBytes(8).toString('hex')}`;
-  const proposalId = `prop_${randomBytes(8).toString('hex')}`;
-  const { members, dealings } = trustees(roomId);
-  return buildThresholdPackage(
-    {
-      proofId: `prf_${randomBytes(8).toString('hex')}`,
-      phase: 'tallied',
-      issuedAt: new Date(),
-      subject: {
-        proposalId,
-        roomId,
-        title: 'Merger',
-        descriptionHash: null,
-        options: ['yes', 'no'],
-        quorum: 0,
-        memberCount: 0,
-        reviewThreshold: 1,
-        votingOpenedAt: new Date().toISOString(),
-        votingEndsAt: new Date().toISOString(),
-      },
-      membership: { depth: 20, identityCount: 0, roots: [] },
-      tally: { counts: { yes: 0, no: 0 }, total: 0, outcome: 'failed', winner: null },
-      genesis: governanceGenesis(proposalId),
-      entries: [],
-      trustees: { threshold: N, members, dealings, jointKey: randomPoint() },
-      ballots: [],
-    },
-    signingKeyFromSeed(randomBytes(32)),
-  );
 }
 
 describe('a governance package the service did not sign', () => {
@@ -131,45 +68,15 @@ describe('a room’s key ceremony, read', () => {
         .send({ name: 'Board' })
         .expect(201)
     ).body.roomId as string;
-    const { keys, members, dealings, kept } = trustees(roomId);
+    const room = trustees(roomId);
     await app.request
       .post(`/api/governance/rooms/${roomId}/trustees`)
       .set('Authorization', OPERATOR)
-      .send({ threshold: N, trustees: members.map(({ index: _i, ...m }) => m) })
+      .send({ threshold: N, trustees: room.members.map(({ index: _i, ...m }) => m) })
       .expect(201);
     // Every trustee complains about every dealing and every dealer answers with the share in the open:
     // the most a ceremony of 16 holds. Written as the routes would have taken them (each answer checked).
-    const rows = [];
-    for (const d of dealings)
-      rows.push({
-        room_id: roomId,
-        trustee_index: d.trustee,
-        kind: 'dealing',
-        about: 0,
-        body: JSON.stringify({ commitments: d.commitments, shares: d.shares }),
-        signature: d.signature,
-      });
-    for (let judge = 1; judge <= N; judge++)
-      for (let dealer = 1; dealer <= N; dealer++) {
-        const verdict = { dealer, ok: false };
-        rows.push({
-          room_id: roomId,
-          trustee_index: judge,
-          kind: 'verdict',
-          about: dealer,
-          body: JSON.stringify(verdict),
-          signature: keys[judge - 1]!.signer.sign(trusteeMessage(roomId, 'verdict', verdict)),
-        });
-        const answer = { complainer: judge, share: shareHex(kept.get(`${dealer}:${judge}`)!) };
-        rows.push({
-          room_id: roomId,
-          trustee_index: dealer,
-          kind: 'answer',
-          about: judge,
-          body: JSON.stringify(answer),
-          signature: keys[dealer - 1]!.signer.sign(trusteeMessage(roomId, 'answer', answer)),
-        });
-      }
+    const rows = fullCeremonyRows(roomId, room);
     await app.deps.db('trustee_messages').insert(rows);
     await app.request.get(`/api/governance/rooms/${roomId}/trustees`).expect(200);
     const { result: res, ms } = await cpuOf(() =>

@@ -3,7 +3,16 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { Redis } from 'ioredis';
-import { afterAll, inject } from 'vitest';
+import { afterAll, inject, vi } from 'vitest';
+
+// Test files share a worker process and the libraries it loaded (vitest.config.ts: isolate off), but
+// never each other's state: every file starts from the environment the worker started with and loads
+// the project's own modules afresh (configuration is parsed at import), so what one file set or cached
+// cannot reach the next.
+const started = ((globalThis as { __pxStartEnv?: NodeJS.ProcessEnv }).__pxStartEnv ??= { ...process.env });
+for (const key of Object.keys(process.env)) if (!(key in started)) delete process.env[key];
+Object.assign(process.env, started);
+vi.resetModules();
 
 // Vite sets BASE_URL to '/' for its own use; ours is an absolute address or unset.
 if (process.env.BASE_URL === '/') delete process.env.BASE_URL;
