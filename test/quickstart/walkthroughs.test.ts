@@ -1,5 +1,6 @@
-// The walkthroughs of docs/governance.md, docs/treasury.md, docs/auctions.md and docs/workflows.md,
-// literally: `npm start` in this checkout (the test database and Redis prefix, a DATA_DIR of its own, no
+// The walkthroughs of docs/governance.md, docs/treasury.md, docs/auctions.md, docs/workflows.md and
+// docs/verify.md, literally, all at once on one instance (a reader may follow any of them in any order
+// beside the others): `npm start` in this checkout (the test database and Redis prefix, a DATA_DIR of its own, no
 // development chain) on a port that is not the default, then every `sh` block of a doc's "Walkthrough"
 // section in order, in one shell, unedited: only curl, `npm run px` (and the clients it runs) and
 // `npm run verify` (its output and errors taken as one stream, as a terminal shows them). Each walkthrough claims its organization's own TRIAL license from this machine's one
@@ -13,6 +14,20 @@ import { npmStart } from './npm-start';
 import type { NpmStart } from './npm-start';
 
 const repo = resolve('.');
+const verifyDoc = readFileSync(join(repo, 'docs/verify.md'), 'utf8');
+const verifyBlocks = [...verifyDoc.matchAll(/```(\w+)\n([\s\S]*?)```/g)].map((m) => ({
+  lang: m[1],
+  body: m[2]!,
+}));
+
+/** A line of a `text` block, `…` standing for anything. */
+const pattern = (line: string) =>
+  new RegExp(
+    `^${line
+      .split('…')
+      .map((p) => p.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))
+      .join('.*')}$`,
+  );
 
 /** The `sh` blocks of a doc's "## Walkthrough" section, in order. */
 export function walkthrough(doc: string): string[] {
@@ -62,7 +77,7 @@ async function runWalkthrough(doc: string): Promise<{ code: number | null; out: 
   });
 }
 
-describe('the walkthroughs, run as written', () => {
+describe.concurrent('the walkthroughs, run as written', () => {
   it('docs/governance.md: a room, identities, a reviewed proposal, anonymous ballots, the tally, the bundle verified', async () => {
     const { code, out } = await runWalkthrough('docs/governance.md');
     expect(code, out).toBe(0);
@@ -114,4 +129,54 @@ describe('the walkthroughs, run as written', () => {
     expect(out).toMatch(/^valid: /m);
     expect(out).not.toContain('INVALID');
   }, 300_000);
+
+  it('docs/verify.md: pins the trust root, verifies a bundle offline, and sees a changed one fail, as the walkthrough shows', async () => {
+    // Unedited: the service runs on another port than the default, and the blocks find it through PORT.
+    expect(port).not.toBe(3000);
+    const script = verifyBlocks
+      .filter((b) => b.lang === 'sh')
+      .map((b) => b.body)
+      .join('\n');
+    expect(script).not.toContain('localhost:3000');
+    const { code, out } = await new Promise<{ code: number | null; out: string }>((done) => {
+      execFile(
+        'bash',
+        ['-euo', 'pipefail', '-c', script],
+        { cwd: repo, env, encoding: 'utf8', timeout: 150_000 },
+        (err, stdout, stderr) =>
+          done({ code: err ? ((err as { code?: number }).code ?? 1) : 0, out: stdout + stderr }),
+      );
+    });
+    expect(code, out).toBe(0);
+
+    // Each event answered 200.
+    for (const line of [
+      'application attach_evidence',
+      'application submit',
+      'due_diligence approve',
+      'security_review approve',
+      'approval approve',
+    ])
+      expect(out).toContain(`${line}: 200`);
+    // What `npm run verify` printed, in order, is what the walkthrough's text blocks show.
+    const shown = verifyBlocks
+      .filter((b) => b.lang === 'text')
+      .flatMap((b) => b.body.trimEnd().split('\n'))
+      .filter((l) => /^(valid|INVALID|exit) /.test(l) || /^(valid|INVALID):/.test(l));
+    const printed = out.split('\n').filter((l) => /^(valid|INVALID): |^exit \d/.test(l));
+    expect(printed).toHaveLength(shown.length);
+    printed.forEach((l, i) => expect(l).toMatch(pattern(shown[i]!)));
+    // The proof is a tlog proof, the checkpoint a signed note of the log, the tile its leaf hashes.
+    expect(out).toContain('c2sp.org/tlog-proof@v1\nextra ');
+    expect(out).toMatch(/^localhost\/log\n\d+\n[A-Za-z0-9+/]{43}=\n\n\u2014 localhost\/log /m);
+    const counts = out
+      .split('\n')
+      .filter((l) => /^\s*\d+$/.test(l))
+      .map(Number);
+    expect(counts.some((n) => n > 0 && n % 32 === 0)).toBe(true);
+    // The first entry: a circuit's ceremony transcript, which the web logs when it starts.
+    expect(out).toMatch(
+      /^\{"id":"[a-z]+\/[0-9a-f]{64}","kind":"ceremony_transcript","sha256":"[0-9a-f]{64}"/m,
+    );
+  }, 180_000);
 });
