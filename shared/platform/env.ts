@@ -630,6 +630,12 @@ export function serviceUrl(e: Pick<Env, 'PX_URL' | 'BASE_URL' | 'HOST' | 'PORT'>
   return `http://${host}:${e.PORT}`;
 }
 
+/**
+ * This process's own variables, for a program whose entry takes its environment as an argument
+ * (`npm run px`'s main): its command line passes them.
+ */
+export const processVariables = (): Readonly<Record<string, string | undefined>> => process.env;
+
 /** The environment for a child process this one starts (npm start's supervisor), with overrides. */
 export function childProcessEnv(overrides: Record<string, string>): NodeJS.ProcessEnv {
   return { ...process.env, ...overrides };

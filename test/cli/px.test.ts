@@ -5,7 +5,9 @@
 // decided m of n; a sealed-bid auction bid, revealed and finalized; a workflow driven to its package
 // with an anonymous approval (`px approve`). Each refusal (a wallet that is not a member or reviewer,
 // someone else's room, a request file whose terms were changed, a key file others may read) is one line
-// on stderr, a non-zero exit, and nothing written.
+// on stderr, a non-zero exit, and nothing written. The commands run in this process through px's main
+// (cli/px/main.ts), as its command line calls it; a few run as npm runs them (cli/px.ts, a process of
+// its own), for the exit codes a shell sees.
 import { execFile } from 'node:child_process';
 import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
@@ -14,6 +16,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp } from '../../api/app';
+import { main } from '../../cli/px/main';
+import type { Output } from '../../cli/px/main';
 import { testApp } from '../helpers';
 import type { TestApp } from '../helpers';
 
@@ -31,14 +35,34 @@ interface Ran {
   stderr: string;
 }
 
-/** `npm run px -- …` as a shell runs it (the script npm runs), with the key file given by PX_KEYS. */
-function px(args: string[], keys = adminKeys): Promise<Ran> {
+/** The variables `npm run px` runs with here: this file's server and the key file given by PX_KEYS. */
+function pxEnv(keys: string): Record<string, string | undefined> {
   const { OPERATOR_TOKEN: _o, ...inherited } = process.env;
+  return { ...inherited, PX_URL: url, PX_KEYS: keys, LOG_LEVEL: 'silent' };
+}
+
+/** `npm run px -- …` run in this process (its main), with what it writes and its exit code. */
+async function px(args: string[], keys = adminKeys): Promise<Ran> {
+  const stdout: Buffer[] = [];
+  const stderr: Buffer[] = [];
+  const into = (chunks: Buffer[]): Output => ({
+    write: (chunk) => chunks.push(Buffer.from(chunk)),
+  });
+  const code = await main(args, { stdout: into(stdout), stderr: into(stderr), env: pxEnv(keys) });
+  return {
+    code,
+    stdout: Buffer.concat(stdout).toString('utf8'),
+    stderr: Buffer.concat(stderr).toString('utf8'),
+  };
+}
+
+/** `npm run px -- …` as a shell runs it (the script npm runs: cli/px.ts), for its real exit code. */
+function spawned(args: string[], keys = adminKeys): Promise<Ran> {
   return new Promise((done) => {
     execFile(
       process.execPath,
       ['--import', 'tsx', 'cli/px.ts', ...args],
-      { env: { ...inherited, PX_URL: url, PX_KEYS: keys, LOG_LEVEL: 'silent' }, timeout: 120_000 },
+      { env: pxEnv(keys), timeout: 120_000 },
       (err, stdout, stderr) =>
         done({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
     );
@@ -89,9 +113,13 @@ describe('npm run px', () => {
     const kept = JSON.parse(readFileSync(adminKeys, 'utf8')) as { wallets: Record<string, string> };
     const list = await px(['wallet', 'list']);
     for (const seed of Object.values(kept.wallets)) expect(list.stdout).not.toContain(seed);
+    // The command line itself (cli/px.ts, as npm runs it) answers as its main does.
+    const fromBin = await spawned(['wallet', 'address', 'alice']);
+    expect(fromBin.code, fromBin.stderr).toBe(0);
+    expect(fromBin.stdout.trim()).toBe(await address('alice'));
     expect(await address('alice')).toMatch(/^[1-9A-HJ-NP-Za-km-z]{32,44}$/);
     // A name is never reused: the first key would be lost.
-    const again = await px(['wallet', 'new', 'alice']);
+    const again = await spawned(['wallet', 'new', 'alice']);
     expect(again.code).toBe(1);
     expect(again.stderr).toContain('already holds a wallet named alice');
 
@@ -521,10 +549,10 @@ describe('npm run px', () => {
   }, 180_000);
 
   it('says what is wrong with a command in one line and exits 2', async () => {
-    const r = await px(['room', 'create']);
+    const r = await spawned(['room', 'create']);
     expect(r.code).toBe(2);
     expect(r.stderr).toContain('room create needs --name');
-    const unknown = await px(['nothing']);
+    const unknown = await spawned(['nothing']);
     expect(unknown.code).toBe(2);
     expect(existsSync(adminKeys)).toBe(true);
   });
