@@ -5,7 +5,7 @@ import type { Db } from '../../shared/platform/db/knex';
 import { env } from '../../shared/platform/env';
 import type { JobRow } from '../../shared/jobs/jobs';
 import { assetIds } from '../../shared/chains/assets';
-import { bindingKindFor, bindingKinds } from '../../shared/payments/binding';
+import { bindingKindFor, bindingKinds } from '../../shared/payments/binding-kinds';
 import { assetAvailability } from '../../shared/payments/availability';
 import { jobPayment } from '../../shared/payments/views';
 import { paymentStatuses, settlements } from '../../shared/payments/rows';

@@ -9,7 +9,7 @@ import type { JobRow } from '../jobs/jobs';
 import { creditPrepayment } from '../licensing/entitlements';
 import { holdGrant } from '../licensing/grants';
 import type { Grantor } from '../licensing/grants';
-import type { AmountHolder } from '../payments/binding';
+import type { AmountHolder } from '../payments/amount-holds';
 import { attachQuotes, prepareQuotes } from '../payments/quotes';
 import { jobPayment } from '../payments/views';
 import type { JobPaymentView } from '../payments/views';

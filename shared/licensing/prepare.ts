@@ -3,8 +3,9 @@
 // is a name.
 import { DatabaseError } from 'pg';
 import type { AssetId } from '../chains/assets';
-import { BindingUnavailable, bindQuote, prepareBinding } from '../payments/binding';
-import type { AmountHolder } from '../payments/binding';
+import type { AmountHolder } from '../payments/amount-holds';
+import { bindQuote, prepareBinding } from '../payments/binding';
+import { BindingUnavailable } from '../payments/binding-kinds';
 import { assetAvailability } from '../payments/availability';
 import { QuoteError, createQuote } from '../payments/quote';
 import type { RateSource } from '../payments/quote';

@@ -1,6 +1,6 @@
 // What the holder of a checkout's client secret sees of it: the checkout, its payment instructions, and
 // the license with its key once issued.
-import { paymentInstructions } from '../payments/binding';
+import { paymentInstructions } from '../payments/instructions';
 import { formatUnits } from '../payments/quote';
 import { lateWindowMs } from '../payments/verdict';
 import type { Db } from '../platform/db/knex';

@@ -8,7 +8,7 @@ import type { JobRow } from '../jobs/jobs';
 import type { Db } from '../platform/db/knex';
 import { env } from '../platform/env';
 import { notFound } from '../platform/errors';
-import { paymentInstructions } from './binding';
+import { paymentInstructions } from './instructions';
 import { formatUnits } from './quote';
 import { jobQuotes, quoteTerms } from './quotes';
 import type { UnavailableAsset } from './quotes';
