@@ -19,7 +19,7 @@ import { parseCheckpoint } from '../../shared/platform/translog/checkpoint';
 import { formatVkey } from '../../shared/platform/translog/note';
 import { checkCheckpoint, parsePolicy } from '../../shared/platform/translog/policy';
 import { formatAddCheckpoint } from '../../shared/platform/translog/witness';
-import { cosignatureLines, withCosignatures } from '../../shared/platform/translog/pgLog';
+import { cosignatureLines, withCosignatures } from '../../shared/platform/translog/pg-checkpoints';
 import { appendEntries, logNoteSigner, servedCheckpoint } from '../../shared/platform/translog/serviceLog';
 import {
   Witnessing,

@@ -7,7 +7,8 @@
 import type { Knex } from 'knex';
 import { env } from '../env';
 import { roundLog } from '../log';
-import { checkpointAt, lockLog, logRoot, logSize, loggedKeys } from './pgLog';
+import { checkpointAt } from './pg-checkpoints';
+import { lockLog, logRoot, logSize, loggedKeys } from './pgLog';
 import type { NewLeaf } from './pgLog';
 import { appendEntries, signCheckpoint } from './serviceLog';
 

@@ -1,6 +1,6 @@
 // The service's own transparency log: its origin and key, the checkpoint signed with every append (or
 // batch of appends), and what it publishes about itself. The formats are in checkpoint.ts and note.ts;
-// the rows in pgLog.ts.
+// the rows in pgLog.ts, pg-checkpoints.ts and pg-tiles.ts.
 import type { Knex } from 'knex';
 import { logOrigin, logSigningKey } from '../keys';
 import { checkpointText } from './checkpoint';
@@ -8,22 +8,16 @@ import { fromHex, leafHash } from './merkle';
 import { SIG_ED25519, formatNote, formatVkey, noteKeyId, signatureLine } from './note';
 import type { NoteSigner } from './note';
 import {
-  EntryMissing,
-  appendLeaves,
   bestCheckpointFor,
   checkpointAt,
   checkpointBetween,
   cosignatureLines,
-  entryBundle,
-  inclusionProofAt,
-  leafByKey,
-  lockLog,
   saveCheckpoint,
-  saveTreeHead,
-  tileData,
   withCosignatures,
-} from './pgLog';
+} from './pg-checkpoints';
+import { appendLeaves, inclusionProofAt, leafByKey, lockLog, saveTreeHead } from './pgLog';
 import type { Appended, NewLeaf } from './pgLog';
+import { EntryMissing, entryBundle, tileData } from './pg-tiles';
 import { formatTlogProof } from './proof';
 import { TILE_WIDTH, parseTilePath, tileWidth } from './tiles';
 import { witnessPolicy } from './witnessing';
