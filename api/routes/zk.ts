@@ -10,7 +10,7 @@ import { verifyBlindPolicy } from '../../shared/zk/verify';
 import { proveBlindPolicy } from '../../shared/zk/prove';
 import { blindPolicyStatus } from '../../shared/zk/status';
 import { transcriptSchema } from '../../shared/zk/ceremony';
-import { loggedTranscript } from '../../shared/zk/ceremonyLog';
+import { loggedTranscript } from '../../shared/zk/ceremony-log';
 import { HOLD_TTL_MS, proofStatuses } from '../../shared/zk/rows';
 import { getProof, proofView, proofsInFlight } from '../../shared/zk/views';
 import type { Request } from 'express';

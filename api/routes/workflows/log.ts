@@ -9,13 +9,13 @@ import {
   inclusionProofAt,
   logSize,
   treeHead,
-} from '../../../shared/platform/translog/pgLog';
-import { describeLog, servedCheckpoint } from '../../../shared/platform/translog/serviceLog';
+} from '../../../shared/platform/translog/pg-log';
+import { describeLog, servedCheckpoint } from '../../../shared/platform/translog/service-log';
 import {
   consistencyProofSchema,
   inclusionProofSchema,
   signedTreeHeadSchema,
-} from '../../../shared/platform/translog/treeHead';
+} from '../../../shared/platform/translog/tree-head';
 import { packageRow } from '../../../shared/workflows/load';
 import { origin } from '../../http/links';
 import type { RouteTable } from '../../http/route';

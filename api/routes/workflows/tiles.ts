@@ -4,7 +4,7 @@
 // specification's (c2sp.org/tlog-tiles), documented in docs/workflows.md.
 import { z } from 'zod';
 import { AppError, notFound } from '../../../shared/platform/errors';
-import { servedCheckpoint, servedTile } from '../../../shared/platform/translog/serviceLog';
+import { servedCheckpoint, servedTile } from '../../../shared/platform/translog/service-log';
 import type { RouteTable } from '../../http/route';
 
 const tags = ['Proof workflows'];

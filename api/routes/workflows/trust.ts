@@ -3,7 +3,7 @@
 // built from the key history. Cacheable briefly, with an ETag.
 import { canonicalJson } from '../../../shared/platform/canonical';
 import { sha256Hex } from '../../../shared/platform/crypto';
-import { trustRootDocument } from '../../../shared/platform/keyHistory';
+import { trustRootDocument } from '../../../shared/platform/key-history';
 import { trustRootSchema } from '../../../shared/platform/trust';
 import { origin } from '../../http/links';
 import type { RouteTable } from '../../http/route';

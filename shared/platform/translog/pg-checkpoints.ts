@@ -1,6 +1,6 @@
 // Checkpoints (c2sp.org/tlog-checkpoint) of the transparency log in Postgres, and the witnesses'
 // cosignature lines for them.
-import type { Conn } from './pgLog';
+import type { Conn } from './pg-log';
 
 export interface StoredCheckpoint {
   treeSize: number;

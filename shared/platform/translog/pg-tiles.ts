@@ -1,7 +1,7 @@
 // Tiles (c2sp.org/tlog-tiles) read from the transparency log in Postgres: a level-L tile holds hashes
 // of complete subtrees of 256^L leaves, which are the stored nodes of level 8·L (the leaf hashes at
 // level 0); and the entry bundles of the leaves' entry bytes.
-import type { Conn } from './pgLog';
+import type { Conn } from './pg-log';
 import { TILE_HEIGHT, TILE_WIDTH, encodeEntryBundle, tileBytes } from './tiles';
 
 /**

@@ -19,7 +19,7 @@ import { fromHex } from './merkle';
 import { formatVkey, parseNote, signaturesBy, signatureLine } from './note';
 import type { Vkey } from './note';
 import { checkpointAt } from './pg-checkpoints';
-import { consistencyProofBetween } from './pgLog';
+import { consistencyProofBetween } from './pg-log';
 import { parsePolicy } from './policy';
 import type { Policy } from './policy';
 import { SIZE_CONTENT_TYPE, formatAddCheckpoint, parseSizeBody } from './witness';

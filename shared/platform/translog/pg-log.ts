@@ -15,8 +15,8 @@ import {
   toHex,
 } from './merkle';
 import type { HashSource, LeafRange } from './merkle';
-import { buildConsistencyProof, buildInclusionProof } from './treeHead';
-import type { ConsistencyProof, InclusionProof, SignedTreeHead } from './treeHead';
+import { buildConsistencyProof, buildInclusionProof } from './tree-head';
+import type { ConsistencyProof, InclusionProof, SignedTreeHead } from './tree-head';
 
 /** Any knex handle: the pool, or a transaction holding the append lock. */
 export type Conn = Knex | Knex.Transaction;
