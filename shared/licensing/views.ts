@@ -1,7 +1,7 @@
 // What the holder of a checkout's client secret sees of it: the checkout, its payment instructions, and
 // the license with its key once issued.
 import { paymentInstructions } from '../payments/instructions';
-import { formatUnits } from '../payments/quote';
+import { formatUnits } from '../payments/pricing';
 import { lateWindowMs } from '../payments/verdict';
 import type { Db } from '../platform/db/knex';
 import { env } from '../platform/env';

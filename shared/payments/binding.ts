@@ -10,7 +10,7 @@ import { deriveAddress, parseAccountKey } from '../chains/bitcoin-address';
 import type { Db } from '../platform/db/knex';
 import { env } from '../platform/env';
 import type { Asset } from '../chains/assets';
-import type { Quote } from './quote';
+import type { Quote } from './pricing';
 import { kindLimitFor, quoteSpread, reserveAmount } from './amount-holds';
 import type { AmountHolder } from './amount-holds';
 import { BindingUnavailable, bindingKindFor } from './binding-kinds';

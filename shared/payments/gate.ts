@@ -22,8 +22,8 @@ import { paymentInstructions } from './instructions';
 import { verifyRequestFor } from './terms';
 import { assetAvailability } from './availability';
 import { normalizeTxRef } from './submit';
-import { QuoteError, createQuote, formatUnits } from './quote';
-import type { RateSource } from './quote';
+import { QuoteError, createQuote, formatUnits } from './pricing';
+import type { RateSource } from './pricing';
 
 export const gateStatuses = ['open', 'matched', 'expired'] as const;
 export type GateStatus = (typeof gateStatuses)[number];

@@ -1,6 +1,6 @@
 // What the payer is told: the instructions and wallet URI (Solana Pay, EIP-681, BIP21, Monero) built
 // from a payable row's stored terms.
-import { formatUnits } from './quote';
+import { formatUnits } from './pricing';
 import { assetSnapshot, bindingOf } from './terms';
 import type { TermsRow } from './terms';
 

@@ -14,8 +14,8 @@ import { bindQuote, prepareBinding } from './binding';
 import type { PreBinding } from './binding';
 import { BindingUnavailable } from './binding-kinds';
 import { assetSnapshot, bindingOf } from './terms';
-import { QuoteError, createQuote, rateSourceFromEnv } from './quote';
-import type { Quote, RateSource } from './quote';
+import { QuoteError, createQuote, rateSourceFromEnv } from './pricing';
+import type { Quote, RateSource } from './pricing';
 import type { PaymentSettings, QuoteRow } from './rows';
 import { lateWindowMs } from './verdict';
 

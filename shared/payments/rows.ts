@@ -2,7 +2,7 @@
 import type { AssetId } from '../chains/assets';
 import type { env } from '../platform/env';
 import type { BindingKind } from './binding-kinds';
-import type { Quote } from './quote';
+import type { Quote } from './pricing';
 
 export const paymentStatuses = [
   'pending',

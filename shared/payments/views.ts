@@ -9,7 +9,7 @@ import type { Db } from '../platform/db/knex';
 import { env } from '../platform/env';
 import { notFound } from '../platform/errors';
 import { paymentInstructions } from './instructions';
-import { formatUnits } from './quote';
+import { formatUnits } from './pricing';
 import { jobQuotes, quoteTerms } from './quotes';
 import type { UnavailableAsset } from './quotes';
 import type { Receipt } from './receipts';
