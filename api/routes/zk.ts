@@ -1,4 +1,4 @@
-// Table C, blind policy proofs (Groth16): prove through the queue, verify in-process, status of the
+// The site table, blind policy proofs (Groth16): prove through the queue, verify in-process, status of the
 // policies, the prover and one proof.
 import { z } from 'zod';
 import { env } from '../../shared/platform/env';

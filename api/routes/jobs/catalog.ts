@@ -1,4 +1,4 @@
-// What an agent can buy (table A): the services with their input schemas, and their prices.
+// What an agent can buy (the exchange table): the services with their input schemas, and their prices.
 import { z } from 'zod';
 import { listServices } from '../../../shared/jobs/catalog';
 import type { RouteTable } from '../../http/route';

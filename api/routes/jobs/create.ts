@@ -1,5 +1,6 @@
-// createJob (table A): a job for a service, ordered for its caller (shared/exchange/order.ts); free jobs
-// are queued at once, priced ones answer 402 with their quotes, and a retry with an x402 payment pays them.
+// createJob (the exchange table): a job for a service, ordered for its caller (shared/exchange/order.ts);
+// free jobs are queued at once, priced ones answer 402 with their quotes, and a retry with an x402 payment
+// pays them.
 import { z } from 'zod';
 import { orderJob } from '../../../shared/exchange/order';
 import { orderingCaller } from '../../http/callers';

@@ -1,4 +1,5 @@
-// jobStatus (table A): a job, to a caller it opens to; with `wait`, a long poll for its next change of state.
+// jobStatus (the exchange table): a job, to a caller it opens to; with `wait`, a long poll for its next
+// change of state.
 import { z } from 'zod';
 import { getJobFor } from '../../../shared/jobs/access';
 import { waitForJob } from '../../../shared/jobs/follow';

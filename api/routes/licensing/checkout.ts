@@ -1,5 +1,5 @@
-// Table B, a license checkout (/api/v1/commercial/checkout): the catalogue or one checkout, prepare
-// (a TRIAL's license issued at once), and the transfer that pays it. A checkout is opened by the
+// The commercial table, a license checkout (/api/v1/commercial/checkout): the catalogue or one checkout,
+// prepare (a TRIAL's license issued at once), and the transfer that pays it. A checkout is opened by the
 // capability its prepare returned once (Bearer cs_…), never by its id alone.
 import { z } from 'zod';
 import { checkoutSettlements, checkoutStatuses } from '../../../shared/licensing/rows';

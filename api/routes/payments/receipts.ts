@@ -1,4 +1,4 @@
-// Table A, a confirmed payment's signed receipt (getReceipt), readable by its id alone.
+// The exchange table, a confirmed payment's signed receipt (getReceipt), readable by its id alone.
 import { z } from 'zod';
 import { getReceipt } from '../../../shared/payments/views';
 import { settlements } from '../../../shared/payments/rows';

@@ -1,6 +1,6 @@
-// Table C, the transparency log everything published lands in: what it is (origin, key, tiles, witnesses,
-// policy), and the JSON convenience routes beside its C2SP tiles (./tiles.ts): the latest signed tree
-// head with its checkpoint, a consistency proof between two sizes, a package's inclusion proof.
+// The site table, the transparency log everything published lands in: what it is (origin, key, tiles,
+// witnesses, policy), and the JSON convenience routes beside its C2SP tiles (./tiles.ts): the latest signed
+// tree head with its checkpoint, a consistency proof between two sizes, a package's inclusion proof.
 import { z } from 'zod';
 import { AppError, notFound } from '../../../shared/platform/errors';
 import { idPattern } from '../../../shared/platform/ids';

@@ -1,4 +1,4 @@
-// Table C, the log as C2SP tlog-tiles under the site's /log/ prefix: the checkpoint (text/plain, with
+// The site table, the log as C2SP tlog-tiles under the site's /log/ prefix: the checkpoint (text/plain, with
 // the witnesses' cosignatures) and the tiles and entry bundles (application/octet-stream), read by any
 // tlog client. The tiles are left out of the OpenAPI document: their paths and bytes are the
 // specification's (c2sp.org/tlog-tiles), documented in docs/workflows.md.

@@ -1,4 +1,4 @@
-// Table C, proof workflows: templates and public state, prepare, events, verify.
+// The site table, proof workflows: templates and public state, prepare, events, verify.
 import { z } from 'zod';
 import { notFound } from '../../../shared/platform/errors';
 import { signedTreeHeadSchema } from '../../../shared/platform/translog/tree-head';
