@@ -11,7 +11,7 @@ import { holdGrant } from '../licensing/grants';
 import type { Grantor } from '../licensing/grants';
 import type { AmountHolder } from '../payments/amount-holds';
 import { attachQuotes, prepareQuotes } from '../payments/quotes';
-import { jobPayment } from '../payments/views';
+import { jobPayment } from '../payments/job-payment';
 import type { JobPaymentView } from '../payments/views';
 import type { Db } from '../platform/db/knex';
 import type { Queues } from '../platform/queues';

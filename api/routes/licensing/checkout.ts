@@ -3,7 +3,8 @@
 // capability its prepare returned once (Bearer cs_…), never by its id alone.
 import { z } from 'zod';
 import { checkoutSettlements, checkoutStatuses } from '../../../shared/licensing/rows';
-import { checkoutView, getCheckout } from '../../../shared/licensing/views';
+import { getCheckout } from '../../../shared/licensing/checkouts';
+import { checkoutView } from '../../../shared/licensing/views';
 import { prepareCheckout } from '../../../shared/licensing/prepare';
 import { submitCheckoutPayment } from '../../../shared/licensing/verify';
 import { licenseTiers, licenseTypes, trialTerms } from '../../../shared/licensing/tiers';
