@@ -18,9 +18,9 @@ import {
   refusalOf,
   retireKey,
   revokeKey,
-} from '../shared/platform/keyHistory';
+} from '../shared/platform/key-history';
 import type { TrustRole } from '../shared/platform/trust';
-import type { KeyRow } from '../shared/platform/keyHistory';
+import type { KeyRow } from '../shared/platform/key-history';
 import { printable } from '../shared/platform/text';
 
 const usage = `usage: npm run keys -- list

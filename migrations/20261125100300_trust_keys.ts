@@ -1,5 +1,5 @@
 // The key history: every key the service has signed with, what it signs, and when it was valid. A process
-// adds its keys at start (shared/platform/keyHistory.ts); the operator closes a key's period or marks it
+// adds its keys at start (shared/platform/key-history.ts); the operator closes a key's period or marks it
 // revoked from a time (`npm run keys`). Rows are never deleted: a key's period outlives the key.
 import type { Knex } from 'knex';
 

@@ -147,7 +147,7 @@ export function behindProxy(app: TestApp): ReturnType<typeof supertest> {
  */
 export async function importProductionKeys(db: Db, seeds: { service: string; log?: string }): Promise<void> {
   const { signingKeyFromSeed } = await import('../shared/platform/crypto');
-  const { importCurrentKey } = await import('../shared/platform/keyHistory');
+  const { importCurrentKey } = await import('../shared/platform/key-history');
   const publicKey = (hex: string) => signingKeyFromSeed(Buffer.from(hex, 'hex')).publicKey;
   const from = new Date();
   await importCurrentKey(db, {

@@ -7,7 +7,7 @@ import { closeEgress } from '../shared/platform/egress';
 import { env } from '../shared/platform/env';
 import { chainSettingIssues } from '../shared/chains/settings';
 import { closeJobEvents } from '../shared/jobs/notify';
-import { watchSigningKeys } from '../shared/platform/keyHistory';
+import { watchSigningKeys } from '../shared/platform/key-history';
 import { runProcess } from '../shared/platform/lifecycle';
 import { logger } from '../shared/platform/log';
 import { assertMetricsAllowed, listenMetrics, metricsAccess } from '../shared/platform/metrics';

@@ -311,7 +311,7 @@ function buildDocument(
   return doc;
 }
 
-/** `/openapi.json`: table A, the agent exchange. */
+/** `/openapi.json`: the exchange table (the agent exchange). */
 export function exchangeDocument(tables: RouteTables, version: string, urls: TableUrls) {
   return buildDocument(
     [{ table: tables.exchange }],
@@ -326,7 +326,7 @@ export function exchangeDocument(tables: RouteTables, version: string, urls: Tab
   );
 }
 
-/** `/openapi/platform.json`: table B at API_URL (per path) and table C at SITE_URL. */
+/** `/openapi/platform.json`: the commercial table at API_URL (per path) and the site table at SITE_URL. */
 export function platformDocument(tables: RouteTables, version: string, urls: TableUrls) {
   return buildDocument(
     [

@@ -19,7 +19,8 @@ import { sha256Hex } from '../../shared/platform/crypto';
 import { env } from '../../shared/platform/env';
 import { AppError } from '../../shared/platform/errors';
 import { logger } from '../../shared/platform/log';
-import type { AmountHolder } from '../../shared/payments/binding';
+import { amountHolderFor } from '../../shared/payments/amount-holds';
+import type { AmountHolder } from '../../shared/payments/amount-holds';
 import { untagged } from '../../shared/platform/redis';
 import type { AppDeps } from '../deps';
 import { bearerToken, isIssuedToken, isOperator, principalKey, resolveCredential } from './auth';
@@ -58,19 +59,22 @@ export function budgetKey(principal: Principal | null, req: Request): string {
 }
 
 /**
- * Whose budget a unique amount (a job quote's, a checkout's, a gate request's) is held on, and in
- * which kind: a paid license its own, with its larger cap (`licensed`, gate requests included: they
- * spend the licenses' room); the operator, uncapped; everyone else its `budgetKey` — a network with its
- * anonymous requests and the free agents it registered — and a TRIAL license the network it calls from
- * (trials are free to claim, so they add no holds), as `public`, or `gate` for a gate request.
+ * Whose budget a unique amount is held on (`amountHolderFor`, the payments rule): the request's caller
+ * as the rule sees it, with its budget owner and its network's.
  */
 export function amountHolder(principal: Principal | null, req: Request, gate = false): AmountHolder {
-  if (principal?.kind === 'operator') return { key: 'operator', kind: 'licensed', cap: undefined };
-  if (principal?.kind === 'license' && principal.tier !== 'TRIAL') {
-    return { key: budgetKey(principal, req), kind: 'licensed', cap: env.AMOUNT_HOLDS_PER_LICENSE };
-  }
-  const key = principal?.kind === 'license' ? budgetKey(null, req) : budgetKey(principal, req);
-  return { key, kind: gate ? 'gate' : 'public', cap: env.AMOUNT_HOLDS_PER_CALLER };
+  const standing =
+    principal?.kind === 'operator'
+      ? 'operator'
+      : principal?.kind === 'license'
+        ? principal.tier === 'TRIAL'
+          ? 'trial'
+          : 'license'
+        : 'other';
+  return amountHolderFor(
+    { standing, budget: budgetKey(principal, req), network: budgetKey(null, req) },
+    gate,
+  );
 }
 
 /**

@@ -1,4 +1,4 @@
-// Table C, sealed auctions: create (rules stated up front), sealed bids, reveals, finalization, the
+// The site table, sealed auctions: create (rules stated up front), sealed bids, reveals, finalization, the
 // public view (status and time remaining until finalized), packages and verification.
 import { z } from 'zod';
 import { walletPublicKeySchema, walletSignatureSchema } from '../../shared/platform/wallet';

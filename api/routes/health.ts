@@ -1,5 +1,5 @@
-// Liveness and readiness: GET /api/health (the first route of table A) and /api/v1/readiness (table B),
-// ready only when every check the web process was given passes (api/wiring.ts lists them).
+// Liveness and readiness: GET /api/health (the first route of the exchange table) and /api/v1/readiness (the
+// commercial table), ready only when every check the web process was given passes (api/wiring.ts lists them).
 import { z } from 'zod';
 import { env } from '../../shared/platform/env';
 import { checkDb, checkQueues, checkRedis, sharedRun } from '../http/health-checks';

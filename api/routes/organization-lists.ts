@@ -1,6 +1,6 @@
-// Table C, an organization's own lists: its workflows, rooms, proposals, treasury requests and auctions,
-// newest first with an opaque cursor. Each lists only what the caller's license owns (the operator its
-// own); one item by id stays its line's route, which answers 404 to any other organization.
+// The site table, an organization's own lists: its workflows, rooms, proposals, treasury requests and
+// auctions, newest first with an opaque cursor. Each lists only what the caller's license owns (the operator
+// its own); one item by id stays its line's route, which answers 404 to any other organization.
 import { z } from 'zod';
 import { listOwnedAuctions } from '../../shared/auctions/owned';
 import { listOwnedProposals, listOwnedRooms } from '../../shared/governance/owned';

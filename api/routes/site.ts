@@ -1,4 +1,4 @@
-// Table C, the public site's API routes (proof workflows and status); product lines add theirs here.
+// The site table, the public site's API routes (proof workflows and status); product lines add theirs here.
 // `GET /api/proofs/{proofId}` says which kind of proof an id names: every kind shares the prf_ prefix.
 import { z } from 'zod';
 import { idPattern } from '../../shared/platform/ids';

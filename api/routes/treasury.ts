@@ -1,4 +1,4 @@
-// Table C, treasury coordination: spending limits, requests (recorded, never executed), m-of-n signed
+// The site table, treasury coordination: spending limits, requests (recorded, never executed), m-of-n signed
 // committee decisions, packages and verification. `/api/treasury/status` is the agent exchange's; these
 // live beside it under /api/treasury/requests and /api/treasury/limits.
 import { z } from 'zod';

@@ -1,4 +1,4 @@
-// Table C, blind policy proofs (Groth16): prove through the queue, verify in-process, status of the
+// The site table, blind policy proofs (Groth16): prove through the queue, verify in-process, status of the
 // policies, the prover and one proof.
 import { z } from 'zod';
 import { env } from '../../shared/platform/env';
@@ -10,9 +10,10 @@ import { verifyBlindPolicy } from '../../shared/zk/verify';
 import { proveBlindPolicy } from '../../shared/zk/prove';
 import { blindPolicyStatus } from '../../shared/zk/status';
 import { transcriptSchema } from '../../shared/zk/ceremony';
-import { loggedTranscript } from '../../shared/zk/ceremonyLog';
+import { loggedTranscript } from '../../shared/zk/ceremony-log';
 import { HOLD_TTL_MS, proofStatuses } from '../../shared/zk/rows';
-import { getProof, proofView, proofsInFlight } from '../../shared/zk/views';
+import { getProof, proofsInFlight } from '../../shared/zk/proofs';
+import { proofView } from '../../shared/zk/views';
 import type { Request } from 'express';
 import type { AppDeps } from '../deps';
 import type { RouteTable } from '../http/route';

@@ -1,13 +1,12 @@
 // The payment side of the agent exchange's replies (a job's quotes, payments and x402 requirements, the
-// assets it prices in), shared by the job, payment, checkout and gate routes.
+// assets it prices in), shared by the job, payment, checkout and gate routes: schemas, and replies
+// shaped from what the route read.
 import { z } from 'zod';
-import type { Db } from '../../shared/platform/db/knex';
 import { env } from '../../shared/platform/env';
-import type { JobRow } from '../../shared/jobs/jobs';
 import { assetIds } from '../../shared/chains/assets';
-import { bindingKindFor, bindingKinds } from '../../shared/payments/binding';
-import { assetAvailability } from '../../shared/payments/availability';
-import { jobPayment } from '../../shared/payments/views';
+import { bindingKindFor, bindingKinds } from '../../shared/payments/binding-kinds';
+import type { AssetStatus } from '../../shared/chains/assets';
+import type { JobPaymentView } from '../../shared/payments/views';
 import { paymentStatuses, settlements } from '../../shared/payments/rows';
 import type { X402Paid } from '../../shared/payments/x402/pay';
 import { paymentResponseHeader } from '../http/x402';
@@ -153,9 +152,12 @@ export const assetPricingSchema = z
   })
   .meta({ id: 'PaymentAsset' });
 
-/** For GET /api/pricing: the nine assets, enabled or not and why (a wrong-network endpoint included). */
-export async function pricingAssets(): Promise<z.infer<typeof assetPricingSchema>[]> {
-  return (await assetAvailability()).map((s) => ({
+/**
+ * For GET /api/pricing: the nine assets as `assetAvailability` found them, enabled or not and why (a
+ * wrong-network endpoint included).
+ */
+export function pricingAssets(statuses: readonly AssetStatus[]): z.infer<typeof assetPricingSchema>[] {
+  return statuses.map((s) => ({
     id: s.asset.id,
     symbol: s.asset.symbol,
     name: s.asset.name,
@@ -180,10 +182,8 @@ interface JobLinks {
   links: Record<string, string>;
 }
 
-/** For jobStatus: the job with its payment part and, once paid, its receipt link. */
-export async function withPaymentPart<J extends JobLinks>(job: J, row: JobRow, db: Db, base: string) {
-  // Free jobs carry no price, so no quotes: skip the lookups on the hot path.
-  const payment = row.price_usd_cents > 0 ? await jobPayment(db, row, base) : undefined;
+/** For jobStatus: the job with its payment part (`jobPayment`) and, once paid, its receipt link. */
+export function withPaymentPart<J extends JobLinks>(job: J, payment: JobPaymentView | undefined) {
   if (payment?.links.receipt) job.links.receipt = payment.links.receipt;
   return { job, ...(payment ? { payment } : {}) };
 }
@@ -191,16 +191,14 @@ export async function withPaymentPart<J extends JobLinks>(job: J, row: JobRow, d
 /**
  * For createJob retried with PAYMENT-SIGNATURE, once the payment settled: 202 with the job, its
  * capability for this payer (the request that settled the payment; a replay gets none), its payment
- * side and the settlement's header.
+ * side (`jobPayment` of the paid job) and the settlement's header.
  */
-export async function paidJobReply<J extends JobLinks>(
+export function paidJobReply<J extends JobLinks>(
   job: J,
   paid: X402Paid,
   legacy: boolean,
-  db: Db,
-  base: string,
+  payment: JobPaymentView | undefined,
 ) {
-  const payment = await jobPayment(db, paid.job, base);
   return {
     status: 202,
     headers: { Location: job.links.self!, ...paymentResponseHeader(paid.settlement, legacy) },

@@ -8,7 +8,7 @@ import type { paths as PlatformPaths } from './platform-api';
 export type { ExchangePaths, PlatformPaths };
 
 export interface PxClient {
-  /** Table A (/openapi.json): the agent exchange. */
+  /** The exchange table (/openapi.json): the agent exchange. */
   exchange: Client<ExchangePaths>;
   /** Tables B and C (/openapi/platform.json): commercial, workflows, governance, treasury, auctions. */
   platform: Client<PlatformPaths>;

@@ -81,7 +81,7 @@ export interface DemoPayOptions {
   jobId: string;
   /** What opens the job: its access token (jt_…), or the agent or license key that created it. */
   token: string;
-  /** The service's base address (table A). */
+  /** The service's base address (the exchange table). */
   serviceUrl: string;
   dataDir: string;
   /** How long to wait for the payment and the job, in all. */

@@ -2,7 +2,7 @@
 // for a priced job its payment part, x402 requirements while it waits and receipts once paid.
 import type { Db } from '../platform/db/knex';
 import type { JobRow } from '../jobs/jobs';
-import { jobPayment } from '../payments/views';
+import { jobPayment } from '../payments/job-payment';
 import type { JobPaymentView } from '../payments/views';
 import { contextIdOf } from './store';
 import type { TaskContext, TaskPayment } from './tasks';

@@ -5,9 +5,9 @@ import type { Knex } from 'knex';
 import { chainEntry } from '../workflows/chain';
 import { attachLogProof, packageEntry } from '../workflows/envelope';
 import type { Envelope } from '../workflows/envelope';
-import { findLeaf, inclusionProofAt, lockLog } from '../platform/translog/pgLog';
-import { appendEntries } from '../platform/translog/serviceLog';
-import { leafHashHex } from '../platform/translog/treeHead';
+import { findLeaf, inclusionProofAt, lockLog } from '../platform/translog/pg-log';
+import { appendEntries } from '../platform/translog/service-log';
+import { leafHashHex } from '../platform/translog/tree-head';
 import type { ChainLink, EntryBody } from './records';
 
 export type { ChainLink, EntryBody } from './records';

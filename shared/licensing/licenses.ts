@@ -7,7 +7,7 @@ import { safeEqual, sha256Hex } from '../platform/crypto';
 import type { Db } from '../platform/db/knex';
 import { AppError } from '../platform/errors';
 import { newId } from '../platform/ids';
-import { serviceTrust } from '../platform/keyHistory';
+import { serviceTrust } from '../platform/key-history';
 import { serviceSigningKey } from '../platform/keys';
 import { boxKeyPair, openFrom, sealTo } from '../platform/sealing';
 import { initialCredit } from './entitlements';

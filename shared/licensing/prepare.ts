@@ -3,11 +3,12 @@
 // is a name.
 import { DatabaseError } from 'pg';
 import type { AssetId } from '../chains/assets';
-import { BindingUnavailable, bindQuote, prepareBinding } from '../payments/binding';
-import type { AmountHolder } from '../payments/binding';
+import type { AmountHolder } from '../payments/amount-holds';
+import { bindQuote, prepareBinding } from '../payments/binding';
+import { BindingUnavailable } from '../payments/binding-kinds';
 import { assetAvailability } from '../payments/availability';
-import { QuoteError, createQuote } from '../payments/quote';
-import type { RateSource } from '../payments/quote';
+import { QuoteError, createQuote } from '../payments/pricing';
+import type { RateSource } from '../payments/pricing';
 import { lateWindowMs } from '../payments/verdict';
 import { newCapability } from '../platform/capabilities';
 import type { Db } from '../platform/db/knex';

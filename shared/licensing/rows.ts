@@ -1,6 +1,7 @@
 // The rows of license checkouts and licenses, their states, and a checkout's payable terms.
 import type { AssetId } from '../chains/assets';
-import type { BindingKind, TermsRow } from '../payments/binding';
+import type { BindingKind } from '../payments/binding-kinds';
+import type { TermsRow } from '../payments/terms';
 import type { LicenseType } from './tiers';
 
 export const checkoutStatuses = [

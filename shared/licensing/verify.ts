@@ -2,7 +2,8 @@
 // adapter with the job-payment rules (settling it and issuing the license once), and ending checkouts
 // that failed or expired.
 import { findAsset } from '../chains/assets';
-import { releaseAmounts, verifyRequestFor } from '../payments/binding';
+import { releaseAmounts } from '../payments/amount-holds';
+import { verifyRequestFor } from '../payments/terms';
 import { verifyWithAdapter } from '../payments/check';
 import type { PaymentSettings } from '../payments/rows';
 import { normalizeTxRef } from '../payments/submit';

@@ -1,32 +1,15 @@
-// What the holder of a checkout's client secret sees of it: the checkout, its payment instructions, and
-// the license with its key once issued.
-import { paymentInstructions } from '../payments/binding';
-import { formatUnits } from '../payments/quote';
+// What the holder of a checkout's client secret sees of it (read by ./checkouts.ts): the checkout, its
+// payment instructions, and the license with its key once issued.
+import { paymentInstructions } from '../payments/instructions';
+import { formatUnits } from '../payments/pricing';
 import { lateWindowMs } from '../payments/verdict';
-import type { Db } from '../platform/db/knex';
 import { env } from '../platform/env';
 import { serviceSigningKey } from '../platform/keys';
-import { openLicenseToken } from './licenses';
 import type { IssuedLicense } from './licenses';
 import { termsOf } from './rows';
-import type { CheckoutRow, LicenseRow } from './rows';
-import { checkoutOpenedBy, expireCheckouts } from './verify';
+import type { CheckoutRow } from './rows';
 
 const iso = (d: Date | string | null | undefined) => (d ? new Date(d).toISOString() : null);
-
-/** One checkout for the holder of its client secret, with its license and license key once issued. */
-export async function getCheckout(
-  db: Db,
-  checkoutId: string,
-  clientSecret: string | undefined,
-): Promise<{ checkout: CheckoutRow; issued: IssuedLicense | undefined }> {
-  await checkoutOpenedBy(db, checkoutId, clientSecret);
-  await expireCheckouts(db, checkoutId);
-  const checkout = (await db('checkouts').where({ id: checkoutId }).first()) as CheckoutRow;
-  const license = (await db('licenses').where({ checkout_id: checkoutId }).first()) as LicenseRow | undefined;
-  const token = license && openLicenseToken(checkout, license, clientSecret!);
-  return { checkout, issued: license && token ? { license, token } : undefined };
-}
 
 /** The buyer's view of a license: the key is shown only to the holder of the checkout's secret. */
 export function licenseView({ license: row, token }: IssuedLicense) {

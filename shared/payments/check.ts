@@ -16,7 +16,7 @@ import { logger } from '../platform/log';
 import type { Queues } from '../platform/queues';
 import type { ChainFamily } from '../chains/assets';
 import { developmentNetworks } from '../chains/development';
-import { verifyRequestFor } from './binding';
+import { verifyRequestFor } from './terms';
 import { paymentView } from './views';
 import type { PaymentRow, PaymentSettings, PaymentStatus, QuoteRow, Settlement } from './rows';
 import { receiptEntry, signReceipt } from './receipts';

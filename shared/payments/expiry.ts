@@ -2,7 +2,7 @@
 import { jobChanged } from '../jobs/notify';
 import type { Db } from '../platform/db/knex';
 import { env } from '../platform/env';
-import { releaseExpiredAmounts } from './binding';
+import { releaseExpiredAmounts } from './amount-holds';
 import type { PaymentSettings } from './rows';
 
 /**

@@ -13,19 +13,17 @@ import { AppError, conflict, notFound, unprocessable, validationFailed } from '.
 import { newId } from '../platform/ids';
 import type { AssetId } from '../chains/assets';
 import { findAsset } from '../chains/assets';
-import {
-  BindingUnavailable,
-  bindQuote,
-  paymentInstructions,
-  prepareBinding,
-  releaseAmounts,
-  verifyRequestFor,
-} from './binding';
-import type { AmountHolder, BindingKind } from './binding';
+import { releaseAmounts } from './amount-holds';
+import type { AmountHolder } from './amount-holds';
+import { bindQuote, prepareBinding } from './binding';
+import { BindingUnavailable } from './binding-kinds';
+import type { BindingKind } from './binding-kinds';
+import { paymentInstructions } from './instructions';
+import { verifyRequestFor } from './terms';
 import { assetAvailability } from './availability';
 import { normalizeTxRef } from './submit';
-import { QuoteError, createQuote, formatUnits } from './quote';
-import type { RateSource } from './quote';
+import { QuoteError, createQuote, formatUnits } from './pricing';
+import type { RateSource } from './pricing';
 
 export const gateStatuses = ['open', 'matched', 'expired'] as const;
 export type GateStatus = (typeof gateStatuses)[number];

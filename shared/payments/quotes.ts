@@ -9,10 +9,13 @@ import type { Db } from '../platform/db/knex';
 import { env } from '../platform/env';
 import { AppError } from '../platform/errors';
 import { assetAvailability } from './availability';
-import { BindingUnavailable, assetSnapshot, bindQuote, bindingOf, prepareBinding } from './binding';
-import type { AmountHolder, PreBinding } from './binding';
-import { QuoteError, createQuote, rateSourceFromEnv } from './quote';
-import type { Quote, RateSource } from './quote';
+import type { AmountHolder } from './amount-holds';
+import { bindQuote, prepareBinding } from './binding';
+import type { PreBinding } from './binding';
+import { BindingUnavailable } from './binding-kinds';
+import { assetSnapshot, bindingOf } from './terms';
+import { QuoteError, createQuote, rateSourceFromEnv } from './pricing';
+import type { Quote, RateSource } from './pricing';
 import type { PaymentSettings, QuoteRow } from './rows';
 import { lateWindowMs } from './verdict';
 

@@ -1,8 +1,8 @@
 // The rows of job payments: quotes and payments as stored, their states, and the settings they read.
 import type { AssetId } from '../chains/assets';
 import type { env } from '../platform/env';
-import type { BindingKind } from './binding';
-import type { Quote } from './quote';
+import type { BindingKind } from './binding-kinds';
+import type { Quote } from './pricing';
 
 export const paymentStatuses = [
   'pending',

@@ -4,7 +4,7 @@
 // cannot sign in time, broadcast after expiry and still be on time.
 import type { VerifyResult } from '../chains';
 import type { Env } from '../platform/env';
-import { classifyPayment } from './quote';
+import { classifyPayment } from './pricing';
 
 export type VerdictSettings = Pick<
   Env,

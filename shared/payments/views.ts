@@ -1,21 +1,19 @@
-// What the API shows of a job's payment side: its quotes with payment instructions, the x402
-// requirements of an unpaid job, the payments submitted, and the stored receipts.
+// What the API shows of a job's payment side, shaped from rows already read (./job-payment.ts reads
+// them): its quotes with payment instructions, the x402 requirements of an unpaid job, the payments
+// submitted, and the link to its receipt.
 import type { PaymentRequired, PaymentRequirements } from '@x402/core/types';
 import { getAddress } from 'viem';
 import { findAsset } from '../chains/assets';
 import { findService } from '../jobs/catalog';
 import type { JobRow } from '../jobs/jobs';
-import type { Db } from '../platform/db/knex';
 import { env } from '../platform/env';
-import { notFound } from '../platform/errors';
-import { paymentInstructions } from './binding';
-import { formatUnits } from './quote';
-import { jobQuotes, quoteTerms } from './quotes';
+import { paymentInstructions } from './instructions';
+import { formatUnits } from './pricing';
+import { quoteTerms } from './quotes';
 import type { UnavailableAsset } from './quotes';
-import type { Receipt } from './receipts';
 import type { PaymentRow, QuoteRow } from './rows';
 import { lateWindowMs } from './verdict';
-import { networkSupported, x402Networks } from './x402/settle';
+import { networkSupported } from './x402/settle';
 
 const iso = (d: Date | string | null) => (d ? new Date(d).toISOString() : null);
 
@@ -100,20 +98,6 @@ export function x402Requirements(
   };
 }
 
-/**
- * The x402 requirements of an unpaid job, where there is one to offer: never an empty `accepts` (no
- * settler, or no quote `exact` can pay), which is not x402 at all; those quotes are paid with
- * submitPayment alone.
- */
-async function offeredX402(
-  jobUrl: string,
-  serviceName: string,
-  quotes: QuoteRow[],
-): Promise<{ x402?: PaymentRequired }> {
-  const x402 = x402Requirements(jobUrl, serviceName, quotes, await x402Networks());
-  return x402.accepts.length ? { x402 } : {};
-}
-
 export function paymentView(p: PaymentRow, base: string, receiptId?: string | null) {
   return {
     id: p.id,
@@ -141,43 +125,48 @@ export function paymentView(p: PaymentRow, base: string, receiptId?: string | nu
 }
 export type PaymentView = ReturnType<typeof paymentView>;
 
+/** What a job's payment side is shaped from, as `jobPayment` (./job-payment.ts) reads it. */
+export interface JobPaymentParts {
+  /** At least one: a job without quotes has no payment side. */
+  quotes: QuoteRow[];
+  /** The latest payments submitted, newest first. */
+  payments: PaymentRow[];
+  receipts: Array<{ id: string; payment_id: string }>;
+  /** The networks the x402 settler takes, read only while the job awaits payment. */
+  x402Networks?: ReadonlySet<string> | undefined;
+}
+
 /**
  * A priced job's payment side: its quotes, x402 requirements, the payments submitted and the receipt.
- * Undefined for jobs that never needed paying.
+ * The x402 requirements only while the job awaits payment, and only where there is one to offer:
+ * never an empty `accepts` (no settler, or no quote `exact` can pay), which is not x402 at all; those
+ * quotes are paid with submitPayment alone.
  */
-export async function jobPayment(
-  db: Db,
+export function jobPaymentView(
   job: Pick<JobRow, 'id' | 'service_id' | 'status' | 'expires_at'>,
+  parts: JobPaymentParts,
   base: string,
   extra: { unavailable?: UnavailableAsset[] } = {},
 ) {
-  const quotes = await jobQuotes(db, job.id);
-  if (quotes.length === 0) return undefined;
-  const payments = (await db('payments')
-    .where({ job_id: job.id })
-    .orderBy('created_at', 'desc')
-    .limit(20)) as PaymentRow[];
-  const receipts = (await db('receipts').where({ job_id: job.id }).select('id', 'payment_id')) as Array<{
-    id: string;
-    payment_id: string;
-  }>;
+  const { quotes, payments, receipts } = parts;
   const receiptOf = new Map(receipts.map((r) => [r.payment_id, r.id]));
   const expiresAt = quotes.reduce((m, q) => (q.expires_at < m ? q.expires_at : m), quotes[0]!.expires_at);
   const jobUrl = `${base}/api/jobs/${job.id}`;
   const first = receipts[0];
   const awaiting = job.status === 'awaiting_payment';
+  const serviceName = findService(job.service_id)?.name ?? job.service_id;
+  const x402 =
+    awaiting && parts.x402Networks
+      ? x402Requirements(jobUrl, serviceName, quotes, parts.x402Networks)
+      : undefined;
   return {
     required: awaiting,
     usdCents: quotes[0]!.usd_cents,
     expiresAt: iso(expiresAt)!,
     watchUntil: iso(new Date(new Date(expiresAt).getTime() + lateWindowMs(env)))!,
-    quotes: quotes.map((q) =>
-      quoteView(q, `${findService(job.service_id)?.name ?? job.service_id} job ${job.id}`),
-    ),
+    quotes: quotes.map((q) => quoteView(q, `${serviceName} job ${job.id}`)),
     ...(extra.unavailable ? { unavailable: extra.unavailable } : {}),
-    ...(awaiting
-      ? await offeredX402(jobUrl, findService(job.service_id)?.name ?? job.service_id, quotes)
-      : {}),
+    ...(x402?.accepts.length ? { x402 } : {}),
     payments: payments.map((p) => paymentView(p, base, receiptOf.get(p.id))),
     links: {
       submit: `${jobUrl}/payment`,
@@ -185,10 +174,4 @@ export async function jobPayment(
     },
   };
 }
-export type JobPaymentView = NonNullable<Awaited<ReturnType<typeof jobPayment>>>;
-
-export async function getReceipt(db: Db, receiptId: string): Promise<Receipt> {
-  const row = (await db('receipts').where({ id: receiptId }).first()) as { document: Receipt } | undefined;
-  if (!row) throw notFound(`Receipt ${receiptId}`);
-  return row.document;
-}
+export type JobPaymentView = ReturnType<typeof jobPaymentView>;

@@ -1,6 +1,6 @@
 // The service's own ed25519 keys: SERVICE_SIGNING_KEY (packages, receipts, licenses, attestations) and
 // LOG_SIGNING_KEY (the log's checkpoints), or development keys kept under DATA_DIR. Each signs only while
-// the key history has not retired or revoked it (shared/platform/keyHistory.ts keeps that status here).
+// the key history has not retired or revoked it (shared/platform/key-history.ts keeps that status here).
 import { generateKeyPairSync } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -57,7 +57,7 @@ export interface OwnKey {
   loadedAt: Date;
 }
 
-/** Why each key may not sign any more, by key id, as the key history last said (keyHistory.ts). */
+/** Why each key may not sign any more, by key id, as the key history last said (key-history.ts). */
 const refusals = new Map<string, string>();
 
 /** Records the key history's word on one of this process's keys: null while it may sign. */

@@ -4,7 +4,7 @@
 import type { Knex } from 'knex';
 import { probeLocalAi } from './probes';
 import { env } from '../platform/env';
-import { logSize } from '../platform/translog/pgLog';
+import { logSize } from '../platform/translog/pg-log';
 
 async function timedDb(
   db: Knex,

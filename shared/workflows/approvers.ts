@@ -10,7 +10,7 @@ import type { Db } from '../platform/db/knex';
 import { AppError, conflict, notFound, unprocessable } from '../platform/errors';
 import { newId } from '../platform/ids';
 import { entryFor, leafKey } from '../platform/translog/entry';
-import { appendEntries } from '../platform/translog/serviceLog';
+import { appendEntries } from '../platform/translog/service-log';
 import {
   ANONYMITY_CIRCUIT,
   ANONYMITY_TREE_DEPTH,

@@ -6,7 +6,7 @@ import type { Knex } from 'knex';
 import { conflict, notFound } from '../platform/errors';
 import { BUNDLE_FORMAT } from '../platform/translog/bundle';
 import type { Bundle } from '../platform/translog/bundle';
-import { logProofFor } from '../platform/translog/serviceLog';
+import { logProofFor } from '../platform/translog/service-log';
 import { packageEntryKind, packageLeafData } from './envelope';
 import type { Envelope } from './envelope';
 

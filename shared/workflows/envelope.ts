@@ -14,8 +14,8 @@ import {
   leafHashHex,
   signedTreeHeadSchema,
   verifyTreeHead,
-} from '../platform/translog/treeHead';
-import type { InclusionProof, SignedTreeHead } from '../platform/translog/treeHead';
+} from '../platform/translog/tree-head';
+import type { InclusionProof, SignedTreeHead } from '../platform/translog/tree-head';
 
 export const packageKinds = ['workflow', 'governance', 'treasury', 'auction'] as const;
 export type PackageKind = (typeof packageKinds)[number];

@@ -3,9 +3,9 @@
 // behind, a retry finds the work done.
 import type { Db } from '../platform/db/knex';
 import { SigningKeyRetired } from '../platform/keys';
-import { leafHashHex } from '../platform/translog/treeHead';
-import { findLeaf, inclusionProofAt, lockLog } from '../platform/translog/pgLog';
-import { appendEntries } from '../platform/translog/serviceLog';
+import { leafHashHex } from '../platform/translog/tree-head';
+import { findLeaf, inclusionProofAt, lockLog } from '../platform/translog/pg-log';
+import { appendEntries } from '../platform/translog/service-log';
 import { loadApprovals } from './approvers';
 import { attachLogProof, packageEntry } from './envelope';
 import type { WorkflowPackage } from './package';

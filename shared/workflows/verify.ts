@@ -4,9 +4,9 @@
 import { LRUCache } from 'lru-cache';
 import { sha256Hex } from '../platform/crypto';
 import type { Db } from '../platform/db/knex';
-import { loggedAt, serviceTrust } from '../platform/keyHistory';
-import type { ServiceTrust } from '../platform/keyHistory';
-import type { SignedTreeHead } from '../platform/translog/treeHead';
+import { loggedAt, serviceTrust } from '../platform/key-history';
+import type { ServiceTrust } from '../platform/key-history';
+import type { SignedTreeHead } from '../platform/translog/tree-head';
 import { chainHead } from './chain';
 import { genesisOf, workflowStatus } from './engine';
 import { z } from 'zod';

@@ -6,7 +6,7 @@ import type { Queues } from '../platform/queues';
 import { enqueueProof } from './create';
 import { failProof } from './proving';
 import type { ProofRow } from './rows';
-import { findProof, getProof } from './views';
+import { findProof, getProof } from './proofs';
 
 /** Held proofs nobody paid for in time lose their input. */
 export async function expireHeldProofs(db: Db): Promise<number> {

@@ -5,7 +5,7 @@ import type { Db } from '../platform/db/knex';
 import type { Queues } from '../platform/queues';
 import { describePolicies } from './index';
 import { circuitSetup } from './setup';
-import { lastProofBackend, provingStats } from './views';
+import { lastProofBackend, provingStats } from './proofs';
 
 /** The proofs queue's depth; null while Redis does not answer (the rest of the status still does). */
 async function proofQueueDepth(queues: Queues) {

@@ -5,7 +5,7 @@ import { associatedTokenAddress, createSolanaAdapter, isOnCurve } from '../../sh
 import { parseEnv } from '../../shared/platform/env';
 import { findAsset } from '../../shared/chains/assets';
 import type { Asset } from '../../shared/chains/assets';
-import { classifyPayment } from '../../shared/payments/quote';
+import { classifyPayment } from '../../shared/payments/pricing';
 import { deadUrl, fixture, rpcResult, startReplay } from './replay';
 import type { Replay } from './replay';
 

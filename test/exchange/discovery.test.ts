@@ -93,7 +93,7 @@ describe('discovery', () => {
     expect(card.receiptPublicKey.publicKey).toBe(health.signingKey.publicKey);
   });
 
-  it('is also served as an A2A 1.0 agent card that the A2A SDK reads (test/a2a/a2a.test.ts uses it)', async () => {
+  it('is also served as an A2A 1.0 agent card that the A2A SDK reads (test/a2a/discovery.test.ts uses it)', async () => {
     const res = await app.request.get('/.well-known/agent-card.json').expect(200);
     const card = AgentCard.fromJSON(res.body);
     expect(card).toMatchObject({ name: 'proof-exchange', version: '1.3.0' });

@@ -1,6 +1,7 @@
-// /openapi.json against the app that serves it: the routes of table A and the documented operations are
-// the same set (the hidden event stream aside), and a success reply of each of the 21 operations — and
-// the problem replies — validate against the document's schemas with a JSON Schema 2020-12 validator.
+// /openapi.json against the app that serves it: the routes of the exchange table and the documented
+// operations are the same set (the hidden event stream aside), and a success reply of each of the 21
+// operations — and the problem replies — validate against the document's schemas with a JSON Schema 2020-12
+// validator.
 import Ajv2020 from 'ajv/dist/2020';
 import type { ValidateFunction } from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
@@ -24,7 +25,10 @@ const { buildTables } = await import('../../api/tables');
 
 const OPERATOR = { Authorization: 'Bearer op_test_token_0123456789' };
 const DOC_ID = 'urn:proof-exchange:openapi';
-/** Served by table A but left out of the document on purpose: the SSE stream has no JSON schema. */
+/**
+ * Served by the exchange table but left out of the document on purpose: the SSE stream has no JSON
+ * schema.
+ */
 const HIDDEN = 'GET /api/jobs/{jobId}/events';
 
 interface Operation {
@@ -51,8 +55,8 @@ let doc: Document;
 
 beforeAll(async () => {
   app = testApp();
-  // The app under test is built here, from tables we hold, so the router of table A can be told apart
-  // in its stack and every request below goes through that same app.
+  // The app under test is built here, from tables we hold, so the router of the exchange table can be told
+  // apart in its stack and every request below goes through that same app.
   tables = buildTables();
   const mount = tables.exchange.router.bind(tables.exchange);
   tables.exchange.router = (deps) => (exchangeRouter = mount(deps));

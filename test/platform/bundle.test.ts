@@ -13,7 +13,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { signingKeyFromSeed } from '../../shared/platform/crypto';
 import { checkpointText, cosigner, parseCheckpoint } from '../../shared/platform/translog/checkpoint';
-import { MemoryLog } from '../../shared/platform/translog/memoryLog';
+import { MemoryLog } from '../../shared/platform/translog/memory-log';
 import { formatNote, signatureLine, noteKeyId, SIG_ED25519 } from '../../shared/platform/translog/note';
 import { formatTlogProof, parseTlogProof } from '../../shared/platform/translog/proof';
 import { testApp } from '../helpers';

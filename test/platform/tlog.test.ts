@@ -14,18 +14,18 @@ import {
   parseCheckpoint,
 } from '../../shared/platform/translog/checkpoint';
 import { entryFor, leafKey, logEntryBytes, parseLogEntry } from '../../shared/platform/translog/entry';
-import { MemoryLog } from '../../shared/platform/translog/memoryLog';
+import { MemoryLog } from '../../shared/platform/translog/memory-log';
 import { leafHash, rootHash, toHex } from '../../shared/platform/translog/merkle';
 import { parseVkey } from '../../shared/platform/translog/note';
 import { checkCheckpoint, parsePolicy } from '../../shared/platform/translog/policy';
-import { inclusionProofAt, logSize } from '../../shared/platform/translog/pgLog';
+import { inclusionProofAt, logSize } from '../../shared/platform/translog/pg-log';
 import {
   checkpointCurrent,
   enqueueEntries,
   integrateAll,
   integrateQueued,
 } from '../../shared/platform/translog/sequencer';
-import { appendEntries } from '../../shared/platform/translog/serviceLog';
+import { appendEntries } from '../../shared/platform/translog/service-log';
 import { decodeEntryBundle, tileWidth } from '../../shared/platform/translog/tiles';
 import { stageRecordEntry } from '../../shared/workflows/records';
 import { testApp } from '../helpers';

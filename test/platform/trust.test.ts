@@ -17,7 +17,7 @@ import {
   revokeKey,
   serviceTrust,
   watchSigningKeys,
-} from '../../shared/platform/keyHistory';
+} from '../../shared/platform/key-history';
 import { SigningKeyRetired, serviceSigningKey, setKeyRefusal } from '../../shared/platform/keys';
 import type { OwnKey } from '../../shared/platform/keys';
 import { StartupFailure } from '../../shared/platform/failures';
@@ -172,7 +172,7 @@ describe('the key history', () => {
     expect(failure).toBeNull(); // the test process's own key is current
     for (const key of [keyA, keyC]) {
       const rows = await registerSigningKeys(db(), [own(key)]);
-      const { closedKeyFailure } = await import('../../shared/platform/keyHistory');
+      const { closedKeyFailure } = await import('../../shared/platform/key-history');
       const refused = closedKeyFailure({ variable: 'SERVICE_SIGNING_KEY' }, rows[0]!);
       expect(refused).toBeInstanceOf(StartupFailure);
       expect(refused.plain).toBe(true);
@@ -432,7 +432,7 @@ describe('a key from before the history', () => {
     const { buildWorkflowPackage } = await import('../../shared/workflows/package');
     const { findTemplate } = await import('../../shared/workflows/templates');
     const { completeWorkflow } = await import('../workflows/helpers');
-    const { importKey } = await import('../../shared/platform/keyHistory');
+    const { importKey } = await import('../../shared/platform/key-history');
     const template = findTemplate('Vendor Onboarding')!;
     const old = signingKeyFromSeed(seed(0x55));
     const proofId = 'prf_01jd3oldkeypackage000000000';
@@ -496,7 +496,7 @@ describe('a key from before the history', () => {
 
 describe('a current key imported by npm run keys -- import', () => {
   it('is current from the time given, gains the roles it lacked, and a closed key is never current again', async () => {
-    const { importCurrentKey, retireKey } = await import('../../shared/platform/keyHistory');
+    const { importCurrentKey, retireKey } = await import('../../shared/platform/key-history');
     const fresh = signingKeyFromSeed(seed(0x61));
     const keysCli = (...args: string[]) =>
       spawnSync(process.execPath, ['--import', 'tsx', 'cli/keys.ts', ...args], {

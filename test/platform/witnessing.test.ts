@@ -19,8 +19,8 @@ import { parseCheckpoint } from '../../shared/platform/translog/checkpoint';
 import { formatVkey } from '../../shared/platform/translog/note';
 import { checkCheckpoint, parsePolicy } from '../../shared/platform/translog/policy';
 import { formatAddCheckpoint } from '../../shared/platform/translog/witness';
-import { cosignatureLines, withCosignatures } from '../../shared/platform/translog/pgLog';
-import { appendEntries, logNoteSigner, servedCheckpoint } from '../../shared/platform/translog/serviceLog';
+import { cosignatureLines, withCosignatures } from '../../shared/platform/translog/pg-checkpoints';
+import { appendEntries, logNoteSigner, servedCheckpoint } from '../../shared/platform/translog/service-log';
 import {
   Witnessing,
   pgCheckpointLog,

@@ -246,7 +246,7 @@ describe('route fuzz', () => {
     for (const doc of Object.values(docs)) {
       for (const [template, ops] of Object.entries(doc.paths)) {
         for (const [method, op] of Object.entries(ops)) {
-          // A path item also holds non-operations (table B's own `servers`).
+          // A path item also holds non-operations (the commercial table's own `servers`).
           if (!['get', 'post', 'put', 'delete'].includes(method)) continue;
           operations++;
           const list = probes(method, template, op, doc, SEED + operations);

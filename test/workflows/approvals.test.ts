@@ -17,7 +17,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp } from '../../api/app';
 import { verifyBundle } from '../../shared/platform/translog/bundle';
 import { parseLogEntry } from '../../shared/platform/translog/entry';
-import { leafByKey } from '../../shared/platform/translog/pgLog';
+import { leafByKey } from '../../shared/platform/translog/pg-log';
 import { parseTrustRoot } from '../../shared/platform/trust';
 import { approvalActor, approverRootSha256 } from '../../shared/workflows/approvalProtocol';
 import { createIdentity, loadMembershipArtifacts, makeApproval } from '../../shared/workflows/approvalClient';

@@ -1,9 +1,9 @@
 // Proof packages and stored records: built from a finished workflow, verified offline, and every kind
 // of tampering caught with the reason; nothing private ever reaches a package.
 import { describe, expect, it } from 'vitest';
-import { MemoryLog } from '../../shared/platform/translog/memoryLog';
+import { MemoryLog } from '../../shared/platform/translog/memory-log';
 import { toHex } from '../../shared/platform/translog/merkle';
-import { signTreeHead } from '../../shared/platform/translog/treeHead';
+import { signTreeHead } from '../../shared/platform/translog/tree-head';
 import { checkRecords, chainGenesis } from '../../shared/workflows/chain';
 import { genesisOf } from '../../shared/workflows/engine';
 import {

@@ -1,8 +1,8 @@
 // The key wiring: a package sealed with the configured service key verifies against its published key,
 // and the log's tree heads against the log key, which is another key.
 import { describe, expect, it } from 'vitest';
-import { MemoryLog } from '../../shared/platform/translog/memoryLog';
-import { signTreeHead, verifyTreeHead } from '../../shared/platform/translog/treeHead';
+import { MemoryLog } from '../../shared/platform/translog/memory-log';
+import { signTreeHead, verifyTreeHead } from '../../shared/platform/translog/tree-head';
 import { verifyPackage } from '../../shared/workflows/package';
 import { findTemplate } from '../../shared/workflows/templates';
 import type { WorkflowTemplate } from '../../shared/workflows/templates';

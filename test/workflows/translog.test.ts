@@ -2,7 +2,7 @@
 // proofs for every small tree, tampering rejected, and signed tree heads.
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { MemoryLog } from '../../shared/platform/translog/memoryLog';
+import { MemoryLog } from '../../shared/platform/translog/memory-log';
 import {
   EMPTY_ROOT,
   consistencyProof,
@@ -23,7 +23,7 @@ import {
   checkInclusionProof,
   signTreeHead,
   verifyTreeHead,
-} from '../../shared/platform/translog/treeHead';
+} from '../../shared/platform/translog/tree-head';
 import { logKey, otherKey } from './helpers';
 
 const hex = (s: string) => Buffer.from(s, 'hex');

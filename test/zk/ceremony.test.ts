@@ -17,7 +17,7 @@ import { artifactProblems, ceremonyProblems } from '../../shared/zk/setup';
 import { artifactsDir, loadManifest, resetManifestCache } from '../../shared/zk/artifacts';
 import { readTranscript, transcriptPath } from '../../shared/zk/ceremony';
 import type { Transcript } from '../../shared/zk/ceremony';
-import { logCeremonyTranscripts } from '../../shared/zk/ceremonyLog';
+import { logCeremonyTranscripts } from '../../shared/zk/ceremony-log';
 import { terminateCurves } from '../../shared/zk';
 import { checkArtifacts, repoRoot } from '../../circuits/sources';
 import { testApp } from '../helpers';

@@ -8,7 +8,7 @@ import { failDelivery, processDelivery } from '../../shared/deliveries/deliverie
 import { jobDuration, jobsProcessed } from '../../shared/platform/metrics';
 import { queueCatalog } from '../../shared/platform/queues';
 import type { SweepTarget } from '../sweeper';
-import { isFinalAttempt } from './jobs';
+import { isFinalAttempt } from '../attempts';
 
 /** The rows of this queue the sweeper keeps in the queue. */
 export const deliveriesSweepTarget: SweepTarget<'deliveries'> = {

@@ -4,6 +4,7 @@ import type { Job, Processor } from 'bullmq';
 import type { Db } from '../../shared/platform/db/knex';
 import { isOutageOfOurs } from '../../shared/platform/errors';
 import { failJob, runJob, scheduleRetry } from '../../shared/jobs/jobs';
+import { isFinalAttempt } from '../attempts';
 import type { SweepTarget } from '../sweeper';
 import { jobDuration, jobsProcessed } from '../../shared/platform/metrics';
 import { queueCatalog } from '../../shared/platform/queues';
@@ -16,10 +17,6 @@ export const jobsSweepTarget: SweepTarget<'jobs'> = {
   payload: (row) => ({ jobId: row.id }),
   markFailed: (db, id, reason) => failJob(db, id, 'job_failed', reason),
 };
-
-export function isFinalAttempt(job: Job, err: unknown): boolean {
-  return err instanceof UnrecoverableError || job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
-}
 
 export function backoffDelay(job: Job): number {
   const b = job.opts.backoff;

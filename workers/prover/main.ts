@@ -7,7 +7,7 @@ import { createDb } from '../../shared/platform/db/knex';
 import type { Db } from '../../shared/platform/db/knex';
 import { isOutageOfOurs } from '../../shared/platform/errors';
 import { closeJobEvents } from '../../shared/jobs/notify';
-import { watchSigningKeys } from '../../shared/platform/keyHistory';
+import { watchSigningKeys } from '../../shared/platform/key-history';
 import { runProcess } from '../../shared/platform/lifecycle';
 import { logger } from '../../shared/platform/log';
 import {

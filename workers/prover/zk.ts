@@ -6,7 +6,7 @@ import type { ProverBackend } from '../../shared/zk/index';
 import { selectProverBackend } from '../../shared/zk/index';
 import { BLIND_POLICY_KIND } from '../../shared/zk/rows';
 import { ProofRefused, failProof, proveStoredProof, requeueProof } from '../../shared/zk/proving';
-import { isFinalAttempt } from '../processors/jobs';
+import { isFinalAttempt } from '../attempts';
 import type { ProofKind } from './kinds';
 
 let backend: ProverBackend | undefined;

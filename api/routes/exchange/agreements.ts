@@ -1,5 +1,5 @@
-// Table A, agreements: createAgreement (terms hashed canonically), getAgreement (for its two parties)
-// and acceptAgreement (the counterparty's wallet signature over the terms hash).
+// The exchange table, agreements: createAgreement (terms hashed canonically), getAgreement (for its two
+// parties) and acceptAgreement (the counterparty's wallet signature over the terms hash).
 import { z } from 'zod';
 import {
   acceptAgreement,

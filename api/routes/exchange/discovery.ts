@@ -1,4 +1,4 @@
-// Table A, how agents find and join the exchange: discovery (the agent card; the A2A agent card is
+// The exchange table, how agents find and join the exchange: discovery (the agent card; the A2A agent card is
 // api/a2a/card.ts) and acquisition (licenses, trial, checkout, referrals).
 import type { Request } from 'express';
 import { z } from 'zod';

@@ -1,4 +1,4 @@
-// The rest of table A, in the spec's order: registry, discovery and acquisition, referrals,
+// The rest of the exchange table, in the spec's order: registry, discovery and acquisition, referrals,
 // marketplace, logistics, agreements, revenue and treasury.
 import type { RouteTable } from '../../http/route';
 import { agreementRoutes } from './agreements';

@@ -1,5 +1,5 @@
-// Table A, logistics: requestLogistics (a job's result delivered by webhook, polling or agent hand-off,
-// as queued work) and logisticsCapabilities (what can be asked for now).
+// The exchange table, logistics: requestLogistics (a job's result delivered by webhook, polling or agent
+// hand-off, as queued work) and logisticsCapabilities (what can be asked for now).
 import { z } from 'zod';
 import { jobIdSchema } from '../../../shared/jobs/jobs';
 import { deliveryMethods, deliveryStatuses } from '../../../shared/deliveries/deliveries';

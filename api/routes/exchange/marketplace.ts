@@ -1,4 +1,4 @@
-// Table A, the marketplace: publishListing (a registered agent's offer) and searchListings.
+// The exchange table, the marketplace: publishListing (a registered agent's offer) and searchListings.
 import { z } from 'zod';
 import { listingView, publishListing, searchListings } from '../../../shared/exchange/listings';
 import { assetIds } from '../../../shared/chains/assets';

@@ -1,5 +1,5 @@
-// Table A, referrals: createReferral gives the calling agent a code that attributes jobs (and their
-// confirmed revenue) to it.
+// The exchange table, referrals: createReferral gives the calling agent a code that attributes jobs (and
+// their confirmed revenue) to it.
 import { z } from 'zod';
 import { createReferral, referralCodePattern, referralTerms } from '../../../shared/exchange/referrals';
 import { origin } from '../../http/links';

@@ -1,4 +1,4 @@
-// Table A, the agent registry: registerAgent (an API key shown once) and searchAgents. The keys it
+// The exchange table, the agent registry: registerAgent (an API key shown once) and searchAgents. The keys it
 // issues (ak_…) are resolved through the list in api/wiring.ts.
 import { z } from 'zod';
 import { registerAgent, searchAgents, agentView } from '../../../shared/exchange/agents';

@@ -1,4 +1,4 @@
-// Table A, the money side: revenueSummary (operator) from confirmed receipts, and treasuryStatus
+// The exchange table, the money side: revenueSummary (operator) from confirmed receipts, and treasuryStatus
 // (public summary; the operator token adds recent inflows and balances).
 import { z } from 'zod';
 import { revenueSummary } from '../../../shared/exchange/revenue';

@@ -1,5 +1,5 @@
-// Table C, a room's anonymous-voter identities: commitments added by its administrator or registered by
-// a member's wallet, and the whole member tree a voter builds their path from.
+// The site table, a room's anonymous-voter identities: commitments added by its administrator or registered
+// by a member's wallet, and the whole member tree a voter builds their path from.
 import { z } from 'zod';
 import { walletPublicKeySchema, walletSignatureSchema } from '../../../shared/platform/wallet';
 import { addIdentities, registerIdentity, roomTree } from '../../../shared/governance/identities';

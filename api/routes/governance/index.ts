@@ -1,4 +1,4 @@
-// The governance line's routes (table C), in the documents' order: rooms and membership, identities,
+// The governance line's routes (the site table), in the documents' order: rooms and membership, identities,
 // proposals and ballots, trustees and their decryptions, verification.
 import type { RouteTable } from '../../http/route';
 import { identityRoutes } from './identities';

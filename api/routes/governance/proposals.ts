@@ -1,4 +1,4 @@
-// Table C, proposals (Proposal → Review → Vote → Execution → Proof): creation, the public and the
+// The site table, proposals (Proposal → Review → Vote → Execution → Proof): creation, the public and the
 // administrator's state, committee review, anonymous ballots, close, execution and the package.
 import { z } from 'zod';
 import { walletPublicKeySchema, walletSignatureSchema } from '../../../shared/platform/wallet';

@@ -1,4 +1,4 @@
-// Table C, governance rooms and membership: a room (members stored only as salted commitments of their
+// The site table, governance rooms and membership: a room (members stored only as salted commitments of their
 // wallet keys), its committees, and a member's proof of membership with a signed challenge.
 import { z } from 'zod';
 import { walletPublicKeySchema, walletSignatureSchema } from '../../../shared/platform/wallet';

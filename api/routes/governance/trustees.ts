@@ -1,7 +1,7 @@
-// Table C, a room's trustees: the owner names them and the threshold; each trustee's signed key-ceremony
-// messages (dealing, verdicts, answers to complaints); after a vote's close, the ballots to decrypt and
-// each trustee's partial decryptions. The signatures and proofs are the authority on the trustees'
-// routes: the service holds no share and can make none of them.
+// The site table, a room's trustees: the owner names them and the threshold; each trustee's signed
+// key-ceremony messages (dealing, verdicts, answers to complaints); after a vote's close, the ballots to
+// decrypt and each trustee's partial decryptions. The signatures and proofs are the authority on the
+// trustees' routes: the service holds no share and can make none of them.
 import { z } from 'zod';
 import { closedBallots, submitDecryption } from '../../../shared/governance/decryptions';
 import { MAX_TRUSTEES } from '../../../shared/governance/threshold';

@@ -1,4 +1,4 @@
-// Table C, verifying a governance package (signature, chain, ballots, tally, review), and a ballot
+// The site table, verifying a governance package (signature, chain, ballots, tally, review), and a ballot
 // receipt against it.
 import { z } from 'zod';
 import { BALLOT_CIRCUIT } from '../../../shared/governance/ballot-protocol';

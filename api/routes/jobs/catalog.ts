@@ -1,6 +1,7 @@
-// What an agent can buy (table A): the services with their input schemas, and their prices.
+// What an agent can buy (the exchange table): the services with their input schemas, and their prices.
 import { z } from 'zod';
 import { listServices } from '../../../shared/jobs/catalog';
+import { assetAvailability } from '../../../shared/payments/availability';
 import type { RouteTable } from '../../http/route';
 import { serviceSchema, serviceViews, signingKeySchema, signingKeyView } from '../../views/exchange';
 import { assetPricingSchema, pricingAssets, quotePolicy } from '../../views/payments';
@@ -54,7 +55,7 @@ export function catalogRoutes(table: RouteTable): RouteTable {
             usdCents: s.priceUsdCents,
             free: s.priceUsdCents === 0,
           })),
-          assets: await pricingAssets(),
+          assets: pricingAssets(await assetAvailability()),
           quotes: quotePolicy(),
         },
       }),

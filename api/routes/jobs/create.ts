@@ -1,10 +1,12 @@
-// createJob (table A): a job for a service, ordered for its caller (shared/exchange/order.ts); free jobs
-// are queued at once, priced ones answer 402 with their quotes, and a retry with an x402 payment pays them.
+// createJob (the exchange table): a job for a service, ordered for its caller (shared/exchange/order.ts);
+// free jobs are queued at once, priced ones answer 402 with their quotes, and a retry with an x402 payment
+// pays them.
 import { z } from 'zod';
 import { orderJob } from '../../../shared/exchange/order';
 import { orderingCaller } from '../../http/callers';
 import type { RouteTable } from '../../http/route';
 import { jobSchema, jobView } from '../../views/jobs';
+import { jobPayment } from '../../../shared/payments/job-payment';
 import { payJobWithX402 } from '../../../shared/payments/x402/pay';
 import { origin } from '../../http/links';
 import { paymentRequiredHeader, paymentSignatureOf } from '../../http/x402';
@@ -126,7 +128,8 @@ export function createJobRoutes(table: RouteTable): RouteTable {
           request: body,
           base,
         });
-        return paidJobReply(jobView(paid.job, req, deps), paid, signature.legacy, deps.db, base);
+        const payment = await jobPayment(deps.db, paid.job, base);
+        return paidJobReply(jobView(paid.job, req, deps), paid, signature.legacy, payment);
       }
       const { row, accessToken, payment, webhook } = await orderJob(
         deps.db,

@@ -1,7 +1,7 @@
-// jobEvents (table A, not in the documents): a job's state changes as a server-sent event stream, from
-// after Last-Event-ID, ending when the job ends. A stream that loses its source (a Postgres read fails,
-// or this process cannot hear the job's hints) says so in an `error` event and ends; the client
-// resumes with Last-Event-ID and gets the events it missed, each once.
+// jobEvents (the exchange table, not in the documents): a job's state changes as a server-sent event stream,
+// from after Last-Event-ID, ending when the job ends. A stream that loses its source (a Postgres read fails,
+// or this process cannot hear the job's hints) says so in an `error` event and ends; the client resumes with
+// Last-Event-ID and gets the events it missed, each once.
 import { z } from 'zod';
 import { getJobFor } from '../../../shared/jobs/access';
 import { followJob, streamInterrupted } from '../../../shared/jobs/follow';

@@ -1,5 +1,5 @@
-// Table A's job routes, in the documents' order: the catalogue (services, pricing), then createJob,
-// jobStatus and jobEvents. Health comes before them (../health.ts), the payment routes after.
+// The exchange table's job routes, in the documents' order: the catalogue (services, pricing), then
+// createJob, jobStatus and jobEvents. Health comes before them (../health.ts), the payment routes after.
 import type { RouteTable } from '../../http/route';
 import { catalogRoutes } from './catalog';
 import { createJobRoutes } from './create';

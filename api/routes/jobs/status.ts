@@ -1,8 +1,10 @@
-// jobStatus (table A): a job, to a caller it opens to; with `wait`, a long poll for its next change of state.
+// jobStatus (the exchange table): a job, to a caller it opens to; with `wait`, a long poll for its next
+// change of state.
 import { z } from 'zod';
 import { getJobFor } from '../../../shared/jobs/access';
 import { waitForJob } from '../../../shared/jobs/follow';
 import { jobIdSchema, terminalStatuses } from '../../../shared/jobs/jobs';
+import { jobPayment } from '../../../shared/payments/job-payment';
 import { jobAccess } from '../../http/auth';
 import { closedSignal } from '../../http/closed';
 import type { RouteTable } from '../../http/route';
@@ -47,10 +49,13 @@ export function jobStatusRoutes(table: RouteTable): RouteTable {
               deadline: Date.now() + query.wait * 1000,
             })
           : found;
+      // Free jobs carry no price, so no quotes: skip the lookups on the hot path.
+      const payment =
+        row.price_usd_cents > 0 ? await jobPayment(deps.db, row, origin(req, deps, 'base')) : undefined;
       return {
         status: 200,
         headers: { 'Cache-Control': 'no-store' },
-        body: await withPaymentPart(jobView(row, req, deps), row, deps.db, origin(req, deps, 'base')),
+        body: withPaymentPart(jobView(row, req, deps), payment),
       };
     },
   });

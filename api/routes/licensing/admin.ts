@@ -1,5 +1,5 @@
-// Table B, the operator's administration (operator token): licenses issued by hand, listed, shown,
-// suspended, resumed, revoked and rotated; agents' API keys listed, revoked and rotated; the audit of
+// The commercial table, the operator's administration (operator token): licenses issued by hand, listed,
+// shown, suspended, resumed, revoked and rotated; agents' API keys listed, revoked and rotated; the audit of
 // every such action. `npm run admin` (cli/admin.ts) calls these routes.
 import { z } from 'zod';
 import {

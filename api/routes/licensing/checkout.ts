@@ -1,9 +1,10 @@
-// Table B, a license checkout (/api/v1/commercial/checkout): the catalogue or one checkout, prepare
-// (a TRIAL's license issued at once), and the transfer that pays it. A checkout is opened by the
+// The commercial table, a license checkout (/api/v1/commercial/checkout): the catalogue or one checkout,
+// prepare (a TRIAL's license issued at once), and the transfer that pays it. A checkout is opened by the
 // capability its prepare returned once (Bearer cs_…), never by its id alone.
 import { z } from 'zod';
 import { checkoutSettlements, checkoutStatuses } from '../../../shared/licensing/rows';
-import { checkoutView, getCheckout } from '../../../shared/licensing/views';
+import { getCheckout } from '../../../shared/licensing/checkouts';
+import { checkoutView } from '../../../shared/licensing/views';
 import { prepareCheckout } from '../../../shared/licensing/prepare';
 import { submitCheckoutPayment } from '../../../shared/licensing/verify';
 import { licenseTiers, licenseTypes, trialTerms } from '../../../shared/licensing/tiers';

@@ -1,6 +1,6 @@
-// Table B, an organization's own API keys: an admin key (the license key, or an rk_… key with `admin`)
-// creates keys with a name and scopes (each shown once), lists them (a prefix, never a key) and revokes
-// them. The keys it issues are resolved through the list in api/wiring.ts.
+// The commercial table, an organization's own API keys: an admin key (the license key, or an rk_… key with
+// `admin`) creates keys with a name and scopes (each shown once), lists them (a prefix, never a key) and
+// revokes them. The keys it issues are resolved through the list in api/wiring.ts.
 import { z } from 'zod';
 import {
   actorOf,

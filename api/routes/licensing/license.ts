@@ -1,5 +1,5 @@
-// Table B, the calling license's entitlements (/api/v1/commercial/license): its tier, the product
-// lines it grants, the quota used and the credit left.
+// The commercial table, the calling license's entitlements (/api/v1/commercial/license): its tier, the
+// product lines it grants, the quota used and the credit left.
 import { z } from 'zod';
 import { licenseEntitlements } from '../../../shared/licensing/entitlements';
 import { licenseTypes, productLines } from '../../../shared/licensing/tiers';

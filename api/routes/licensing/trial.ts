@@ -1,5 +1,5 @@
-// Table B, the TRIAL's wallet challenge (/api/v1/commercial/trial/challenge): the text a wallet signs to
-// claim a TRIAL license with checkout/prepare.
+// The commercial table, the TRIAL's wallet challenge (/api/v1/commercial/trial/challenge): the text a wallet
+// signs to claim a TRIAL license with checkout/prepare.
 import { z } from 'zod';
 import { issueTrialChallenge } from '../../../shared/licensing/trials';
 import { env } from '../../../shared/platform/env';

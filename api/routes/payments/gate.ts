@@ -1,5 +1,5 @@
-// Table B, the randomized-amount payment gate (/api/v1/payment-gate/random): reserve a unique amount,
-// read the request, match the transfer. A request is opened by the capability its prepare returned
+// The commercial table, the randomized-amount payment gate (/api/v1/payment-gate/random): reserve a unique
+// amount, read the request, match the transfer. A request is opened by the capability its prepare returned
 // once (Bearer gs_…), never by its id alone.
 import { z } from 'zod';
 import { assetIds } from '../../../shared/chains/assets';

@@ -1,4 +1,5 @@
-// The payments line's routes: paying a job and its receipt (table A), and the payment gate (table B).
+// The payments line's routes: paying a job and its receipt (the exchange table), and the payment gate (the
+// commercial table).
 import type { RouteTable } from '../../http/route';
 import { jobPaymentRoutes } from './job-payment';
 import { receiptRoutes } from './receipts';

@@ -1,5 +1,5 @@
-// Table A, paying a job by transfer (submitPayment): the transaction is recorded and verified on chain
-// in the background. x402 payments arrive on createJob's retry instead.
+// The exchange table, paying a job by transfer (submitPayment): the transaction is recorded and verified on
+// chain in the background. x402 payments arrive on createJob's retry instead.
 import { z } from 'zod';
 import { jobIdSchema } from '../../../shared/jobs/jobs';
 import { idPattern } from '../../../shared/platform/ids';

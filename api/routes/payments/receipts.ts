@@ -1,6 +1,6 @@
-// Table A, a confirmed payment's signed receipt (getReceipt), readable by its id alone.
+// The exchange table, a confirmed payment's signed receipt (getReceipt), readable by its id alone.
 import { z } from 'zod';
-import { getReceipt } from '../../../shared/payments/views';
+import { getReceipt } from '../../../shared/payments/job-payment';
 import { settlements } from '../../../shared/payments/rows';
 import { RECEIPT_TYPE } from '../../../shared/payments/receipts';
 import type { RouteTable } from '../../http/route';

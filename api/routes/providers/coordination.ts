@@ -1,4 +1,4 @@
-// Table C status routes: the coordination providers (governance, treasury, auctions) and the
+// The site table's status routes: the coordination providers (governance, treasury, auctions) and the
 // transparency log they publish to, the analysis providers, and the private-payout module.
 import { z } from 'zod';
 import { cachedStatus } from '../../../shared/providers/probes';

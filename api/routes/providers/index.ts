@@ -1,5 +1,5 @@
-// The providers line's routes: provider status and the private-payments provider (table B), and the
-// status of the coordination and analysis providers and of the private-payout module (table C).
+// The providers line's routes: provider status and the private-payments provider (the commercial table), and
+// the status of the coordination and analysis providers and of the private-payout module (the site table).
 import type { RouteTable } from '../../http/route';
 import { paymentsProviderRoutes } from './payments-provider';
 import { statusRoutes } from './status';

@@ -1,6 +1,6 @@
-// Table B, the private-payments provider (/api/v1/<PAYMENTS_PROVIDER_SLUG>): its health and on-chain
-// proof as it reports them, the wallet login challenge and its one-time redemption by the provider, and
-// balances proxied with the caller's token from the provider's login.
+// The commercial table, the private-payments provider (/api/v1/<PAYMENTS_PROVIDER_SLUG>): its health and
+// on-chain proof as it reports them, the wallet login challenge and its one-time redemption by the provider,
+// and balances proxied with the caller's token from the provider's login.
 import { z } from 'zod';
 import {
   PROVIDER_SIGNATURE_HEADER,

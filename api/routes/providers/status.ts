@@ -1,5 +1,5 @@
-// Table B status routes (/api/v1): the local AI runtime's signed statement, the privacy matrix and
-// claims, every provider integration probed, and the chain stream's statistics.
+// The commercial table's status routes (/api/v1): the local AI runtime's signed statement, the privacy matrix
+// and claims, every provider integration probed, and the chain stream's statistics.
 import { z } from 'zod';
 import { privacyClaims, privacyExecutionMatrix, executionPlaces } from '../../../shared/providers/privacy';
 import { cachedStatus, probeReasons, providerIntegrations } from '../../../shared/providers/probes';

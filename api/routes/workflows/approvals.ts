@@ -1,4 +1,4 @@
-// Table C, anonymous approvals: an organization's approver set per template stage (identity
+// The site table, anonymous approvals: an organization's approver set per template stage (identity
 // commitments its approvers made themselves, every root logged), what an approver proves against, and
 // the approval itself, posted as a membership proof with no credential: the proof is the authority.
 import { z } from 'zod';

@@ -1,4 +1,4 @@
-// Table C, a workflow package as an offline bundle: the package and its C2SP tlog proof against the
+// The site table, a workflow package as an offline bundle: the package and its C2SP tlog proof against the
 // best-cosigned checkpoint, for `npm run verify` with no network.
 import { z } from 'zod';
 import { notFound } from '../../../shared/platform/errors';

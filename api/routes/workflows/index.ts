@@ -1,6 +1,7 @@
-// The proof workflows line's routes (table C): workflows from templates, their anonymous approvals, then the transparency log
-// their packages (and everything else published) land in: its description and JSON proofs, its C2SP
-// checkpoint and tiles, offline bundles, and the trust root that says which keys signed them.
+// The proof workflows line's routes (the site table): workflows from templates, their anonymous approvals,
+// then the transparency log their packages (and everything else published) land in: its description and JSON
+// proofs, its C2SP checkpoint and tiles, offline bundles, and the trust root that says which keys signed
+// them.
 import type { RouteTable } from '../../http/route';
 import { approvalRoutes } from './approvals';
 import { bundleRoutes } from './bundle';

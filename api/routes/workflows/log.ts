@@ -1,6 +1,6 @@
-// Table C, the transparency log everything published lands in: what it is (origin, key, tiles, witnesses,
-// policy), and the JSON convenience routes beside its C2SP tiles (./tiles.ts): the latest signed tree
-// head with its checkpoint, a consistency proof between two sizes, a package's inclusion proof.
+// The site table, the transparency log everything published lands in: what it is (origin, key, tiles,
+// witnesses, policy), and the JSON convenience routes beside its C2SP tiles (./tiles.ts): the latest signed
+// tree head with its checkpoint, a consistency proof between two sizes, a package's inclusion proof.
 import { z } from 'zod';
 import { AppError, notFound } from '../../../shared/platform/errors';
 import { idPattern } from '../../../shared/platform/ids';
@@ -9,13 +9,13 @@ import {
   inclusionProofAt,
   logSize,
   treeHead,
-} from '../../../shared/platform/translog/pgLog';
-import { describeLog, servedCheckpoint } from '../../../shared/platform/translog/serviceLog';
+} from '../../../shared/platform/translog/pg-log';
+import { describeLog, servedCheckpoint } from '../../../shared/platform/translog/service-log';
 import {
   consistencyProofSchema,
   inclusionProofSchema,
   signedTreeHeadSchema,
-} from '../../../shared/platform/translog/treeHead';
+} from '../../../shared/platform/translog/tree-head';
 import { packageRow } from '../../../shared/workflows/load';
 import { origin } from '../../http/links';
 import type { RouteTable } from '../../http/route';

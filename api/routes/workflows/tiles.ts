@@ -1,10 +1,10 @@
-// Table C, the log as C2SP tlog-tiles under the site's /log/ prefix: the checkpoint (text/plain, with
+// The site table, the log as C2SP tlog-tiles under the site's /log/ prefix: the checkpoint (text/plain, with
 // the witnesses' cosignatures) and the tiles and entry bundles (application/octet-stream), read by any
 // tlog client. The tiles are left out of the OpenAPI document: their paths and bytes are the
 // specification's (c2sp.org/tlog-tiles), documented in docs/workflows.md.
 import { z } from 'zod';
 import { AppError, notFound } from '../../../shared/platform/errors';
-import { servedCheckpoint, servedTile } from '../../../shared/platform/translog/serviceLog';
+import { servedCheckpoint, servedTile } from '../../../shared/platform/translog/service-log';
 import type { RouteTable } from '../../http/route';
 
 const tags = ['Proof workflows'];

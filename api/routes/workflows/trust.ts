@@ -1,9 +1,9 @@
-// Table C, the trust root: the document a verifier pins to check what this service signed — the log,
+// The site table, the trust root: the document a verifier pins to check what this service signed — the log,
 // every key the service has signed with (roles, period, revocation), the witnesses and their policy —
 // built from the key history. Cacheable briefly, with an ETag.
 import { canonicalJson } from '../../../shared/platform/canonical';
 import { sha256Hex } from '../../../shared/platform/crypto';
-import { trustRootDocument } from '../../../shared/platform/keyHistory';
+import { trustRootDocument } from '../../../shared/platform/key-history';
 import { trustRootSchema } from '../../../shared/platform/trust';
 import { origin } from '../../http/links';
 import type { RouteTable } from '../../http/route';

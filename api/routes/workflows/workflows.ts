@@ -1,7 +1,7 @@
-// Table C, proof workflows: templates and public state, prepare, events, verify.
+// The site table, proof workflows: templates and public state, prepare, events, verify.
 import { z } from 'zod';
 import { notFound } from '../../../shared/platform/errors';
-import { signedTreeHeadSchema } from '../../../shared/platform/translog/treeHead';
+import { signedTreeHeadSchema } from '../../../shared/platform/translog/tree-head';
 import { idPattern } from '../../../shared/platform/ids';
 import { APPROVAL_PROOF_REQUIRED } from '../../../shared/workflows/approvers';
 import { ruleCodes } from '../../../shared/workflows/engine';

@@ -7,9 +7,10 @@
 import type { Knex } from 'knex';
 import { env } from '../env';
 import { roundLog } from '../log';
-import { checkpointAt, lockLog, logRoot, logSize, loggedKeys } from './pgLog';
-import type { NewLeaf } from './pgLog';
-import { appendEntries, signCheckpoint } from './serviceLog';
+import { checkpointAt } from './pg-checkpoints';
+import { lockLog, logRoot, logSize, loggedKeys } from './pg-log';
+import type { NewLeaf } from './pg-log';
+import { appendEntries, signCheckpoint } from './service-log';
 
 type Conn = Knex | Knex.Transaction;
 

@@ -6,7 +6,7 @@ import {
   checkConsistencyProof,
   checkInclusionProof,
   verifyTreeHead,
-} from '../../../shared/platform/translog/treeHead';
+} from '../../../shared/platform/translog/tree-head';
 import { publishWorkflowPackage } from '../../../shared/workflows/publish';
 import { testApp } from '../../helpers';
 import type { TestApp } from '../../helpers';

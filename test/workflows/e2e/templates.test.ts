@@ -2,7 +2,7 @@
 // the verify route and the offline verifier both confirm the four facts.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { terminateCurves } from '../../../shared/zk';
-import { checkInclusionProof, verifyTreeHead } from '../../../shared/platform/translog/treeHead';
+import { checkInclusionProof, verifyTreeHead } from '../../../shared/platform/translog/tree-head';
 import { verifyPackage } from '../../../shared/workflows/package';
 import { templateNames } from '../../../shared/workflows/templates';
 import { testApp } from '../../helpers';

@@ -18,7 +18,7 @@ import { logger } from './log';
 import { TRUST_ROOT_FORMAT, logVkey, parseTrustRoot, trustKeyShape } from './trust';
 import type { TrustKey, TrustRole, TrustRoot } from './trust';
 import { parsePolicy } from './translog/policy';
-import { logWitnesses, witnessPolicyLines } from './translog/serviceLog';
+import { logWitnesses, witnessPolicyLines } from './translog/service-log';
 
 type Conn = Knex | Knex.Transaction;
 

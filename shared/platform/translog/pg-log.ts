@@ -1,7 +1,8 @@
 // The transparency log in Postgres (RFC 6962): appends serialized by an advisory lock, each leaf with
-// its entry bytes, complete subtree hashes stored as leaves land, proofs served from the O(log n) rows
-// they need (MemoryLog is the model); the signed checkpoints with the cosignatures witnesses added, and
-// the C2SP tiles and entry bundles read from the same rows.
+// its entry bytes, complete subtree hashes stored as leaves land, signed tree heads, proofs served from
+// the O(log n) rows they need (MemoryLog is the model). The signed checkpoints with the cosignatures
+// witnesses added are `pg-checkpoints.ts`; the C2SP tiles and entry bundles read from the same rows
+// `pg-tiles.ts`.
 import type { Knex } from 'knex';
 import {
   EMPTY_ROOT,
@@ -14,12 +15,11 @@ import {
   toHex,
 } from './merkle';
 import type { HashSource, LeafRange } from './merkle';
-import { buildConsistencyProof, buildInclusionProof } from './treeHead';
-import type { ConsistencyProof, InclusionProof, SignedTreeHead } from './treeHead';
-import { TILE_HEIGHT, TILE_WIDTH, encodeEntryBundle, tileBytes } from './tiles';
+import { buildConsistencyProof, buildInclusionProof } from './tree-head';
+import type { ConsistencyProof, InclusionProof, SignedTreeHead } from './tree-head';
 
 /** Any knex handle: the pool, or a transaction holding the append lock. */
-type Conn = Knex | Knex.Transaction;
+export type Conn = Knex | Knex.Transaction;
 
 /** One lock key for the one log; appends take it for the rest of their transaction. */
 const APPEND_LOCK = 6962_0001;
@@ -116,6 +116,18 @@ export async function findLeaf(
     .where('proof_id', key)
     .first()) as { leaf_index: string; leaf_hash: Buffer } | undefined;
   return row ? { index: Number(row.leaf_index), leafHash: row.leaf_hash } : undefined;
+}
+
+/** The leaf stored under a key, with its entry bytes (null for an older leaf too large to hold). */
+export async function leafByKey(
+  db: Conn,
+  key: string,
+): Promise<{ index: number; leafHash: Buffer; entry: Buffer | null } | undefined> {
+  const row = (await db('translog_leaves')
+    .select('leaf_index', 'leaf_hash', 'entry')
+    .where('proof_id', key)
+    .first()) as { leaf_index: string; leaf_hash: Buffer; entry: Buffer | null } | undefined;
+  return row ? { index: Number(row.leaf_index), leafHash: row.leaf_hash, entry: row.entry } : undefined;
 }
 
 export interface NewLeaf {
@@ -256,184 +268,3 @@ export async function consistencyProofBetween(
 }
 
 export const rootHex = (root: Uint8Array): string => toHex(root);
-
-// ---------------------------------------------------------------------------------------------------
-// Checkpoints (c2sp.org/tlog-checkpoint) and the witnesses' cosignature lines for them.
-
-export interface StoredCheckpoint {
-  treeSize: number;
-  root: Buffer;
-  /** The signed note as the log signed it: its text and the log's signature line. */
-  note: string;
-}
-
-export async function saveCheckpoint(db: Conn, c: StoredCheckpoint): Promise<void> {
-  await db('checkpoints')
-    .insert({ tree_size: c.treeSize, root: c.root, note: c.note })
-    .onConflict('tree_size')
-    .ignore();
-}
-
-interface CheckpointRow {
-  tree_size: string;
-  root: Buffer;
-  note: string;
-}
-
-const checkpointOf = (r: CheckpointRow): StoredCheckpoint => ({
-  treeSize: Number(r.tree_size),
-  root: r.root,
-  note: r.note,
-});
-
-/** The checkpoint of a size (the latest without one), or undefined. */
-export async function checkpointAt(db: Conn, size?: number): Promise<StoredCheckpoint | undefined> {
-  const q = db('checkpoints').select('tree_size', 'root', 'note');
-  const row = (await (
-    size === undefined ? q.orderBy('tree_size', 'desc') : q.where('tree_size', size)
-  ).first()) as CheckpointRow | undefined;
-  return row ? checkpointOf(row) : undefined;
-}
-
-/** A signature line as a note carries it: `— <name> <base64>` and a newline. */
-const SIGNATURE_LINE = /^\u2014 [^\s+]+ [A-Za-z0-9+/]+={0,2}$/;
-/** A note carries at most 64 signatures (signed-note): the log's, and this many cosignatures. */
-const MAX_COSIGNATURES = 63;
-
-/**
- * The cosignature lines stored for a checkpoint size, oldest first. Lines that could not sit in a
- * note are left out, so a bad row never breaks the checkpoint a verifier reads.
- */
-export async function cosignatureLines(db: Conn, size: number): Promise<string[]> {
-  const rows = (await db('checkpoint_cosignatures')
-    .where('tree_size', size)
-    .orderBy([
-      { column: 'cosigned_at', order: 'asc' },
-      { column: 'witness_name', order: 'asc' },
-    ])
-    .select('line')) as Array<{ line: string }>;
-  return rows
-    .map((r) => r.line.replace(/\n$/, ''))
-    .filter((l) => SIGNATURE_LINE.test(l))
-    .slice(0, MAX_COSIGNATURES)
-    .map((l) => `${l}\n`);
-}
-
-/** The checkpoint note with every cosignature line stored for its size appended. */
-export const withCosignatures = (note: string, lines: readonly string[]): string => note + lines.join('');
-
-/**
- * The checkpoint covering leaf `index` a verifier is most likely to accept: the one the most
- * witnesses cosigned among the latest 64 cosigned, the latest if none was; undefined if no
- * checkpoint covers it.
- */
-export async function bestCheckpointFor(db: Conn, index: number): Promise<StoredCheckpoint | undefined> {
-  const { rows } = (await db.raw(
-    `select tree_size from (
-       select tree_size, count(*) as n from checkpoint_cosignatures
-       where tree_size in (select distinct tree_size from checkpoint_cosignatures where tree_size > ?
-                           order by tree_size desc limit 64)
-       group by tree_size
-     ) c order by n desc, tree_size desc limit 1`,
-    [index],
-  )) as { rows: Array<{ tree_size: string }> };
-  const cosigned = rows[0] ? await checkpointAt(db, Number(rows[0].tree_size)) : undefined;
-  const latest = await checkpointAt(db);
-  if (cosigned) return cosigned;
-  return latest && latest.treeSize > index ? latest : undefined;
-}
-
-/** Whether a checkpoint was made at a size in [from, to). */
-export async function checkpointBetween(db: Conn, from: number, to: number): Promise<boolean> {
-  const row = (await db('checkpoints')
-    .where('tree_size', '>=', from)
-    .andWhere('tree_size', '<', to)
-    .first('tree_size')) as unknown;
-  return row !== undefined;
-}
-
-// ---------------------------------------------------------------------------------------------------
-// Tiles (c2sp.org/tlog-tiles): a level-L tile holds hashes of complete subtrees of 256^L leaves, which
-// are the stored nodes of level 8·L (the leaf hashes at level 0).
-
-/**
- * The bytes of tile `index` of `level` at `width` hashes, or undefined when the log lacks one of its
- * hashes (the tree is not that large yet).
- */
-export async function tileData(
-  db: Conn,
-  level: number,
-  index: number,
-  width: number,
-): Promise<Buffer | undefined> {
-  const span = TILE_WIDTH ** level;
-  const first = index * TILE_WIDTH * span;
-  const end = (index * TILE_WIDTH + width) * span;
-  if (!Number.isSafeInteger(end)) return undefined;
-  const hashes = new Map<number, Buffer>();
-  if (level === 0) {
-    const rows = (await db('translog_leaves')
-      .select('leaf_index', 'leaf_hash')
-      .where('leaf_index', '>=', first)
-      .andWhere('leaf_index', '<', end)) as Array<{ leaf_index: string; leaf_hash: Buffer }>;
-    for (const r of rows) hashes.set(Number(r.leaf_index), r.leaf_hash);
-  } else {
-    const rows = (await db('translog_nodes')
-      .select('start', 'hash')
-      .where('level', TILE_HEIGHT * level)
-      .andWhere('start', '>=', first)
-      .andWhere('start', '<', end)) as Array<{ start: string; hash: Buffer }>;
-    for (const r of rows) hashes.set(Number(r.start), r.hash);
-  }
-  if (hashes.size !== width) return undefined;
-  try {
-    return await tileBytes(
-      {
-        subtree: (start) => {
-          const h = hashes.get(start);
-          if (!h) throw new RangeError(`no hash at ${start}`);
-          return h;
-        },
-      },
-      level,
-      index,
-      width,
-    );
-  } catch (err) {
-    if (err instanceof RangeError) return undefined;
-    throw err;
-  }
-}
-
-/** A leaf whose entry bytes the log does not hold (a leaf of the older format over 65535 bytes). */
-export class EntryMissing extends Error {
-  constructor(readonly index: number) {
-    super(`the log holds no entry bytes for leaf ${index}`);
-  }
-}
-
-/** The entry bundle of tile `index` at `width` entries, or undefined when the log has fewer leaves. */
-export async function entryBundle(db: Conn, index: number, width: number): Promise<Buffer | undefined> {
-  const first = index * TILE_WIDTH;
-  const rows = (await db('translog_leaves')
-    .select('leaf_index', 'entry')
-    .where('leaf_index', '>=', first)
-    .andWhere('leaf_index', '<', first + width)
-    .orderBy('leaf_index')) as Array<{ leaf_index: string; entry: Buffer | null }>;
-  if (rows.length !== width) return undefined;
-  const missing = rows.find((r) => r.entry === null);
-  if (missing) throw new EntryMissing(Number(missing.leaf_index));
-  return encodeEntryBundle(rows.map((r) => r.entry as Buffer));
-}
-
-/** The leaf stored under a key, with its entry bytes (null for an older leaf too large to hold). */
-export async function leafByKey(
-  db: Conn,
-  key: string,
-): Promise<{ index: number; leafHash: Buffer; entry: Buffer | null } | undefined> {
-  const row = (await db('translog_leaves')
-    .select('leaf_index', 'leaf_hash', 'entry')
-    .where('proof_id', key)
-    .first()) as { leaf_index: string; leaf_hash: Buffer; entry: Buffer | null } | undefined;
-  return row ? { index: Number(row.leaf_index), leafHash: row.leaf_hash, entry: row.entry } : undefined;
-}

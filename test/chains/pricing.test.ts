@@ -1,4 +1,4 @@
-// Quotes: USD → base units with bigint only (rounded up), rate sources, and payment classification.
+// Pricing: USD → base units with bigint only (rounded up), rate sources, and payment classification.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseEnv } from '../../shared/platform/env';
 import { findAsset } from '../../shared/chains/assets';
@@ -14,7 +14,7 @@ import {
   parseDecimal,
   rateSourceFromEnv,
   usdCentsToBaseUnits,
-} from '../../shared/payments/quote';
+} from '../../shared/payments/pricing';
 import { deadUrl, startReplay } from './replay';
 import type { Replay } from './replay';
 

@@ -1,4 +1,4 @@
-// Quotes: a USD price turned into an amount of one asset in base units (bigint only), with the
+// Pricing a quote: a USD price turned into an amount of one asset in base units (bigint only), with the
 // receiving address, a reference and an expiry; and the classification of what was then paid.
 import { operatorFetch } from '../platform/egress';
 import { z } from 'zod';

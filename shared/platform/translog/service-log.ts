@@ -1,6 +1,6 @@
 // The service's own transparency log: its origin and key, the checkpoint signed with every append (or
 // batch of appends), and what it publishes about itself. The formats are in checkpoint.ts and note.ts;
-// the rows in pgLog.ts.
+// the rows in pg-log.ts, pg-checkpoints.ts and pg-tiles.ts.
 import type { Knex } from 'knex';
 import { logOrigin, logSigningKey } from '../keys';
 import { checkpointText } from './checkpoint';
@@ -8,27 +8,21 @@ import { fromHex, leafHash } from './merkle';
 import { SIG_ED25519, formatNote, formatVkey, noteKeyId, signatureLine } from './note';
 import type { NoteSigner } from './note';
 import {
-  EntryMissing,
-  appendLeaves,
   bestCheckpointFor,
   checkpointAt,
   checkpointBetween,
   cosignatureLines,
-  entryBundle,
-  inclusionProofAt,
-  leafByKey,
-  lockLog,
   saveCheckpoint,
-  saveTreeHead,
-  tileData,
   withCosignatures,
-} from './pgLog';
-import type { Appended, NewLeaf } from './pgLog';
+} from './pg-checkpoints';
+import { appendLeaves, inclusionProofAt, leafByKey, lockLog, saveTreeHead } from './pg-log';
+import type { Appended, NewLeaf } from './pg-log';
+import { EntryMissing, entryBundle, tileData } from './pg-tiles';
 import { formatTlogProof } from './proof';
 import { TILE_WIDTH, parseTilePath, tileWidth } from './tiles';
 import { witnessPolicy } from './witnessing';
-import { signTreeHead } from './treeHead';
-import type { SignedTreeHead } from './treeHead';
+import { signTreeHead } from './tree-head';
+import type { SignedTreeHead } from './tree-head';
 
 /** The log's tiles are served under this path of the site (c2sp.org/tlog-tiles' prefix). */
 export const LOG_PATH = '/log';

@@ -3,8 +3,8 @@
 // log has not seen, never twice; and what the transcript route serves: the transcript and its leaf.
 import type { Knex } from 'knex';
 import { entryFor, leafKey, parseLogEntry } from '../platform/translog/entry';
-import { leafByKey, lockLog, loggedKeys } from '../platform/translog/pgLog';
-import { appendEntries, logProofFor } from '../platform/translog/serviceLog';
+import { leafByKey, lockLog, loggedKeys } from '../platform/translog/pg-log';
+import { appendEntries, logProofFor } from '../platform/translog/service-log';
 import { loadManifest } from './artifacts';
 import { readTranscript, transcriptLogId } from './ceremony';
 import type { Transcript } from './ceremony';
