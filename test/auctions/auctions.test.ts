@@ -57,8 +57,9 @@ const reveal = (auctionId: string, w: Wallet) =>
 beforeAll(async () => {
   logs = captureLogs();
   app = testApp();
-  biddingEndsAt = new Date(Date.now() + 2000).toISOString();
-  revealEndsAt = new Date(Date.now() + 3500).toISOString();
+  // Windows wide enough for ten bids and their checks on a loaded machine, short enough to wait out.
+  biddingEndsAt = new Date(Date.now() + 8000).toISOString();
+  revealEndsAt = new Date(Date.now() + 12_000).toISOString();
   const roomId = (
     await app.request
       .post('/api/governance/rooms')

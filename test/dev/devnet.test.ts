@@ -95,26 +95,27 @@ describe('when the development chain runs', () => {
         EVM_RPC_URL: 'http://127.0.0.1:8545',
       },
       encoding: 'utf8',
-      timeout: 20_000,
+      // A start on a loaded machine (tsx, the service's modules): the refusal comes after them.
+      timeout: 90_000,
     });
     expect(run.status).toBe(78);
     expect(run.stderr).toContain('Refusing to start in production: EVM_DEVNET=true is a development switch');
     expect(run.stdout).not.toContain('web listening');
-  });
+  }, 120_000);
 
   it('npm start in production refuses DEVNET=on before starting anything', async () => {
     const port = await freePort();
     const run = spawnSync(process.execPath, ['--import', 'tsx', 'dev/start.ts'], {
       env: { ...process.env, VITEST: '', APP_ENV: 'production', DEVNET: 'on', PORT: String(port) },
       encoding: 'utf8',
-      timeout: 20_000,
+      timeout: 90_000,
     });
     expect(run.status).toBe(78);
     expect(run.stderr).toContain(
       'Refusing to start in production: DEVNET=on is a development switch: the local development chain never runs in production',
     );
     expect(run.stdout).not.toContain('[start]');
-  });
+  }, 120_000);
 
   it('npm start in production with no chain runs none, and says priced services stay unavailable', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'px-devnet-prod-start-'));

@@ -339,7 +339,7 @@ describe('a vote under the trustees’ key', () => {
   const choices = [OPTIONS[0]!, OPTIONS[0]!, OPTIONS[1]!, 'abstain-not-an-option'];
 
   beforeAll(async () => {
-    proposalId = await proposal(roomId, 25);
+    proposalId = await proposal(roomId, 60);
     info = await ballotInfo(app.request, proposalId);
     expect(info.scheme).toBe('threshold');
     expect(info.publicKey).toBe((await fetchCeremony(url, roomId)).jointKey);

@@ -87,7 +87,7 @@ describe('SIGKILL mid-job', () => {
     expect(Number(reclaimed[0]!.n)).toBeGreaterThanOrEqual(leftRunning.length * 2);
     const results = await app.deps.db('jobs').whereIn('id', leftRunning).select('result', 'status');
     expect(results.every((r) => r.status === 'succeeded' && r.result.signature)).toBe(true);
-  });
+  }, 120_000);
 });
 
 describe('a SIGKILLed worker: its jobs', () => {

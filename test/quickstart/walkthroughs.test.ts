@@ -1,6 +1,6 @@
 // The walkthroughs of docs/governance.md, docs/treasury.md, docs/auctions.md, docs/workflows.md and
-// docs/verify.md, literally, all at once on one instance (a reader may follow any of them in any order
-// beside the others): `npm start` in this checkout (the test database and Redis prefix, a DATA_DIR of its own, no
+// docs/verify.md, literally, one after another on one instance (each runs on whatever the ones before
+// it left): `npm start` in this checkout (the test database and Redis prefix, a DATA_DIR of its own, no
 // development chain) on a port that is not the default, then every `sh` block of a doc's "Walkthrough"
 // section in order, in one shell, unedited: only curl, `npm run px` (and the clients it runs) and
 // `npm run verify` (its output and errors taken as one stream, as a terminal shows them). Each walkthrough claims its organization's own TRIAL license from this machine's one
@@ -77,7 +77,7 @@ async function runWalkthrough(doc: string): Promise<{ code: number | null; out: 
   });
 }
 
-describe.concurrent('the walkthroughs, run as written', () => {
+describe('the walkthroughs, run as written', () => {
   it('docs/governance.md: a room, identities, a reviewed proposal, anonymous ballots, the tally, the bundle verified', async () => {
     const { code, out } = await runWalkthrough('docs/governance.md');
     expect(code, out).toBe(0);

@@ -99,5 +99,5 @@ describe('SIGKILL mid-proof', () => {
       expect(logText).not.toContain(value);
       expect(dump).not.toContain(value);
     }
-  });
+  }, 120_000);
 });
