@@ -1,5 +1,6 @@
 import { availableParallelism } from 'node:os';
 import { defineConfig } from 'vitest/config';
+import SlowFirst from './test/setup/sequencer';
 
 // Test files spend most of their time waiting on Postgres, Redis, chains and child processes, so a few
 // run at once even on two cores. They share each worker's loaded libraries (isolate off: loading viem,
@@ -18,5 +19,6 @@ export default defineConfig({
     maxWorkers: workers,
     globalSetup: ['test/setup/global.ts'],
     setupFiles: ['test/setup/file.ts'],
+    sequence: { sequencer: SlowFirst },
   },
 });
