@@ -11,7 +11,7 @@ import type { Db } from '../../shared/platform/db/knex';
 import type { PackageChecker, PackageFinding } from '../../shared/platform/translog/bundle';
 import { serviceTrust } from '../../shared/platform/keyHistory';
 import type { ServiceTrust } from '../../shared/platform/keyHistory';
-import { verifyUnderServiceTrust } from '../../shared/workflows/verify';
+import { verifyUnderServiceTrust } from '../../shared/proofs/service-trust';
 import type { Principal } from '../http/auth';
 import { offload } from './pool';
 

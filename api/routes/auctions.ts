@@ -12,11 +12,11 @@ import {
   publicAuction,
   revealBid,
 } from '../../shared/auctions/auctions';
-import { verifyUnderServiceTrust } from '../../shared/workflows/verify';
+import { verifyUnderServiceTrust } from '../../shared/proofs/service-trust';
 import { sealedBids, submitAuctionDecryption } from '../../shared/auctions/trustee-reveal';
 import { MAX_TRUSTEES, THRESHOLD_BALLOT_BYTES } from '../../shared/governance/threshold';
 import { bundleSchema } from '../../shared/platform/translog/bundle';
-import { bundleOf } from '../../shared/workflows/bundle';
+import { bundleOf } from '../../shared/proofs/bundle';
 import type { RouteTable } from '../http/route';
 import { ownerOf } from '../http/callers';
 import { sealedAction } from '../http/request-log';

@@ -17,9 +17,9 @@ import {
   treasuryPackage,
   treasuryRequestView,
 } from '../../shared/treasury/requests';
-import { verifyUnderServiceTrust } from '../../shared/workflows/verify';
+import { verifyUnderServiceTrust } from '../../shared/proofs/service-trust';
 import { bundleSchema } from '../../shared/platform/translog/bundle';
-import { bundleOf } from '../../shared/workflows/bundle';
+import { bundleOf } from '../../shared/proofs/bundle';
 import type { RouteTable } from '../http/route';
 import { ownerOf } from '../http/callers';
 import { hex64, roomIdSchema, signingKey } from '../views/governance';

@@ -8,7 +8,7 @@ import { AppError, conflict, notFound, unprocessable } from '../platform/errors'
 import { newId } from '../platform/ids';
 import { serviceSigningKey } from '../platform/keys';
 import type { Groth16ProofJson } from './ballot-protocol';
-import { appendEntry, appendPackageToLog } from './ledger';
+import { appendEntry, appendPackageToLog } from '../proofs/ledger';
 import { buildThresholdPackage, byNullifier, tallyBallots, tallyHash, ballotsRoot } from './package';
 import type { PackageTrustees, ThresholdBallot } from './package';
 import { storeTally, tallyCommon } from './proposals';

@@ -18,9 +18,9 @@ import {
   toHex,
   verifyInclusion,
 } from '../platform/translog/merkle';
-import { chainGenesis, verifyChain } from '../workflows/chain';
-import { checkEnvelope, envelopeShape, signPackage } from '../workflows/envelope';
-import type { Envelope, EnvelopeCheck, Reason } from '../workflows/envelope';
+import { chainGenesis, verifyChain } from '../proofs/chain';
+import { checkEnvelope, envelopeShape, signPackage } from '../proofs/envelope';
+import type { Envelope, EnvelopeCheck, Reason } from '../proofs/envelope';
 import type { PackageChecker, PackageFinding } from '../platform/translog/bundle';
 import {
   BALLOT_CIPHERTEXT_BYTES,
@@ -34,7 +34,8 @@ import {
   verifyBallotProof,
   voteHashOf,
 } from './ballot-protocol';
-import { HEX64, legacyBallotCommitment } from './commitments';
+import { HEX64 } from '../proofs/records';
+import { legacyBallotCommitment } from './commitments';
 import {
   DECRYPTION_KIND,
   MAX_TRUSTEES,
@@ -48,8 +49,8 @@ import {
   verifyPartialDecryption,
   verifyTrusteeSignature,
 } from './threshold';
-import { chainSchema } from './records';
-import type { ChainLink } from './records';
+import { chainSchema } from '../proofs/records';
+import type { ChainLink } from '../proofs/records';
 
 const hex64 = z.string().regex(HEX64);
 const fieldString = z.string().regex(DECIMAL_FIELD).refine(isFieldElement, 'a BN254 field element');
@@ -710,7 +711,7 @@ const isAnonymous = (
 
 /**
  * The verdict of a package whose signature or log proof does not hold under the trust root: what the
- * envelope check found, and nothing else checked (ServiceCheck.refused in shared/workflows/verify.ts).
+ * envelope check found, and nothing else checked (ServiceCheck.refused in shared/proofs/service-trust.ts).
  */
 export function refusedGovernanceVerdict(envelope: EnvelopeCheck): GovernanceVerdict {
   return {

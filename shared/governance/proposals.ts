@@ -9,7 +9,7 @@ import { sha256Hex } from '../platform/crypto';
 import { AppError, conflict, notFound, unprocessable } from '../platform/errors';
 import { newId } from '../platform/ids';
 import { serviceSigningKey } from '../platform/keys';
-import { signPackage } from '../workflows/envelope';
+import { signPackage } from '../proofs/envelope';
 import { loadVerificationKey } from '../zk/verify';
 import {
   BALLOT_CIPHERTEXT_BYTES,
@@ -26,7 +26,7 @@ import {
 import type { Groth16ProofJson } from './ballot-protocol';
 import { reviewMessage } from './commitments';
 import { acceptedRoots } from './identities';
-import { appendEntry, appendPackageToLog, loadEntries } from './ledger';
+import { appendEntry, appendPackageToLog, loadEntries } from '../proofs/ledger';
 import {
   ballotsRoot,
   buildGovernancePackage,

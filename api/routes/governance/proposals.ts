@@ -19,7 +19,7 @@ import {
 import { ownerOf } from '../../http/callers';
 import { sealedAction } from '../../http/request-log';
 import { bundleSchema } from '../../../shared/platform/translog/bundle';
-import { bundleOf } from '../../../shared/workflows/bundle';
+import { bundleOf } from '../../../shared/proofs/bundle';
 import type { RouteTable } from '../../http/route';
 import { fieldSchema, hex64, proposalIdSchema, roomIdSchema, slugSchema } from '../../views/governance';
 
