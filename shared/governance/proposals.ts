@@ -27,16 +27,12 @@ import type { Groth16ProofJson } from './ballot-protocol';
 import { reviewMessage } from './commitments';
 import { acceptedRoots } from './identities';
 import { appendEntry, appendPackageToLog, loadEntries } from '../proofs/ledger';
-import {
-  ballotsRoot,
-  buildGovernancePackage,
-  byNullifier,
-  governanceGenesis,
-  signReceipt,
-  tallyBallots,
-  tallyHash,
-} from './package';
-import type { BallotReceipt, GovernancePackage, PublishedBallot, Tally } from './package';
+import { ballotsRoot, byNullifier, tallyBallots, tallyHash } from './tally';
+import { buildGovernancePackage, governanceGenesis } from './package';
+import { signReceipt } from './receipts';
+import type { BallotReceipt } from './receipts';
+import type { GovernancePackage } from './package';
+import type { PublishedBallot, Tally } from './tally';
 import { assertOwner, committeeOrThrow, memberCount, roomOrThrow, walletCommitment } from './rooms';
 import { newProposalBallotKey, proposalBallotKey } from './ballot-key';
 import { THRESHOLD_BALLOT_BYTES, ballotEphemeral } from './threshold';

@@ -4,7 +4,8 @@ import { z } from 'zod';
 import { walletPublicKeySchema, walletSignatureSchema } from '../../../shared/platform/wallet';
 import { BALLOT_CIPHERTEXT_BYTES } from '../../../shared/governance/ballot-protocol';
 import { THRESHOLD_BALLOT_BYTES } from '../../../shared/governance/threshold';
-import { governancePackageSchema, receiptSchema } from '../../../shared/governance/package';
+import { governancePackageSchema } from '../../../shared/governance/package';
+import { receiptSchema } from '../../../shared/governance/receipts';
 import {
   adminProposal,
   ballotKeyInfo,
