@@ -12,8 +12,8 @@ import { appendEntry, appendPackageToLog } from '../proofs/ledger';
 import { buildThresholdPackage } from './package';
 import { byNullifier, tallyBallots, tallyHash, ballotsRoot } from './tally';
 import type { PackageTrustees, ThresholdBallot } from './package';
-import { storeTally, tallyCommon } from './proposals';
-import type { ProposalRow } from './proposals';
+import { storeTally, tallyCommon } from './close';
+import type { ProposalRow } from './proposal-row';
 import {
   DECRYPTION_KIND,
   ballotEphemeral,

@@ -8,8 +8,6 @@ import { governancePackageSchema } from '../../../shared/governance/package';
 import { receiptSchema } from '../../../shared/governance/receipts';
 import {
   adminProposal,
-  ballotKeyInfo,
-  castBallot,
   closeProposalNow,
   createProposal,
   proposalPackage,
@@ -17,6 +15,7 @@ import {
   recordExecution,
   reviewProposal,
 } from '../../../shared/governance/proposals';
+import { ballotKeyInfo, castBallot } from '../../../shared/governance/ballots';
 import { ownerOf } from '../../http/callers';
 import { sealedAction } from '../../http/request-log';
 import { packageRoutes } from '../../http/package-routes';
