@@ -18,6 +18,7 @@ const lines = [
   'licensing',
   'a2a',
   'exchange',
+  'proofs',
   'workflows',
   'governance',
   'treasury',

@@ -11,7 +11,7 @@ import { sealedKeyCheck } from '../shared/platform/startup-checks';
 import type { DatabaseCheck } from '../shared/platform/startup-checks';
 import { resolveApiKey } from '../shared/exchange/agents';
 import { BALLOT_CIRCUIT } from '../shared/governance/ballot-protocol';
-import { governancePackageChecker } from '../shared/governance/package';
+import { governancePackageChecker } from '../shared/governance/package-verify';
 import { resolveOrganizationKey } from '../shared/licensing/keys';
 import { resolveLicenseToken } from '../shared/licensing/licenses';
 import type { PackageCheckers } from '../shared/platform/translog/bundle';

@@ -7,7 +7,7 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { checkAuctionPackage } from '../shared/auctions/package';
-import { governancePackageChecker } from '../shared/governance/package';
+import { governancePackageChecker } from '../shared/governance/package-verify';
 import { verifyBundle } from '../shared/platform/translog/bundle';
 import type { PackageCheckers } from '../shared/platform/translog/bundle';
 import { parseTrustRoot } from '../shared/platform/trust';

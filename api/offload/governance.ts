@@ -3,15 +3,15 @@
 // the verify pool, each package's verdict worked out once per process.
 import type { Request } from 'express';
 import { LRUCache } from 'lru-cache';
-import { governanceFinding, refusedGovernanceVerdict } from '../../shared/governance/package';
-import type { GovernanceVerdict } from '../../shared/governance/package';
+import { governanceFinding, refusedGovernanceVerdict } from '../../shared/governance/package-verify';
+import type { GovernanceVerdict } from '../../shared/governance/package-verify';
 import { canonicalJson } from '../../shared/platform/canonical';
 import { sha256Hex } from '../../shared/platform/crypto';
 import type { Db } from '../../shared/platform/db/knex';
 import type { PackageChecker, PackageFinding } from '../../shared/platform/translog/bundle';
 import { serviceTrust } from '../../shared/platform/key-history';
 import type { ServiceTrust } from '../../shared/platform/key-history';
-import { verifyUnderServiceTrust } from '../../shared/workflows/verify';
+import { verifyUnderServiceTrust } from '../../shared/proofs/service-trust';
 import type { Principal } from '../http/auth';
 import { offload } from './pool';
 

@@ -1,7 +1,7 @@
 // What the web's verify pool runs in its threads (shared/platform/offload.ts): pure checks, by name, each
 // given only data (a package, the trust root it is checked under) and answering only data.
 import { BALLOT_CIRCUIT } from '../../shared/governance/ballot-protocol';
-import { verifyGovernancePackage } from '../../shared/governance/package';
+import { verifyGovernancePackage } from '../../shared/governance/package-verify';
 import type { Trust } from '../../shared/platform/trust';
 import type { OffloadTask } from '../../shared/platform/offload';
 import { loadVerificationKey } from '../../shared/zk/verify';

@@ -2,7 +2,7 @@
 // outcome, every bid and the package's verification once finalized. Mounted by ./governance.
 import { auctionPackage, publicAuction } from '../../shared/auctions/auctions';
 import { verifyAuctionPackage } from '../../shared/auctions/package';
-import { verifyUnderServiceTrust } from '../../shared/workflows/verify';
+import { verifyUnderServiceTrust } from '../../shared/proofs/service-trust';
 import type { AppDeps } from '../deps';
 import { escapeHtml, yesNo } from './layout';
 

@@ -12,15 +12,13 @@ import {
   publicAuction,
   revealBid,
 } from '../../shared/auctions/auctions';
-import { verifyUnderServiceTrust } from '../../shared/workflows/verify';
 import { sealedBids, submitAuctionDecryption } from '../../shared/auctions/trustee-reveal';
 import { MAX_TRUSTEES, THRESHOLD_BALLOT_BYTES } from '../../shared/governance/threshold';
-import { bundleSchema } from '../../shared/platform/translog/bundle';
-import { bundleOf } from '../../shared/workflows/bundle';
+import { packageRoutes, verifyRoute } from '../http/package-routes';
 import type { RouteTable } from '../http/route';
 import { ownerOf } from '../http/callers';
 import { sealedAction } from '../http/request-log';
-import { hex64, roomIdSchema, signingKey } from '../views/governance';
+import { hex64, roomIdSchema } from '../views/governance';
 
 const tags = ['Sealed auctions'];
 const auctionIdSchema = z.string().regex(idPattern('auc'), 'an auction id (auc_…)');
@@ -69,7 +67,7 @@ export const publicAuctionSchema = z
   });
 
 export function auctionRoutes(table: RouteTable): RouteTable {
-  return table
+  table
     .add({
       method: 'post',
       path: '/api/auctions',
@@ -288,64 +286,28 @@ export function auctionRoutes(table: RouteTable): RouteTable {
         status: 200,
         body: await finalizeAuctionNow(deps.db, params.auctionId, ownerOf(auth)),
       }),
-    })
-    .add({
-      method: 'get',
-      path: '/api/auctions/{auctionId}/package',
-      operationId: 'getAuctionPackage',
-      summary: 'The finalized auction’s proof package',
-      tags,
-      params: z.strictObject({ auctionId: auctionIdSchema }),
-      responses: { 200: { description: 'The package', schema: auctionPackageSchema } },
-      problems: { 404: ['not_found'], 409: ['not_published'] },
-      handler: async ({ params, deps }) => ({
-        status: 200,
-        body: await auctionPackage(deps.db, params.auctionId),
-      }),
-    })
-    .add({
-      method: 'get',
-      path: '/api/auctions/{auctionId}/bundle',
-      operationId: 'getAuctionBundle',
-      summary: 'The finalized auction’s package as an offline bundle (the package and its tlog proof)',
-      tags,
-      params: z.strictObject({ auctionId: auctionIdSchema }),
-      responses: { 200: { description: 'The bundle, for npm run verify', schema: bundleSchema } },
-      problems: { 404: ['not_found'], 409: ['not_published', 'checkpoint_pending'] },
-      handler: async ({ params, deps }) => ({
-        status: 200,
-        headers: { 'Cache-Control': 'no-cache' },
-        body: await bundleOf(deps.db, await auctionPackage(deps.db, params.auctionId)),
-      }),
-    })
-    .add({
-      method: 'post',
-      path: '/api/auctions/verify',
-      operationId: 'verifyAuctionPackage',
-      summary: 'Verify an auction package: reveals open their commitments, Merkle roots, outcome, signature',
-      tags,
-      body: z.strictObject({ package: z.record(z.string(), z.unknown()) }),
-      responses: {
-        200: {
-          description: 'The verdict',
-          schema: z.object({
-            valid: z.boolean(),
-            signatureValid: z.boolean(),
-            inclusionValid: z.boolean().optional(),
-            revealsValid: z.boolean(),
-            rootsValid: z.boolean(),
-            outcomeValid: z.boolean(),
-            recomputedOutcome: z.record(z.string(), z.unknown()).optional(),
-            reasons: z.array(z.object({ check: z.string(), code: z.string(), detail: z.string() })),
-            signingKey: z.object({ keyId: z.string(), publicKey: z.string() }),
-          }),
-        },
-      },
-      handler: async ({ body, deps }) => {
-        const verdict = await verifyUnderServiceTrust(deps.db, body.package, (trust, opts) =>
-          verifyAuctionPackage(body.package, trust, opts),
-        );
-        return { status: 200, body: { ...verdict, signingKey: signingKey() } };
-      },
     });
+  packageRoutes(table, {
+    path: '/api/auctions/{auctionId}',
+    name: 'Auction',
+    of: 'The finalized auction’s',
+    tags,
+    params: z.strictObject({ auctionId: auctionIdSchema }),
+    schema: auctionPackageSchema,
+    bundleCache: 'no-cache',
+    load: ({ params, deps }) => auctionPackage(deps.db, params.auctionId),
+  });
+  return verifyRoute(table, {
+    path: '/api/auctions/verify',
+    operationId: 'verifyAuctionPackage',
+    summary: 'Verify an auction package: reveals open their commitments, Merkle roots, outcome, signature',
+    tags,
+    checks: {
+      revealsValid: z.boolean(),
+      rootsValid: z.boolean(),
+      outcomeValid: z.boolean(),
+      recomputedOutcome: z.record(z.string(), z.unknown()).optional(),
+    },
+    verify: verifyAuctionPackage,
+  });
 }

@@ -17,12 +17,10 @@ import {
   treasuryPackage,
   treasuryRequestView,
 } from '../../shared/treasury/requests';
-import { verifyUnderServiceTrust } from '../../shared/workflows/verify';
-import { bundleSchema } from '../../shared/platform/translog/bundle';
-import { bundleOf } from '../../shared/workflows/bundle';
+import { packageRoutes, verifyRoute } from '../http/package-routes';
 import type { RouteTable } from '../http/route';
 import { ownerOf } from '../http/callers';
-import { hex64, roomIdSchema, signingKey } from '../views/governance';
+import { hex64, roomIdSchema } from '../views/governance';
 
 const tags = ['Treasury coordination'];
 const requestIdSchema = z.string().regex(idPattern('treq'), 'a treasury request id (treq_…)');
@@ -75,7 +73,7 @@ const requestViewSchema = z
   .meta({ id: 'TreasuryRequest' });
 
 export function treasuryCoordinationRoutes(table: RouteTable): RouteTable {
-  return table
+  table
     .add({
       method: 'post',
       path: '/api/treasury/limits',
@@ -211,66 +209,25 @@ export function treasuryCoordinationRoutes(table: RouteTable): RouteTable {
         status: 200,
         body: await decideTreasuryRequest(deps.db, params.requestId, body),
       }),
-    })
-    .add({
-      method: 'get',
-      path: '/api/treasury/requests/{requestId}/package',
-      operationId: 'getTreasuryPackage',
-      summary: 'The decided request’s proof package',
-      tags,
-      auth: 'operator-or-license',
-      product: 'treasury',
-      params: z.strictObject({ requestId: requestIdSchema }),
-      responses: { 200: { description: 'The package', schema: treasuryPackageSchema } },
-      problems: { 404: ['not_found'], 409: ['not_published'] },
-      handler: async ({ params, auth, deps }) => ({
-        status: 200,
-        body: await treasuryPackage(deps.db, params.requestId, ownerOf(auth)),
-      }),
-    })
-    .add({
-      method: 'get',
-      path: '/api/treasury/requests/{requestId}/bundle',
-      operationId: 'getTreasuryBundle',
-      summary: 'The decided request’s package as an offline bundle (the package and its tlog proof)',
-      tags,
-      auth: 'operator-or-license',
-      product: 'treasury',
-      params: z.strictObject({ requestId: requestIdSchema }),
-      responses: { 200: { description: 'The bundle, for npm run verify', schema: bundleSchema } },
-      problems: { 404: ['not_found'], 409: ['not_published', 'checkpoint_pending'] },
-      handler: async ({ params, auth, deps }) => ({
-        status: 200,
-        headers: { 'Cache-Control': 'no-store' },
-        body: await bundleOf(deps.db, await treasuryPackage(deps.db, params.requestId, ownerOf(auth))),
-      }),
-    })
-    .add({
-      method: 'post',
-      path: '/api/treasury/verify',
-      operationId: 'verifyTreasuryPackage',
-      summary: 'Verify a treasury package offline-style: signature, log proof, chain, m-of-n decisions',
-      tags,
-      body: z.strictObject({ package: z.record(z.string(), z.unknown()) }),
-      responses: {
-        200: {
-          description: 'The verdict',
-          schema: z.object({
-            valid: z.boolean(),
-            signatureValid: z.boolean(),
-            inclusionValid: z.boolean().optional(),
-            chainValid: z.boolean(),
-            approvalsMet: z.boolean(),
-            reasons: z.array(z.object({ check: z.string(), code: z.string(), detail: z.string() })),
-            signingKey: z.object({ keyId: z.string(), publicKey: z.string() }),
-          }),
-        },
-      },
-      handler: async ({ body, deps }) => {
-        const verdict = await verifyUnderServiceTrust(deps.db, body.package, (trust, opts) =>
-          verifyTreasuryPackage(body.package, trust, opts),
-        );
-        return { status: 200, body: { ...verdict, signingKey: signingKey() } };
-      },
     });
+  packageRoutes(table, {
+    path: '/api/treasury/requests/{requestId}',
+    name: 'Treasury',
+    of: 'The decided request’s',
+    tags,
+    auth: 'operator-or-license',
+    product: 'treasury',
+    params: z.strictObject({ requestId: requestIdSchema }),
+    schema: treasuryPackageSchema,
+    bundleCache: 'no-store',
+    load: ({ params, auth, deps }) => treasuryPackage(deps.db, params.requestId, ownerOf(auth)),
+  });
+  return verifyRoute(table, {
+    path: '/api/treasury/verify',
+    operationId: 'verifyTreasuryPackage',
+    summary: 'Verify a treasury package offline-style: signature, log proof, chain, m-of-n decisions',
+    tags,
+    checks: { chainValid: z.boolean(), approvalsMet: z.boolean() },
+    verify: verifyTreasuryPackage,
+  });
 }

@@ -1,7 +1,7 @@
 // What the agent exchange says of itself (name, version, its service catalogue, the key that signs its
 // receipts), and the request parts its routes share.
 import { z } from 'zod';
-import { MAX_PAGE } from '../../shared/exchange/pagination';
+import { MAX_LIST_LIMIT } from '../../shared/platform/paging';
 import { listServices } from '../../shared/jobs/catalog';
 import { serviceSigningKey } from '../../shared/platform/keys';
 
@@ -65,8 +65,8 @@ export const pageQuery = {
     .number()
     .int()
     .min(1)
-    .max(MAX_PAGE)
+    .max(MAX_LIST_LIMIT)
     .optional()
-    .describe(`Page size, at most ${MAX_PAGE} (default 20)`),
+    .describe(`Page size, at most ${MAX_LIST_LIMIT} (default 20)`),
   cursor: z.string().min(1).max(512).optional().describe('nextCursor of the previous page'),
 };

@@ -3,7 +3,7 @@
 import { z } from 'zod';
 import { idPattern } from '../../shared/platform/ids';
 import { DECIMAL_FIELD } from '../../shared/governance/ballot-protocol';
-import { servicePublicKey } from '../../shared/workflows/seal';
+import { servicePublicKey } from '../../shared/proofs/seal';
 
 export const hex64 = z.string().regex(/^[0-9a-f]{64}$/, '64 lowercase hex characters (a sha256)');
 export const roomIdSchema = z.string().regex(idPattern('room'), 'a room id (room_…)');

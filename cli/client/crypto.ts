@@ -1,17 +1,14 @@
 // What a member, bidder, reviewer or organization computes on their own machine before calling the
 // service: ed25519 wallet keys and signatures (base58, as Solana wallets print them) over the exact texts
 // the routes check, sealed bids, actor commitments and evidence hashes. Each text and commitment is the
-// one the service itself uses (shared/governance/commitments.ts, identities.ts, shared/treasury): nothing
-// here re-states a format. Secrets stay in the caller's hands; nothing is sent or logged from here.
+// one the service itself uses (commitments.ts of shared/governance, shared/auctions and shared/treasury,
+// shared/governance/identities.ts): nothing here re-states a format. Secrets stay in the caller's hands;
+// nothing is sent or logged from here.
 import { randomBytes } from 'node:crypto';
 import bs58 from 'bs58';
-import {
-  approvalMessage,
-  bidCommitment,
-  bidMessage,
-  membershipMessage,
-  reviewMessage,
-} from '../../shared/governance/commitments';
+import { approvalMessage } from '../../shared/treasury/commitments';
+import { bidCommitment, bidMessage } from '../../shared/auctions/commitments';
+import { membershipMessage, reviewMessage } from '../../shared/governance/commitments';
 import { identityMessage } from '../../shared/governance/identities';
 import { sha256Hex, signingKeyFromSeed } from '../../shared/platform/crypto';
 import { verifyWalletSignature } from '../../shared/platform/wallet';

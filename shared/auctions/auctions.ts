@@ -6,8 +6,8 @@ import { AppError, conflict, notFound, unprocessable } from '../platform/errors'
 import { newId } from '../platform/ids';
 import { serviceSigningKey } from '../platform/keys';
 import { findAsset } from '../chains/assets';
-import { bidCommitment, bidMessage, legacyBidCommitment } from '../governance/commitments';
-import { appendPackageToLog } from '../governance/ledger';
+import { bidCommitment, bidMessage, legacyBidCommitment } from './commitments';
+import { appendPackageToLog } from '../proofs/ledger';
 import { assertOwner, isMember, roomOrThrow, walletCommitment } from '../governance/rooms';
 import { verifyWalletSignature } from '../platform/wallet';
 import { buildAuctionPackage } from './package';

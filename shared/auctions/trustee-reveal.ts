@@ -5,7 +5,7 @@
 // revealed by the trustees; the auction is then decided as usual.
 import type { Knex } from 'knex';
 import { AppError, conflict, unprocessable } from '../platform/errors';
-import { bidCommitment } from '../governance/commitments';
+import { bidCommitment } from './commitments';
 import {
   DECRYPTION_KIND,
   ballotEphemeral,

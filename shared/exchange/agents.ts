@@ -7,8 +7,8 @@ import { sha256Hex } from '../platform/crypto';
 import { checkUserTarget } from '../platform/egress';
 import { AppError, notFound } from '../platform/errors';
 import { newId } from '../platform/ids';
-import { DEFAULT_PAGE, decodeCursor, orderBySearch, pageOf } from './pagination';
-import type { Page } from './pagination';
+import { DEFAULT_LIST_LIMIT, decodeSearchCursor, orderBySearch, searchPage } from '../platform/paging';
+import type { ListPage } from '../platform/paging';
 
 export const API_KEY_PREFIX = 'ak_';
 const API_KEY_PATTERN = /^ak_[A-Za-z0-9_-]{43}$/;
@@ -156,19 +156,19 @@ export const searchKey = (filters: Record<string, unknown>): string =>
  * Full-text search (websearch syntax over name, description, capabilities and tags) ranked by
  * relevance, or the newest first without text; capability and tag match exactly.
  */
-export async function searchAgents(db: Db, s: AgentSearch): Promise<Page<AgentView>> {
-  const limit = s.limit ?? DEFAULT_PAGE;
+export async function searchAgents(db: Db, s: AgentSearch): Promise<ListPage<AgentView>> {
+  const limit = s.limit ?? DEFAULT_LIST_LIMIT;
   const filters = {
     q: s.q ?? null,
     capability: s.capability?.toLowerCase() ?? null,
     tag: s.tag?.toLowerCase() ?? null,
   };
   const key = searchKey(filters);
-  const cursor = decodeCursor(s.cursor, key);
+  const cursor = decodeSearchCursor(s.cursor, key);
   const query = db('agents').where('status', 'active');
   if (filters.capability) query.whereRaw('capabilities @> array[?]::text[]', [filters.capability]);
   if (filters.tag) query.whereRaw('tags @> array[?]::text[]', [filters.tag]);
   orderBySearch(db, query, filters.q, cursor);
   const rows = (await query.limit(limit + 1)) as Array<AgentRow & { rank?: string }>;
-  return pageOf(rows, limit, key, agentView);
+  return searchPage(rows, limit, key, agentView);
 }

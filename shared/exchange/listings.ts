@@ -4,8 +4,8 @@ import type { Db } from '../platform/db/knex';
 import { newId } from '../platform/ids';
 import type { AssetId } from '../chains/assets';
 import { normalizeLabels, searchKey } from './agents';
-import { DEFAULT_PAGE, decodeCursor, orderBySearch, pageOf } from './pagination';
-import type { Page } from './pagination';
+import { DEFAULT_LIST_LIMIT, decodeSearchCursor, orderBySearch, searchPage } from '../platform/paging';
+import type { ListPage } from '../platform/paging';
 
 export interface ListingRow {
   id: string;
@@ -77,8 +77,8 @@ export interface ListingSearch {
 }
 
 /** Active listings: by relevance when there is text, else the newest first. */
-export async function searchListings(db: Db, s: ListingSearch): Promise<Page<ListingView>> {
-  const limit = s.limit ?? DEFAULT_PAGE;
+export async function searchListings(db: Db, s: ListingSearch): Promise<ListPage<ListingView>> {
+  const limit = s.limit ?? DEFAULT_LIST_LIMIT;
   const filters = {
     q: s.q ?? null,
     tag: s.tag?.toLowerCase() ?? null,
@@ -88,7 +88,7 @@ export async function searchListings(db: Db, s: ListingSearch): Promise<Page<Lis
     seller: s.seller ?? null,
   };
   const key = searchKey(filters);
-  const cursor = decodeCursor(s.cursor, key);
+  const cursor = decodeSearchCursor(s.cursor, key);
   const query = db('listings').where('status', 'active');
   if (filters.tag) query.whereRaw('tags @> array[?]::text[]', [filters.tag]);
   if (filters.min !== null) query.where('price_usd_cents', '>=', filters.min);
@@ -97,5 +97,5 @@ export async function searchListings(db: Db, s: ListingSearch): Promise<Page<Lis
   if (filters.seller) query.where('seller_agent_id', filters.seller);
   orderBySearch(db, query, filters.q, cursor);
   const rows = (await query.limit(limit + 1)) as Array<ListingRow & { rank?: string }>;
-  return pageOf(rows, limit, key, listingView);
+  return searchPage(rows, limit, key, listingView);
 }

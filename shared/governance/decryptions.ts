@@ -8,11 +8,12 @@ import { AppError, conflict, notFound, unprocessable } from '../platform/errors'
 import { newId } from '../platform/ids';
 import { serviceSigningKey } from '../platform/keys';
 import type { Groth16ProofJson } from './ballot-protocol';
-import { appendEntry, appendPackageToLog } from './ledger';
-import { buildThresholdPackage, byNullifier, tallyBallots, tallyHash, ballotsRoot } from './package';
+import { appendEntry, appendPackageToLog } from '../proofs/ledger';
+import { buildThresholdPackage } from './package';
+import { byNullifier, tallyBallots, tallyHash, ballotsRoot } from './tally';
 import type { PackageTrustees, ThresholdBallot } from './package';
-import { storeTally, tallyCommon } from './proposals';
-import type { ProposalRow } from './proposals';
+import { storeTally, tallyCommon } from './close';
+import type { ProposalRow } from './proposal-row';
 import {
   DECRYPTION_KIND,
   ballotEphemeral,

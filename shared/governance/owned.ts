@@ -1,10 +1,6 @@
 // An organization's own rooms and proposals, newest first: names, states and times, never a salt, a
 // member, a ballot or a key; never another owner's.
-import type { Db } from '../platform/db/knex';
-import { decodeListCursor, listPage } from '../platform/paging';
-import type { ListPage } from '../platform/paging';
-
-type Opts = { limit: number; cursor?: string | undefined };
+import { ownedList } from '../proofs/owned-list';
 
 export interface OwnedRoom {
   roomId: string;
@@ -13,21 +9,12 @@ export interface OwnedRoom {
 }
 
 /** The rooms `owner` (a license id, or 'operator') created. */
-export async function listOwnedRooms(db: Db, owner: string, opts: Opts): Promise<ListPage<OwnedRoom>> {
-  const after = decodeListCursor(opts.cursor, 'rooms');
-  const q = db('rooms')
-    .where({ owner })
-    .select('id', 'name', 'created_at')
-    .orderBy('id', 'desc')
-    .limit(opts.limit + 1);
-  if (after) q.where('id', '<', after);
-  const rows = (await q) as Array<{ id: string; name: string; created_at: Date }>;
-  return listPage(rows, opts.limit, 'rooms', (r) => ({
-    roomId: r.id,
-    name: r.name,
-    createdAt: new Date(r.created_at).toISOString(),
-  }));
-}
+export const listOwnedRooms = ownedList<{ id: string; name: string; created_at: Date }, OwnedRoom>({
+  table: 'rooms',
+  list: 'rooms',
+  columns: ['id', 'name', 'created_at'],
+  view: (r) => ({ roomId: r.id, name: r.name, createdAt: new Date(r.created_at).toISOString() }),
+});
 
 export interface OwnedProposal {
   proposalId: string;
@@ -37,31 +24,24 @@ export interface OwnedProposal {
   createdAt: string;
 }
 
+interface ProposalRow {
+  id: string;
+  room_id: string;
+  title: string;
+  status: string;
+  created_at_iso: string;
+}
+
 /** The proposals `owner` created. */
-export async function listOwnedProposals(
-  db: Db,
-  owner: string,
-  opts: Opts,
-): Promise<ListPage<OwnedProposal>> {
-  const after = decodeListCursor(opts.cursor, 'proposals');
-  const q = db('proposals')
-    .where({ owner })
-    .select('id', 'room_id', 'title', 'status', 'created_at_iso')
-    .orderBy('id', 'desc')
-    .limit(opts.limit + 1);
-  if (after) q.where('id', '<', after);
-  const rows = (await q) as Array<{
-    id: string;
-    room_id: string;
-    title: string;
-    status: string;
-    created_at_iso: string;
-  }>;
-  return listPage(rows, opts.limit, 'proposals', (r) => ({
+export const listOwnedProposals = ownedList<ProposalRow, OwnedProposal>({
+  table: 'proposals',
+  list: 'proposals',
+  columns: ['id', 'room_id', 'title', 'status', 'created_at_iso'],
+  view: (r) => ({
     proposalId: r.id,
     roomId: r.room_id,
     title: r.title,
     status: r.status,
     createdAt: r.created_at_iso,
-  }));
-}
+  }),
+});

@@ -6,8 +6,8 @@ import { AppError, conflict, notFound, unprocessable } from '../platform/errors'
 import { newId } from '../platform/ids';
 import { serviceSigningKey } from '../platform/keys';
 import { findAsset } from '../chains/assets';
-import { approvalMessage } from '../governance/commitments';
-import { appendEntry, appendPackageToLog, loadEntries } from '../governance/ledger';
+import { approvalMessage } from './commitments';
+import { appendEntry, appendPackageToLog, loadEntries } from '../proofs/ledger';
 import { assertOwner, committeeOrThrow, roomOrThrow, walletCommitment } from '../governance/rooms';
 import { buildTreasuryPackage, requestHash, treasuryGenesis } from './package';
 import type { TreasuryOperation, TreasuryPackage, TreasuryTerms } from './package';

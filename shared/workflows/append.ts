@@ -18,7 +18,7 @@ import { claimPolicyProof } from './policyGate';
 import type { AcceptedPolicyProof } from './policyGate';
 import { stageRecordEntry } from './records';
 import type { ChainedEntry, EvidenceKind, StageRecord, WorkflowEvent, WorkflowStatus } from './records';
-import { servicePublicKey } from './seal';
+import { servicePublicKey } from '../proofs/seal';
 import { findTemplate } from './templates';
 import type { WorkflowTemplate } from './templates';
 

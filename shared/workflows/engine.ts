@@ -4,15 +4,8 @@
 // state (the chain head and, per stage, its record and a digest of its entries), so an event is
 // decided without reading the trail back.
 import { AppError, conflict, unprocessable } from '../platform/errors';
-import {
-  chainEntry,
-  chainGenesis,
-  chainHead,
-  evidenceCommitment,
-  flattenTrail,
-  isClosed,
-  stageProofHash,
-} from './chain';
+import { chainEntry, chainGenesis } from '../proofs/chain';
+import { chainHead, evidenceCommitment, flattenTrail, isClosed, stageProofHash } from './chain';
 import type {
   AuditEntry,
   ChainedEntry,

@@ -1,8 +1,6 @@
 // An organization's own workflows, newest first: what its credential may list (the private handle
 // included, as prepare gave it), never another owner's.
-import type { Db } from '../platform/db/knex';
-import { decodeListCursor, listPage } from '../platform/paging';
-import type { ListPage } from '../platform/paging';
+import { ownedList } from '../proofs/owned-list';
 import type { WorkflowStatus } from './records';
 
 interface Row {
@@ -26,19 +24,11 @@ export interface OwnedWorkflow {
 }
 
 /** The workflows `owner` (a license id, or 'operator') started. */
-export async function listOwnedWorkflows(
-  db: Db,
-  owner: string,
-  opts: { limit: number; cursor?: string | undefined },
-): Promise<ListPage<OwnedWorkflow>> {
-  const after = decodeListCursor(opts.cursor, 'workflows');
-  const q = db('workflows')
-    .where({ owner })
-    .select('id', 'proof_id', 'template', 'template_version', 'status', 'created_at', 'updated_at')
-    .orderBy('id', 'desc')
-    .limit(opts.limit + 1);
-  if (after) q.where('id', '<', after);
-  return listPage((await q) as Row[], opts.limit, 'workflows', (r) => ({
+export const listOwnedWorkflows = ownedList<Row, OwnedWorkflow>({
+  table: 'workflows',
+  list: 'workflows',
+  columns: ['id', 'proof_id', 'template', 'template_version', 'status', 'created_at', 'updated_at'],
+  view: (r) => ({
     workflowId: r.id,
     proofId: r.proof_id,
     template: r.template,
@@ -46,5 +36,5 @@ export async function listOwnedWorkflows(
     status: r.status,
     createdAt: new Date(r.created_at).toISOString(),
     updatedAt: new Date(r.updated_at).toISOString(),
-  }));
-}
+  }),
+});

@@ -7,7 +7,7 @@ import { leafHashHex } from '../platform/translog/tree-head';
 import { findLeaf, inclusionProofAt, lockLog } from '../platform/translog/pg-log';
 import { appendEntries } from '../platform/translog/service-log';
 import { loadApprovals } from './approvers';
-import { attachLogProof, packageEntry } from './envelope';
+import { attachLogProof, packageEntry } from '../proofs/envelope';
 import type { WorkflowPackage } from './package';
 import { sealWorkflowPackage } from './seal';
 import { loadRecords, templateOrThrow } from './load';

@@ -7,9 +7,3 @@ import type { BuildPackageInput, WorkflowPackage } from './package';
 /** Builds and signs a closed workflow's proof package with the service key. */
 export const sealWorkflowPackage = (input: BuildPackageInput): WorkflowPackage =>
   buildWorkflowPackage(input, serviceSigningKey());
-
-/** What a verifier needs to check packages from this service: the key that signs them. */
-export const servicePublicKey = (): { keyId: string; publicKey: string } => {
-  const key = serviceSigningKey();
-  return { keyId: key.keyId, publicKey: key.publicKey };
-};

@@ -2,7 +2,7 @@
 // second price; ties, a sole bidder, an unrevealed and a late bid follow the rules stated up front; the
 // package recomputes offline and a tampered one fails.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bidCommitment, bidMessage } from '../../shared/governance/commitments';
+import { bidCommitment, bidMessage } from '../../shared/auctions/commitments';
 import { verifyAuctionPackage } from '../../shared/auctions/package';
 import type { AuctionPackage } from '../../shared/auctions/package';
 import { logSigningKey, serviceSigningKey } from '../../shared/platform/keys';

@@ -15,7 +15,7 @@ import { createApp } from '../../api/app';
 import { verifyAuctionPackage } from '../../shared/auctions/package';
 import type { AuctionPackage } from '../../shared/auctions/package';
 import { sealBidOpening } from '../../shared/auctions/sealed-openings';
-import { bidCommitment, bidMessage } from '../../shared/governance/commitments';
+import { bidCommitment, bidMessage } from '../../shared/auctions/commitments';
 import {
   DECRYPTION_KIND,
   auctionOpeningContext,

@@ -9,12 +9,10 @@ import type { Ballot, BallotInfo, Identity } from '../../shared/governance/ballo
 import { createIdentity } from '../../shared/governance/ballot-client';
 import { reviewMessage, membershipMessage } from '../../shared/governance/commitments';
 import { identityMessage } from '../../shared/governance/identities';
-import {
-  checkReceiptAgainstPackage,
-  verifyGovernancePackage,
-  verifyReceipt,
-} from '../../shared/governance/package';
-import type { AnonymousGovernancePackage, BallotReceipt } from '../../shared/governance/package';
+import { checkReceiptAgainstPackage, verifyGovernancePackage } from '../../shared/governance/package-verify';
+import { verifyReceipt } from '../../shared/governance/receipts';
+import type { AnonymousGovernancePackage } from '../../shared/governance/package';
+import type { BallotReceipt } from '../../shared/governance/receipts';
 import { logSigningKey, serviceSigningKey } from '../../shared/platform/keys';
 import { terminateCurves } from '../../shared/zk';
 import { eventually, testApp } from '../helpers';

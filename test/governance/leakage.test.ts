@@ -4,7 +4,8 @@
 // carry a tally, ratio, count, address, amount or leader.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Ballot, Identity } from '../../shared/governance/ballot-client';
-import { bidCommitment, bidMessage, reviewMessage } from '../../shared/governance/commitments';
+import { bidCommitment, bidMessage } from '../../shared/auctions/commitments';
+import { reviewMessage } from '../../shared/governance/commitments';
 import { terminateCurves } from '../../shared/zk';
 import { testApp } from '../helpers';
 import type { TestApp } from '../helpers';

@@ -21,7 +21,7 @@ import {
   voteHashOf,
 } from '../../shared/governance/ballot-protocol';
 import { reviewMessage } from '../../shared/governance/commitments';
-import { verifyGovernancePackage } from '../../shared/governance/package';
+import { verifyGovernancePackage } from '../../shared/governance/package-verify';
 import type { ThresholdGovernancePackage } from '../../shared/governance/package';
 import {
   DECRYPTION_KIND,

@@ -2,7 +2,7 @@
 // taken in one serial order (each accepted request saw exactly the ones before it), refusals carry the
 // allowance they were checked against, and what is held never exceeds the limit — at any moment.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { approvalMessage } from '../../shared/governance/commitments';
+import { approvalMessage } from '../../shared/treasury/commitments';
 import { eventually, testApp } from '../helpers';
 import type { TestApp } from '../helpers';
 import { OPERATOR, wallet } from '../governance/helpers';

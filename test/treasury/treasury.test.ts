@@ -1,7 +1,7 @@
 // Treasury coordination over HTTP with real wallets: m-of-n signed decisions, a per-period spending
 // limit that refuses with the remaining allowance, token operations as records, tamper-evident packages.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { approvalMessage } from '../../shared/governance/commitments';
+import { approvalMessage } from '../../shared/treasury/commitments';
 import { verifyTreasuryPackage } from '../../shared/treasury/package';
 import type { TreasuryPackage } from '../../shared/treasury/package';
 import { logSigningKey, serviceSigningKey } from '../../shared/platform/keys';

@@ -4,14 +4,10 @@ import { describe, expect, it } from 'vitest';
 import { MemoryLog } from '../../shared/platform/translog/memory-log';
 import { toHex } from '../../shared/platform/translog/merkle';
 import { signTreeHead } from '../../shared/platform/translog/tree-head';
-import { checkRecords, chainGenesis } from '../../shared/workflows/chain';
+import { chainGenesis } from '../../shared/proofs/chain';
+import { checkRecords } from '../../shared/workflows/chain';
 import { genesisOf } from '../../shared/workflows/engine';
-import {
-  attachLogProof,
-  packageLeafData,
-  packageLeafHash,
-  signPackage,
-} from '../../shared/workflows/envelope';
+import { attachLogProof, packageLeafData, packageLeafHash, signPackage } from '../../shared/proofs/envelope';
 import { buildWorkflowPackage, verifyPackage, verifyRecords } from '../../shared/workflows/package';
 import type { WorkflowPackage } from '../../shared/workflows/package';
 import type { StageRecord } from '../../shared/workflows/records';

@@ -10,7 +10,8 @@ import { completeWorkflow } from './helpers';
 
 describe('sealing with the service key', () => {
   it('signs packages that verify against servicePublicKey(), tree heads against the log key', async () => {
-    const { sealWorkflowPackage, servicePublicKey } = await import('../../shared/workflows/seal');
+    const { sealWorkflowPackage } = await import('../../shared/workflows/seal');
+    const { servicePublicKey } = await import('../../shared/proofs/seal');
     const { logSigningKey } = await import('../../shared/platform/keys');
     const template = findTemplate('Treasury Approval') as WorkflowTemplate;
     const run = completeWorkflow(template, 'prf_sealed');

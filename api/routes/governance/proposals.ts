@@ -4,11 +4,10 @@ import { z } from 'zod';
 import { walletPublicKeySchema, walletSignatureSchema } from '../../../shared/platform/wallet';
 import { BALLOT_CIPHERTEXT_BYTES } from '../../../shared/governance/ballot-protocol';
 import { THRESHOLD_BALLOT_BYTES } from '../../../shared/governance/threshold';
-import { governancePackageSchema, receiptSchema } from '../../../shared/governance/package';
+import { governancePackageSchema } from '../../../shared/governance/package';
+import { receiptSchema } from '../../../shared/governance/receipts';
 import {
   adminProposal,
-  ballotKeyInfo,
-  castBallot,
   closeProposalNow,
   createProposal,
   proposalPackage,
@@ -16,10 +15,10 @@ import {
   recordExecution,
   reviewProposal,
 } from '../../../shared/governance/proposals';
+import { ballotKeyInfo, castBallot } from '../../../shared/governance/ballots';
 import { ownerOf } from '../../http/callers';
 import { sealedAction } from '../../http/request-log';
-import { bundleSchema } from '../../../shared/platform/translog/bundle';
-import { bundleOf } from '../../../shared/workflows/bundle';
+import { packageRoutes } from '../../http/package-routes';
 import type { RouteTable } from '../../http/route';
 import { fieldSchema, hex64, proposalIdSchema, roomIdSchema, slugSchema } from '../../views/governance';
 
@@ -108,7 +107,7 @@ const publicProposalSchema = z
   });
 
 export function proposalRoutes(table: RouteTable): RouteTable {
-  return table
+  table
     .add({
       method: 'post',
       path: '/api/governance/proposals',
@@ -333,37 +332,18 @@ export function proposalRoutes(table: RouteTable): RouteTable {
         status: 200,
         body: await recordExecution(deps.db, params.proposalId, body.evidenceHash, ownerOf(auth)),
       }),
-    })
-    .add({
-      method: 'get',
-      path: '/api/governance/proposals/{proposalId}/package',
-      operationId: 'getGovernancePackage',
-      summary:
-        'The proposal’s proof package (after the close): every ballot, the tally, the chain, the log proof',
-      tags,
-      params: z.strictObject({ proposalId: proposalIdSchema }),
-      query: z.strictObject({ phase: z.enum(['tallied', 'executed']).optional() }),
-      responses: { 200: { description: 'The package', schema: governancePackageSchema } },
-      problems: { 404: ['not_found'], 409: ['not_published'] },
-      handler: async ({ params, query, deps }) => ({
-        status: 200,
-        body: await proposalPackage(deps.db, params.proposalId, query.phase),
-      }),
-    })
-    .add({
-      method: 'get',
-      path: '/api/governance/proposals/{proposalId}/bundle',
-      operationId: 'getGovernanceBundle',
-      summary: 'The proposal’s package as an offline bundle (the package and its tlog proof)',
-      tags,
-      params: z.strictObject({ proposalId: proposalIdSchema }),
-      query: z.strictObject({ phase: z.enum(['tallied', 'executed']).optional() }),
-      responses: { 200: { description: 'The bundle, for npm run verify', schema: bundleSchema } },
-      problems: { 404: ['not_found'], 409: ['not_published', 'checkpoint_pending'] },
-      handler: async ({ params, query, deps }) => ({
-        status: 200,
-        headers: { 'Cache-Control': 'no-cache' },
-        body: await bundleOf(deps.db, await proposalPackage(deps.db, params.proposalId, query.phase)),
-      }),
     });
+  return packageRoutes(table, {
+    path: '/api/governance/proposals/{proposalId}',
+    name: 'Governance',
+    of: 'The proposal’s',
+    packageSummary:
+      'The proposal’s proof package (after the close): every ballot, the tally, the chain, the log proof',
+    tags,
+    params: z.strictObject({ proposalId: proposalIdSchema }),
+    query: z.strictObject({ phase: z.enum(['tallied', 'executed']).optional() }),
+    schema: governancePackageSchema,
+    bundleCache: 'no-cache',
+    load: ({ params, query, deps }) => proposalPackage(deps.db, params.proposalId, query.phase),
+  });
 }

@@ -2,7 +2,7 @@
 // receipt against it.
 import { z } from 'zod';
 import { BALLOT_CIRCUIT } from '../../../shared/governance/ballot-protocol';
-import { checkReceiptAgainstPackage } from '../../../shared/governance/package';
+import { checkReceiptAgainstPackage } from '../../../shared/governance/package-verify';
 import { loadVerificationKey } from '../../../shared/zk/verify';
 import type { RouteTable } from '../../http/route';
 import { verifyGovernanceAsService } from '../../offload/governance';

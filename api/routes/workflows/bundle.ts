@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { notFound } from '../../../shared/platform/errors';
 import { idPattern } from '../../../shared/platform/ids';
 import { bundleSchema } from '../../../shared/platform/translog/bundle';
-import { bundleOf } from '../../../shared/workflows/bundle';
+import { bundleOf } from '../../../shared/proofs/bundle';
 import { packageRow } from '../../../shared/workflows/load';
 import type { RouteTable } from '../../http/route';
 

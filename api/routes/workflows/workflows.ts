@@ -7,7 +7,7 @@ import { APPROVAL_PROOF_REQUIRED } from '../../../shared/workflows/approvers';
 import { ruleCodes } from '../../../shared/workflows/engine';
 import { policyGateCodes } from '../../../shared/workflows/policyGate';
 import { stageRecordSchema, stageStatuses, workflowEventSchema } from '../../../shared/workflows/records';
-import { servicePublicKey } from '../../../shared/workflows/seal';
+import { servicePublicKey } from '../../../shared/proofs/seal';
 import { prepareWorkflow } from '../../../shared/workflows/prepare';
 import { publicState, templateSummaries, workflowTotals } from '../../../shared/workflows/public';
 import { recordEvent } from '../../../shared/workflows/events';

@@ -2,9 +2,9 @@
 // proof workflows) and the append of a signed package to the one transparency log, in the caller's
 // transaction so a crash leaves neither a package without its leaf nor a leaf without its package.
 import type { Knex } from 'knex';
-import { chainEntry } from '../workflows/chain';
-import { attachLogProof, packageEntry } from '../workflows/envelope';
-import type { Envelope } from '../workflows/envelope';
+import { chainEntry } from './chain';
+import { attachLogProof, packageEntry } from './envelope';
+import type { Envelope } from './envelope';
 import { findLeaf, inclusionProofAt, lockLog } from '../platform/translog/pg-log';
 import { appendEntries } from '../platform/translog/service-log';
 import { leafHashHex } from '../platform/translog/tree-head';

@@ -13,7 +13,10 @@ export interface EntryBody {
 
 export type ChainLink = EntryBody & { prevHash: string; entryHash: string };
 
-const hex64 = z.string().regex(/^[0-9a-f]{64}$/);
+/** A sha256 digest or commitment as packages publish it: 64 lowercase hex characters. */
+export const HEX64 = /^[0-9a-f]{64}$/;
+
+const hex64 = z.string().regex(HEX64);
 export const chainLinkSchema = z
   .object({
     seq: z.number().int().min(0),
