@@ -1,8 +1,10 @@
 // `px auction …`: sealed-bid auctions; a bid's amount and salt are kept in the key file for its reveal.
-import { sealBidOpening } from '../../shared/auctions/sealed-openings';
 import { sealedBid } from '../client/crypto';
 import { UsageError, int, sleep } from './context';
 import type { Command } from './context';
+
+/** Sealing an opening to the trustees brings their curve arithmetic: loaded by the bids that do. */
+const sealing = () => import('../../shared/auctions/sealed-openings');
 
 /** --reveal-by: bidders (the default) or the room's trustees. */
 function revealBy(value: string | undefined): 'bidders' | 'trustees' | undefined {
@@ -87,7 +89,7 @@ export const auctionCommands: Command[] = [
         px().platform.GET('/api/auctions/{auctionId}', { params: { path: { auctionId } } }),
       );
       const sealedOpening = view.trustees
-        ? sealBidOpening(view.trustees.jointKey, auctionId, bid.commitment, reveal)
+        ? (await sealing()).sealBidOpening(view.trustees.jointKey, auctionId, bid.commitment, reveal)
         : undefined;
       try {
         out(

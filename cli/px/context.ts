@@ -10,7 +10,12 @@ import type { Decision } from '../client/crypto';
 import { problemLine, pxClient } from '../client/http';
 import type { PxClient } from '../client/http';
 import { KeyFile, defaultKeyFile } from '../keyfile';
-import { readIdentityFile } from '../member';
+
+/**
+ * What only some commands need, loaded when one runs: identity files bring the zero-knowledge
+ * libraries (Poseidon, hundreds of ms to load), which a wallet, room or treasury command never uses.
+ */
+export const memberFiles = () => import('../member');
 
 /** Where a run writes: process.stdout and process.stderr for the command line, a buffer in a test. */
 export interface Output {
@@ -214,7 +219,9 @@ export function makeContext(
     out: (v) => print(io.stdout, v, values.field, values.out),
     commitments: async () => {
       const fromFiles = await Promise.all(
-        (values.identity ?? []).map(async (f) => (await readIdentityFile(f)).commitment),
+        (values.identity ?? []).map(
+          async (f) => (await (await memberFiles()).readIdentityFile(f)).commitment,
+        ),
       );
       const all = [...fromFiles, ...(values.commitment ?? [])];
       if (!all.length) throw new UsageError(`${group} ${verb} needs --identity FILE or --commitment C`);

@@ -1,8 +1,7 @@
 // `px room …` and `px identity …`: rooms, their committees, membership proven by a wallet's signature,
 // and the voter identities of a room's tree.
 import { identityRegistration, membershipProof } from '../client/crypto';
-import { readIdentityFile } from '../member';
-import { UsageError, int } from './context';
+import { UsageError, int, memberFiles } from './context';
 import type { Command } from './context';
 
 export const roomCommands: Command[] = [
@@ -112,7 +111,7 @@ export const roomCommands: Command[] = [
       const roomId = needId('a ROOM');
       const files = values.identity ?? [];
       if (files.length !== 1) throw new UsageError('identity register needs one --identity FILE');
-      const identity = await readIdentityFile(files[0]!);
+      const identity = await (await memberFiles()).readIdentityFile(files[0]!);
       out(
         await call(
           px().platform.POST('/api/governance/rooms/{roomId}/identities/register', {

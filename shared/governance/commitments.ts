@@ -15,6 +15,10 @@ export function memberCommitment(roomSalt: string, walletPublicKey: string): str
 export const legacyBallotCommitment = (choice: string, salt: string, proposalId: string): string =>
   sha256Hex(canonicalJson([choice, salt, proposalId]));
 
+/** What a wallet member signs to register their own identity commitment in a room. */
+export const identityMessage = (roomId: string, identityCommitment: string): string =>
+  `proof-exchange/governance/identity/v1\nroom:${roomId}\nidentity:${identityCommitment}`;
+
 export const reviewMessage = (proposalId: string, decision: 'approve' | 'reject'): string =>
   `proof-exchange/governance/review/v1\nproposal:${proposalId}\ndecision:${decision}`;
 

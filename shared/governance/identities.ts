@@ -11,6 +11,7 @@ import {
   memberTreeRoot,
   zeroHashes,
 } from './ballot-protocol';
+import { identityMessage } from './commitments';
 import { isMember, roomOrThrow, walletCommitment } from './rooms';
 
 type Conn = Knex | Knex.Transaction;
@@ -21,10 +22,6 @@ type Conn = Knex | Knex.Transaction;
  * count, a long-kept ballot) is.
  */
 export const ROOT_HISTORY = 8;
-
-/** What a wallet member signs to register their own identity commitment in a room. */
-export const identityMessage = (roomId: string, identityCommitment: string): string =>
-  `proof-exchange/governance/identity/v1\nroom:${roomId}\nidentity:${identityCommitment}`;
 
 async function leaves(db: Conn, roomId: string): Promise<string[]> {
   return (await db('room_identities')

@@ -8,7 +8,7 @@ import { ciphertextDigest, decryptVote } from '../../shared/governance/ballot-pr
 import type { Ballot, BallotInfo, Identity } from '../../shared/governance/ballot-client';
 import { createIdentity } from '../../shared/governance/ballot-client';
 import { reviewMessage, membershipMessage } from '../../shared/governance/commitments';
-import { identityMessage } from '../../shared/governance/identities';
+import { identityMessage } from '../../shared/governance/commitments';
 import { checkReceiptAgainstPackage, verifyGovernancePackage } from '../../shared/governance/package-verify';
 import { verifyReceipt } from '../../shared/governance/receipts';
 import type { AnonymousGovernancePackage } from '../../shared/governance/package';

@@ -6,7 +6,7 @@
 import { randomBytes, randomInt } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { memberCommitment } from '../../shared/governance/commitments';
-import { identityMessage } from '../../shared/governance/identities';
+import { identityMessage } from '../../shared/governance/commitments';
 import { roomOrThrow } from '../../shared/governance/rooms';
 import { testApp } from '../helpers';
 import type { TestApp } from '../helpers';

@@ -1,6 +1,6 @@
 // The walkthroughs of docs/governance.md, docs/treasury.md, docs/auctions.md, docs/workflows.md and
-// docs/verify.md, literally, one after another on one instance (each runs on whatever the ones before
-// it left): `npm start` in this checkout (the test database and Redis prefix, a DATA_DIR of its own, no
+// docs/verify.md, literally, on one instance, by two readers at once (each runs on whatever the others
+// left): `npm start` in this checkout (the test database and Redis prefix, a DATA_DIR of its own, no
 // development chain) on a port that is not the default, then every `sh` block of a doc's "Walkthrough"
 // section in order, in one shell, unedited: only curl, `npm run px` (and the clients it runs) and
 // `npm run verify` (its output and errors taken as one stream, as a terminal shows them). Each walkthrough claims its organization's own TRIAL license from this machine's one
@@ -77,106 +77,132 @@ async function runWalkthrough(doc: string): Promise<{ code: number | null; out: 
   });
 }
 
-describe('the walkthroughs, run as written', () => {
-  it('docs/governance.md: a room, identities, a reviewed proposal, anonymous ballots, the tally, the bundle verified', async () => {
-    const { code, out } = await runWalkthrough('docs/governance.md');
-    expect(code, out).toBe(0);
-    expect(out).toContain('"member": true');
-    expect(out).toContain('"status": "voting"');
-    // The second ballot of one identity is refused, in one line, with a non-zero exit.
-    expect(out).toMatch(/already_voted.*\nexit 1/);
-    expect(out).toMatch(/"outcome": "passed"[\s\S]*"winner": "yes"/);
-    expect(out).toMatch(/"tally": \{[^}]*"yes": 2[,\s]/);
-    expect(out).toMatch(/"tally": \{[^}]*"no": 1[,\s]/);
-    expect(out).toMatch(/^valid: /m);
-    expect(out).not.toContain('INVALID');
-    // No secret reached the terminal: the key file's seeds and license key.
-    expect(out).not.toMatch(/lk_[A-Za-z0-9_-]{20}/);
-  }, 300_000);
-
-  it('docs/treasury.md: a limit, a request over it refused, two of three signers approve, the bundle verified', async () => {
-    const { code, out } = await runWalkthrough('docs/treasury.md');
-    expect(code, out).toBe(0);
-    expect(out).toMatch(/refused \(422 spending_limit_exceeded\): .*\nexit 1/);
-    expect(out).toMatch(/"status": "approved"/);
-    expect(out).toMatch(/refused \(409 request_decided\): .*\nexit 1/);
-    expect(out).toMatch(/^approved$/m);
-    expect(out).toMatch(/^valid: /m);
-    expect(out).not.toContain('INVALID');
-    expect(out).not.toMatch(/lk_[A-Za-z0-9_-]{20}/);
-  }, 300_000);
-
-  it('docs/auctions.md: sealed bids, an early reveal refused, reveals, second price to the highest bidder, the bundle verified', async () => {
-    const { code, out } = await runWalkthrough('docs/auctions.md');
-    expect(code, out).toBe(0);
-    expect(out).toMatch(/refused \(409 reveal_not_open\): .*\nexit 1/);
-    expect(out).toMatch(/^reveal$/m);
-    const bea = out.trimEnd().split('\n').at(-1)!;
-    expect(bea).toMatch(/^[1-9A-HJ-NP-Za-km-z]{32,44}$/);
-    expect(out).toContain(`"winner": "${bea}"`);
-    expect(out).toContain('"price": "1800000"');
-    expect(out).toMatch(/^valid: /m);
-    expect(out).not.toContain('INVALID');
-  }, 300_000);
-
-  it('docs/workflows.md: events with actor commitments, a bare approval refused, an anonymous approval, the bundle verified', async () => {
-    const { code, out } = await runWalkthrough('docs/workflows.md');
-    expect(code, out).toBe(0);
-    expect(out).toMatch(/^security_review completed$/m);
-    expect(out).toMatch(/refused \(409 approval_proof_required\): .*\nexit 1/);
-    expect(out).toMatch(/"workflowStatus": "completed"/);
-    expect(out).toMatch(/^completed$/m);
-    expect(out).toMatch(/^valid: /m);
-    expect(out).not.toContain('INVALID');
-  }, 300_000);
-
-  it('docs/verify.md: pins the trust root, verifies a bundle offline, and sees a changed one fail, as the walkthrough shows', async () => {
-    // Unedited: the service runs on another port than the default, and the blocks find it through PORT.
-    expect(port).not.toBe(3000);
-    const script = verifyBlocks
-      .filter((b) => b.lang === 'sh')
-      .map((b) => b.body)
-      .join('\n');
-    expect(script).not.toContain('localhost:3000');
-    const { code, out } = await new Promise<{ code: number | null; out: string }>((done) => {
-      execFile(
-        'bash',
-        ['-euo', 'pipefail', '-c', script],
-        { cwd: repo, env, encoding: 'utf8', timeout: 150_000 },
-        (err, stdout, stderr) =>
-          done({ code: err ? ((err as { code?: number }).code ?? 1) : 0, out: stdout + stderr }),
-      );
-    });
-    expect(code, out).toBe(0);
-
-    // Each event answered 200.
-    for (const line of [
-      'application attach_evidence',
-      'application submit',
-      'due_diligence approve',
-      'security_review approve',
-      'approval approve',
-    ])
-      expect(out).toContain(`${line}: 200`);
-    // What `npm run verify` printed, in order, is what the walkthrough's text blocks show.
-    const shown = verifyBlocks
-      .filter((b) => b.lang === 'text')
-      .flatMap((b) => b.body.trimEnd().split('\n'))
-      .filter((l) => /^(valid|INVALID|exit) /.test(l) || /^(valid|INVALID):/.test(l));
-    const printed = out.split('\n').filter((l) => /^(valid|INVALID): |^exit \d/.test(l));
-    expect(printed).toHaveLength(shown.length);
-    printed.forEach((l, i) => expect(l).toMatch(pattern(shown[i]!)));
-    // The proof is a tlog proof, the checkpoint a signed note of the log, the tile its leaf hashes.
-    expect(out).toContain('c2sp.org/tlog-proof@v1\nextra ');
-    expect(out).toMatch(/^localhost\/log\n\d+\n[A-Za-z0-9+/]{43}=\n\n\u2014 localhost\/log /m);
-    const counts = out
-      .split('\n')
-      .filter((l) => /^\s*\d+$/.test(l))
-      .map(Number);
-    expect(counts.some((n) => n > 0 && n % 32 === 0)).toBe(true);
-    // The first entry: a circuit's ceremony transcript, which the web logs when it starts.
-    expect(out).toMatch(
-      /^\{"id":"[a-z]+\/[0-9a-f]{64}","kind":"ceremony_transcript","sha256":"[0-9a-f]{64}"/m,
+// Two readers at once, each following docs in turn: the windows the docs wait out (a vote, an auction's
+// bidding and reveal) overlap instead of adding up.
+describe('the walkthroughs, run as written, two readers at once', () => {
+  describe.concurrent('one reader: governance, then treasury', () => {
+    it.sequential(
+      'docs/governance.md: a room, identities, a reviewed proposal, anonymous ballots, the tally, the bundle verified',
+      async () => {
+        const { code, out } = await runWalkthrough('docs/governance.md');
+        expect(code, out).toBe(0);
+        expect(out).toContain('"member": true');
+        expect(out).toContain('"status": "voting"');
+        // The second ballot of one identity is refused, in one line, with a non-zero exit.
+        expect(out).toMatch(/already_voted.*\nexit 1/);
+        expect(out).toMatch(/"outcome": "passed"[\s\S]*"winner": "yes"/);
+        expect(out).toMatch(/"tally": \{[^}]*"yes": 2[,\s]/);
+        expect(out).toMatch(/"tally": \{[^}]*"no": 1[,\s]/);
+        expect(out).toMatch(/^valid: /m);
+        expect(out).not.toContain('INVALID');
+        // No secret reached the terminal: the key file's seeds and license key.
+        expect(out).not.toMatch(/lk_[A-Za-z0-9_-]{20}/);
+      },
+      300_000,
     );
-  }, 180_000);
+
+    it.sequential(
+      'docs/treasury.md: a limit, a request over it refused, two of three signers approve, the bundle verified',
+      async () => {
+        const { code, out } = await runWalkthrough('docs/treasury.md');
+        expect(code, out).toBe(0);
+        expect(out).toMatch(/refused \(422 spending_limit_exceeded\): .*\nexit 1/);
+        expect(out).toMatch(/"status": "approved"/);
+        expect(out).toMatch(/refused \(409 request_decided\): .*\nexit 1/);
+        expect(out).toMatch(/^approved$/m);
+        expect(out).toMatch(/^valid: /m);
+        expect(out).not.toContain('INVALID');
+        expect(out).not.toMatch(/lk_[A-Za-z0-9_-]{20}/);
+      },
+      300_000,
+    );
+  });
+
+  describe.concurrent('another: auctions, then workflows, then verify', () => {
+    it.sequential(
+      'docs/auctions.md: sealed bids, an early reveal refused, reveals, second price to the highest bidder, the bundle verified',
+      async () => {
+        const { code, out } = await runWalkthrough('docs/auctions.md');
+        expect(code, out).toBe(0);
+        expect(out).toMatch(/refused \(409 reveal_not_open\): .*\nexit 1/);
+        expect(out).toMatch(/^reveal$/m);
+        const bea = out.trimEnd().split('\n').at(-1)!;
+        expect(bea).toMatch(/^[1-9A-HJ-NP-Za-km-z]{32,44}$/);
+        expect(out).toContain(`"winner": "${bea}"`);
+        expect(out).toContain('"price": "1800000"');
+        expect(out).toMatch(/^valid: /m);
+        expect(out).not.toContain('INVALID');
+      },
+      300_000,
+    );
+
+    it.sequential(
+      'docs/workflows.md: events with actor commitments, a bare approval refused, an anonymous approval, the bundle verified',
+      async () => {
+        const { code, out } = await runWalkthrough('docs/workflows.md');
+        expect(code, out).toBe(0);
+        expect(out).toMatch(/^security_review completed$/m);
+        expect(out).toMatch(/refused \(409 approval_proof_required\): .*\nexit 1/);
+        expect(out).toMatch(/"workflowStatus": "completed"/);
+        expect(out).toMatch(/^completed$/m);
+        expect(out).toMatch(/^valid: /m);
+        expect(out).not.toContain('INVALID');
+      },
+      300_000,
+    );
+
+    it.sequential(
+      'docs/verify.md: pins the trust root, verifies a bundle offline, and sees a changed one fail, as the walkthrough shows',
+      async () => {
+        // Unedited: the service runs on another port than the default, and the blocks find it through PORT.
+        expect(port).not.toBe(3000);
+        const script = verifyBlocks
+          .filter((b) => b.lang === 'sh')
+          .map((b) => b.body)
+          .join('\n');
+        expect(script).not.toContain('localhost:3000');
+        const { code, out } = await new Promise<{ code: number | null; out: string }>((done) => {
+          execFile(
+            'bash',
+            ['-euo', 'pipefail', '-c', script],
+            { cwd: repo, env, encoding: 'utf8', timeout: 150_000 },
+            (err, stdout, stderr) =>
+              done({ code: err ? ((err as { code?: number }).code ?? 1) : 0, out: stdout + stderr }),
+          );
+        });
+        expect(code, out).toBe(0);
+
+        // Each event answered 200.
+        for (const line of [
+          'application attach_evidence',
+          'application submit',
+          'due_diligence approve',
+          'security_review approve',
+          'approval approve',
+        ])
+          expect(out).toContain(`${line}: 200`);
+        // What `npm run verify` printed, in order, is what the walkthrough's text blocks show.
+        const shown = verifyBlocks
+          .filter((b) => b.lang === 'text')
+          .flatMap((b) => b.body.trimEnd().split('\n'))
+          .filter((l) => /^(valid|INVALID|exit) /.test(l) || /^(valid|INVALID):/.test(l));
+        const printed = out.split('\n').filter((l) => /^(valid|INVALID): |^exit \d/.test(l));
+        expect(printed).toHaveLength(shown.length);
+        printed.forEach((l, i) => expect(l).toMatch(pattern(shown[i]!)));
+        // The proof is a tlog proof, the checkpoint a signed note of the log, the tile its leaf hashes.
+        expect(out).toContain('c2sp.org/tlog-proof@v1\nextra ');
+        expect(out).toMatch(/^localhost\/log\n\d+\n[A-Za-z0-9+/]{43}=\n\n\u2014 localhost\/log /m);
+        const counts = out
+          .split('\n')
+          .filter((l) => /^\s*\d+$/.test(l))
+          .map(Number);
+        expect(counts.some((n) => n > 0 && n % 32 === 0)).toBe(true);
+        // The first entry: a circuit's ceremony transcript, which the web logs when it starts.
+        expect(out).toMatch(
+          /^\{"id":"[a-z]+\/[0-9a-f]{64}","kind":"ceremony_transcript","sha256":"[0-9a-f]{64}"/m,
+        );
+      },
+      180_000,
+    );
+  });
 });
