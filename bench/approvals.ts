@@ -8,7 +8,7 @@ import * as snarkjs from 'snarkjs';
 import { printReport } from './report';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { createIdentity, loadMembershipArtifacts, makeApproval } from '../shared/workflows/approvalClient';
+import { createIdentity, loadMembershipArtifacts, makeApproval } from '../shared/workflows/approval-client';
 import { groth16Backend } from '../shared/zk/groth16';
 import { verifyMembershipProof } from '../shared/zk/anonymity';
 import { terminateCurves } from '../shared/zk';

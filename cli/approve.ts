@@ -13,8 +13,8 @@ import {
   loadMembershipArtifacts,
   makeApproval,
   submitApproval,
-} from '../shared/workflows/approvalClient';
-import type { Approval } from '../shared/workflows/approvalClient';
+} from '../shared/workflows/approval-client';
+import type { Approval } from '../shared/workflows/approval-client';
 import { newIdentity, output, printJson, readIdentityFile, requireOption } from './member';
 
 const usage = `usage:

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { env } from '../../shared/platform/env';
 import { AppError, notFound } from '../../shared/platform/errors';
 import { idPattern } from '../../shared/platform/ids';
-import { stageBinding } from '../../shared/workflows/policyGate';
+import { stageBinding } from '../../shared/workflows/policy-gate';
 import { fieldElementSchema } from '../../shared/zk/context';
 import { verifyBlindPolicy } from '../../shared/zk/verify';
 import { proveBlindPolicy } from '../../shared/zk/prove';

@@ -15,4 +15,4 @@ export * from './http';
 /** Anonymous ballots: identities, ballots proved and encrypted here, submitted (`npm run ballot`). */
 export * as ballots from '../../shared/governance/ballot-client';
 /** Anonymous workflow approvals: membership proofs made here, submitted (`npm run approve`). */
-export * as approvals from '../../shared/workflows/approvalClient';
+export * as approvals from '../../shared/workflows/approval-client';

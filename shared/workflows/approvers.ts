@@ -31,8 +31,8 @@ import {
   approverRootLogId,
   approverRootStatement,
   approverRootSha256,
-} from './approvalProtocol';
-import type { PackagedApproval } from './approvalProtocol';
+} from './approval-protocol';
+import type { PackagedApproval } from './approval-protocol';
 import { templateOrThrow } from './load';
 import type { WorkflowRow } from './load';
 import type { ChainedEntry } from './records';

@@ -16,7 +16,7 @@ import type { ApprovalBody } from './approvers';
 import type { GatedProof, Principal, RecordedEvent } from './append';
 import { templateOrThrow } from './load';
 import type { WorkflowRow } from './load';
-import { checkPolicyProof, loadStageGates } from './policyGate';
+import { checkPolicyProof, loadStageGates } from './policy-gate';
 import { WORKFLOW_PACKAGE_KIND } from './publish';
 import type { WorkflowEvent } from './records';
 

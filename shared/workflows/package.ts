@@ -6,8 +6,8 @@ import { fromHex, leafHash, rootHash, toHex } from '../platform/translog/merkle'
 import type { Signer } from '../platform/crypto';
 import type { Trust } from '../platform/trust';
 import type { PackageChecker } from '../platform/translog/bundle';
-import { checkApprovals, packagedApprovalSchema } from './approvalProtocol';
-import type { ApprovalsVerdict, PackagedApproval } from './approvalProtocol';
+import { checkApprovals, packagedApprovalSchema } from './approval-protocol';
+import type { ApprovalsVerdict, PackagedApproval } from './approval-protocol';
 import { chainGenesis, verifyChain } from '../proofs/chain';
 import { checkRecords, isClosed } from './chain';
 import type { Alteration } from './chain';
@@ -457,7 +457,7 @@ export function verifyRecords(input: {
 
 /**
  * Checks a package's approvals: which counted approvals are backed by valid membership proofs bound to
- * this workflow, stage and content (approvalProtocol.ts). `vkey`: the ballot circuit's verification key
+ * this workflow, stage and content (approval-protocol.ts). `vkey`: the ballot circuit's verification key
  * (without it no proof counts, and approvals are at most asserted). A package that does not parse has
  * approvals 'none'. Never throws.
  */

@@ -6,8 +6,8 @@ import { stageContext } from '../zk/context';
 import { appenderFor, preparedHead } from './append';
 import { genesisOf, initialStages } from './engine';
 import { templateOrThrow } from './load';
-import { commitPolicyParameters } from './policyGate';
-import type { PreparedGate } from './policyGate';
+import { commitPolicyParameters } from './policy-gate';
+import type { PreparedGate } from './policy-gate';
 import type { StageRecord, WorkflowStatus } from './records';
 import type { TemplateName, WorkflowTemplate } from './templates';
 

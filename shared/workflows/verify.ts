@@ -13,7 +13,7 @@ import { chainHead } from './chain';
 import { genesisOf, workflowStatus } from './engine';
 import { templateOrThrow } from './load';
 import type { Conn, PackageRow } from './load';
-import type { ApprovalsVerdict, PackagedApproval } from './approvalProtocol';
+import type { ApprovalsVerdict, PackagedApproval } from './approval-protocol';
 import { approvalsOf, publicTimeline, verifyPackage, verifyPackageApprovals, verifyRecords } from './package';
 import type { PackageVerdict, PublicStage, WorkflowPackage } from './package';
 import type { ChainedEntry, StageRecord, WorkflowStatus } from './records';

@@ -19,14 +19,18 @@ import { verifyBundle } from '../../shared/platform/translog/bundle';
 import { parseLogEntry } from '../../shared/platform/translog/entry';
 import { leafByKey } from '../../shared/platform/translog/pg-log';
 import { parseTrustRoot } from '../../shared/platform/trust';
-import { approvalActor, approverRootSha256 } from '../../shared/workflows/approvalProtocol';
-import { createIdentity, loadMembershipArtifacts, makeApproval } from '../../shared/workflows/approvalClient';
+import { approvalActor, approverRootSha256 } from '../../shared/workflows/approval-protocol';
+import {
+  createIdentity,
+  loadMembershipArtifacts,
+  makeApproval,
+} from '../../shared/workflows/approval-client';
 import type {
   Approval,
   ApprovalTarget,
   Identity,
   MembershipArtifacts,
-} from '../../shared/workflows/approvalClient';
+} from '../../shared/workflows/approval-client';
 import {
   verifyPackage,
   verifyPackageApprovals,

@@ -12,7 +12,7 @@ import {
   approverSetTree,
   registerApprovers,
 } from '../../../shared/workflows/approvers';
-import { APPROVER_ROOT_HISTORY } from '../../../shared/workflows/approvalProtocol';
+import { APPROVER_ROOT_HISTORY } from '../../../shared/workflows/approval-protocol';
 import { ruleCodes } from '../../../shared/workflows/engine';
 import { recordApproval } from '../../../shared/workflows/events';
 import { stageRecordSchema } from '../../../shared/workflows/records';

@@ -5,7 +5,7 @@ import { signedTreeHeadSchema } from '../../../shared/platform/translog/tree-hea
 import { idPattern } from '../../../shared/platform/ids';
 import { APPROVAL_PROOF_REQUIRED } from '../../../shared/workflows/approvers';
 import { ruleCodes } from '../../../shared/workflows/engine';
-import { policyGateCodes } from '../../../shared/workflows/policyGate';
+import { policyGateCodes } from '../../../shared/workflows/policy-gate';
 import { stageRecordSchema, stageStatuses, workflowEventSchema } from '../../../shared/workflows/records';
 import { servicePublicKey } from '../../../shared/proofs/seal';
 import { prepareWorkflow } from '../../../shared/workflows/prepare';

@@ -5,7 +5,7 @@ import * as snarkjs from 'snarkjs';
 import { utils as ffUtils } from 'ffjavascript';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { commitValue, provePolicy, snarkjsBackend, stageContext, terminateCurves } from '../../../shared/zk';
-import { policyProofHash } from '../../../shared/workflows/policyGate';
+import { policyProofHash } from '../../../shared/workflows/policy-gate';
 import { dumpDatabase, waitForProof } from '../../zk/helpers';
 import { testApp } from '../../helpers';
 import type { TestApp } from '../../helpers';

@@ -15,7 +15,7 @@ import type {
   MembershipArtifacts,
   NativeMembershipProver,
 } from '../zk/anonymity';
-import { approvalMessage, approvalScope } from './approvalProtocol';
+import { approvalMessage, approvalScope } from './approval-protocol';
 
 export { createIdentity, identityFromSecret, loadMembershipArtifacts };
 export type { Identity, MembershipArtifacts };
