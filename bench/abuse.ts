@@ -6,7 +6,7 @@
 //    body of junk up to BODY_LIMIT_BYTES, and for the expensive ones their worst real input — a
 //    governance package of 16 invented trustees at threshold 16 signed by nobody's key (to the verify
 //    routes and the verify page), a room's key ceremony at its most (16 dealings, 256 complaints, 256
-//    answers), headers just under Node's 16 KB, readiness with its chain probe. BENCH_SAMPLES (40)
+//    answers), headers just under Node's 16 KB, readiness with its chain probe. BENCH_SAMPLES (100)
 //    sequential requests each; the web's event-loop CPU per request (its main thread's run time from
 //    /proc/<pid>/schedstat, ns) at the median and p99, against ≤ 20 ms at p99.
 // 2. Honest traffic (a free createJob and a pricing read, alternately, from 127.0.0.1, sent on a clock)
@@ -34,7 +34,7 @@ import { forgedPackage, fullCeremonyRows, trustees, TRUSTEES } from '../test/fix
 import { printReport } from './report';
 import { benchStack, percentile, settled } from './stack';
 
-const SAMPLES = Number(process.env.BENCH_SAMPLES ?? 40);
+const SAMPLES = Number(process.env.BENCH_SAMPLES ?? 100);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 4);
 const LOW_RATE = Number(process.env.BENCH_LOW_RATE ?? 10);
