@@ -293,6 +293,8 @@ describe('a subscription that drops', () => {
     await eventually(async () => t.deps.notifier.healthy);
     redisProxy.down();
     try {
+      // Only once this process has noticed: a change published before the cut reaches it as usual.
+      await eventually(async () => !t.deps.notifier.healthy);
       expect(await claimJob(writer, job.id)).toBeDefined();
       const error = await stream.next('error', SUBSCRIPTION_LOST_MS + 5_000);
       await stream.ended;
