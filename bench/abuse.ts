@@ -99,16 +99,20 @@ const json = (value: unknown) => ({
   body: JSON.stringify(value),
 });
 
-/** Junk JSON just under the body limit: many small objects, what costs a parser and a schema most. */
+/** Junk JSON just under the body limit, well-formed: many small objects, what costs a parser most. */
 function junkBody(): string {
   const items: Array<Record<string, string | number>> = [];
-  let size = 20;
-  while (size < BODY_LIMIT - 200) {
+  let size = 40;
+  for (;;) {
     const item = { k: randomBytes(6).toString('hex'), v: size, s: 'x'.repeat(24) };
-    size += JSON.stringify(item).length + 1;
+    const next = size + JSON.stringify(item).length + 1;
+    if (next > BODY_LIMIT - 64) break;
+    size = next;
     items.push(item);
   }
-  return JSON.stringify({ items, package: { items } }).slice(0, BODY_LIMIT - 1) + '}';
+  const body = JSON.stringify({ items });
+  if (Buffer.byteLength(body) >= BODY_LIMIT) throw new Error('junk body over the limit');
+  return body;
 }
 
 type Attack = { kind: 'slowBodies' } | { kind: 'verifies'; worst: Sent[] };
