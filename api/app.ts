@@ -19,7 +19,7 @@ import { docsRouter } from './pages/docs';
 import { coordinationPagesRouter } from './pages/governance';
 import { ADMIN_PATH, adminRouter } from './http/admin';
 import { acceptKeys, bearerOnly, bearerToken } from './http/auth';
-import { guardBody, guardQuery } from './http/input-guard';
+import { guardQuery } from './http/input-guard';
 import { origin } from './http/links';
 import { exchangeDocument, platformDocument } from './http/openapi';
 import { errorMiddleware, notFoundMiddleware } from './http/problem';
@@ -239,7 +239,8 @@ export function createApp(deps: AppDeps, options: AppOptions = {}): express.Expr
   app.use(pagesRouter(deps));
   app.use(coordinationPagesRouter(deps));
 
-  // Everything below takes JSON input: size-limited and guarded. Routes honour idempotency keys.
+  // Everything below takes JSON input: size-limited (here, the service's limit; in each route, its
+  // own) and guarded. Routes honour idempotency keys.
   app.use((req: Request, _res: Response, next: NextFunction) => {
     const length = Number(req.headers['content-length'] ?? 0);
     if (
@@ -258,8 +259,7 @@ export function createApp(deps: AppDeps, options: AppOptions = {}): express.Expr
     }
     next();
   });
-  app.use(express.json({ limit: deps.bodyLimitBytes, strict: true, type: 'application/json' }));
-  app.use(guardBody);
+  // Each route parses and guards its own body, under its own limit (route.ts).
   app.use(tables.exchange.router(deps));
   app.use(tables.commercial.router(deps));
   app.use(tables.site.router(deps));

@@ -73,9 +73,3 @@ export const guardQuery: RequestHandler = (req, _res, next) => {
   guardInput(req.query, 'query');
   next();
 };
-
-/** The parsed JSON body, before idempotency and the routes. */
-export const guardBody: RequestHandler = (req, _res, next) => {
-  if (req.body !== undefined) guardInput(req.body, 'body');
-  next();
-};

@@ -9,7 +9,7 @@ import type { CapabilityKind } from '../../shared/platform/capabilities';
 import { requiredScope } from '../../shared/licensing/scopes';
 import type { RouteTables } from '../tables';
 import type { AuthMode } from './auth';
-import { problemSchema } from './route';
+import { problemSchema, routeBodyLimit } from './route';
 import type { ProblemCodes, RouteTable } from './route';
 
 type AnyRoute = ReturnType<RouteTable['list']>[number];
@@ -257,7 +257,16 @@ function registerRoute(registry: OpenAPIRegistry, spec: AnyRoute): void {
           }
         : {}),
       ...(spec.body
-        ? { body: { content: { 'application/json': { schema: spec.body } }, required: true } }
+        ? {
+            body: {
+              description:
+                spec.bodyLimit === 'large'
+                  ? 'At most BODY_LIMIT_BYTES (65,536 by default); a longer body is 413 payload_too_large before it is read.'
+                  : `At most ${routeBodyLimit(spec, Infinity)} bytes; a longer body is 413 payload_too_large before it is read.`,
+              content: { 'application/json': { schema: spec.body } },
+              required: true,
+            },
+          }
         : {}),
     },
     responses,

@@ -96,6 +96,7 @@ export function verifyRoute<V extends { reasons: readonly Reason[] }>(
     operationId: spec.operationId,
     summary: spec.summary,
     tags: spec.tags,
+    bodyLimit: 'large',
     body: z.strictObject({ package: z.record(z.string(), z.unknown()) }),
     responses: {
       200: {

@@ -8,7 +8,7 @@ import { requireProductLine, spendQuota } from '../../shared/licensing/entitleme
 import { requireScope, requiredScope } from '../../shared/licensing/scopes';
 import type { KeyScope } from '../../shared/licensing/scopes';
 import type { ProductLine } from '../../shared/licensing/tiers';
-import { validationFailed } from '../../shared/platform/errors';
+import { AppError, validationFailed } from '../../shared/platform/errors';
 import type { AppDeps } from '../deps';
 import { authenticate, bearerToken } from './auth';
 import type { AuthMode, Principal } from './auth';
@@ -82,6 +82,12 @@ export interface RouteSpec<P extends ZObject, Q extends ZObject, B extends z.Zod
   scope?: KeyScope;
   /** A license spends one unit of the product line's quota here (refunded if nothing is created). */
   quota?: boolean;
+  /**
+   * The most bytes this route's body may hold, refused `413` from its Content-Length before a byte is
+   * parsed: `'large'` for a route whose real input is big (a package to verify), capped by
+   * `BODY_LIMIT_BYTES`. Unset: `SMALL_BODY_BYTES` for a route with a body, `NO_BODY_BYTES` without.
+   */
+  bodyLimit?: number | 'large';
   params?: P;
   query?: Q;
   body?: B;
@@ -97,6 +103,68 @@ export interface RouteSpec<P extends ZObject, Q extends ZObject, B extends z.Zod
   handler: (ctx: HandlerContext<z.output<P>, z.output<Q>, z.output<B>>) => Promise<Reply | undefined>;
   /** Left out of the OpenAPI document (pages, streams documented elsewhere). */
   hidden?: boolean;
+}
+
+/** What a route with a body accepts unless it says otherwise: every such input fits in a few KB. */
+export const SMALL_BODY_BYTES = 16 * 1024;
+/** A route without a body takes none or `{}`; a little slack for clients that send whitespace. */
+export const NO_BODY_BYTES = 256;
+
+/** The most bytes a route's body may hold, given the service-wide `BODY_LIMIT_BYTES`. */
+export function routeBodyLimit(
+  spec: Pick<RouteSpec<ZObject, ZObject, z.ZodType>, 'bodyLimit' | 'body'>,
+  serviceLimit: number,
+): number {
+  const own =
+    spec.bodyLimit === 'large'
+      ? serviceLimit
+      : (spec.bodyLimit ?? (spec.body !== undefined ? SMALL_BODY_BYTES : NO_BODY_BYTES));
+  return Math.min(own, serviceLimit);
+}
+
+/**
+ * A route's body, parsed only when it fits its own limit: a declared length over it is refused before
+ * a byte is read, a chunked one as soon as it passes it; then the parsed value is guarded.
+ */
+function bodyParser(limit: number, parsers: Map<number, RequestHandler>): RequestHandler {
+  let parse = parsers.get(limit);
+  if (!parse) {
+    const json = express.json({ limit, strict: true, type: 'application/json' });
+    const tooLarge = () =>
+      new AppError(413, 'payload_too_large', `This route takes a body of at most ${limit} bytes.`);
+    parse = (req, res, next) => {
+      if (Number(req.headers['content-length'] ?? 0) > limit) return next(tooLarge());
+      let settled = false;
+      const settle = (err?: unknown) => {
+        if (settled) return;
+        settled = true;
+        req.off('data', count);
+        next(err);
+      };
+      // A chunked body is counted as it comes: past the limit it is answered at once and its connection
+      // closed (the parser alone would read the rest of it, however long, before refusing it).
+      let seen = 0;
+      const count = (chunk: Buffer) => {
+        seen += chunk.length;
+        if (seen <= limit) return;
+        res.setHeader('Connection', 'close');
+        res.once('finish', () => req.socket.destroy());
+        settle(tooLarge());
+      };
+      if (req.headers['transfer-encoding'] !== undefined) req.on('data', count);
+      json(req, res, (err?: unknown) => {
+        if (err) return settle(err);
+        try {
+          if (req.body !== undefined) guardInput(req.body, 'body');
+        } catch (e) {
+          return settle(e);
+        }
+        settle();
+      });
+    };
+    parsers.set(limit, parse);
+  }
+  return parse;
 }
 
 const empty = z.strictObject({});
@@ -136,6 +204,7 @@ export class RouteTable {
 
   router(deps: AppDeps): express.Router {
     const router = express.Router();
+    const parsers = new Map<number, RequestHandler>();
     for (const spec of this.routes) {
       const expressPath = spec.path.replace(/\{(\w+)\}/g, ':$1');
       const handler: RequestHandler = async (req, res) => {
@@ -171,7 +240,11 @@ export class RouteTable {
         if (reply.body === undefined) res.status(reply.status).end();
         else res.status(reply.status).json(reply.body);
       };
-      router[spec.method](expressPath, handler);
+      router[spec.method](
+        expressPath,
+        bodyParser(routeBodyLimit(spec, deps.bodyLimitBytes), parsers),
+        handler,
+      );
     }
     return router;
   }

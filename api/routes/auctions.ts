@@ -225,6 +225,7 @@ export function auctionRoutes(table: RouteTable): RouteTable {
       method: 'post',
       path: '/api/auctions/{auctionId}/decryptions',
       operationId: 'postAuctionDecryption',
+      bodyLimit: 'large',
       summary: 'A trustee’s partial decryption of every sealed opening, each with a Chaum–Pedersen proof',
       description:
         'Made on the trustee’s machine (`npm run trustee -- decrypt-auction`). When the threshold of trustees have posted, every bid its bidder did not reveal is opened and the auction decided.',

@@ -1338,6 +1338,7 @@ export interface operations {
       path?: never;
       cookie?: never;
     };
+    /** @description At most 16384 bytes; a longer body is 413 payload_too_large before it is read. */
     requestBody: {
       content: {
         'application/json': components['schemas']['CreateJobRequest'];
@@ -1664,6 +1665,7 @@ export interface operations {
       };
       cookie?: never;
     };
+    /** @description At most 16384 bytes; a longer body is 413 payload_too_large before it is read. */
     requestBody: {
       content: {
         'application/json': components['schemas']['SubmitPaymentRequest'];
@@ -1945,6 +1947,7 @@ export interface operations {
       path?: never;
       cookie?: never;
     };
+    /** @description At most 16384 bytes; a longer body is 413 payload_too_large before it is read. */
     requestBody: {
       content: {
         'application/json': components['schemas']['RegisterAgentRequest'];
@@ -2347,6 +2350,7 @@ export interface operations {
       path?: never;
       cookie?: never;
     };
+    /** @description At most 16384 bytes; a longer body is 413 payload_too_large before it is read. */
     requestBody: {
       content: {
         'application/json': components['schemas']['CreateReferralRequest'];
@@ -2596,6 +2600,7 @@ export interface operations {
       path?: never;
       cookie?: never;
     };
+    /** @description At most 16384 bytes; a longer body is 413 payload_too_large before it is read. */
     requestBody: {
       content: {
         'application/json': components['schemas']['PublishListingRequest'];
@@ -2741,6 +2746,7 @@ export interface operations {
       path?: never;
       cookie?: never;
     };
+    /** @description At most 16384 bytes; a longer body is 413 payload_too_large before it is read. */
     requestBody: {
       content: {
         'application/json': components['schemas']['RequestLogisticsRequest'];
@@ -3027,6 +3033,7 @@ export interface operations {
       path?: never;
       cookie?: never;
     };
+    /** @description At most 16384 bytes; a longer body is 413 payload_too_large before it is read. */
     requestBody: {
       content: {
         'application/json': components['schemas']['CreateAgreementRequest'];
@@ -3309,6 +3316,7 @@ export interface operations {
       };
       cookie?: never;
     };
+    /** @description At most 16384 bytes; a longer body is 413 payload_too_large before it is read. */
     requestBody: {
       content: {
         'application/json': components['schemas']['AcceptAgreementRequest'];

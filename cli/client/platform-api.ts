@@ -3502,6 +3502,7 @@ export interface operations {
       path?: never;
       cookie?: never;
     };
+    /** @description At most 16384 bytes; a longer body is 413 payload_too_large before it is read. */
     requestBody: {
       content: {
         'application/json': {
@@ -3804,6 +3805,7 @@ export interface operations {
       path?: never;
       cookie?: never;
     };
+    /** @description At most 16384 bytes; a longer body is 413 payload_too_large before it is read. */
     requestBody: {
       content: {
         'application/json': {
@@ -3938,6 +3940,7 @@ export interface operations {
       path?: never;
       cookie?: never;
     };
+    /** @description At most 16384 bytes; a longer body is 413 payload_too_large before it is read. */
     requestBody: {
       content: {
         'application/json': {
@@ -4197,6 +4200,7 @@ export interface operations {
       path?: never;
       cookie?: never;
     };
+    /** @description At most 16384 bytes; a longer body is 413 payload_too_large before it is read. */
     requestBody: {
       content: {
         'application/json': {
@@ -4607,6 +4611,7 @@ export interface operations {
       path?: never;
       cookie?: never;
     };
+    /** @description At most 16384 bytes; a longer body is 413 payload_too_large before it is read. */
     requestBody: {
       content: {
         'application/json': {
@@ -6286,6 +6291,7 @@ export interface operations {
       path?: never;
       cookie?: never;
     };
+    /** @description At most 16384 bytes; a longer body is 413 payload_too_large before it is read. */
     requestBody: {
       content: {
         'application/json': {
@@ -6452,6 +6458,7 @@ export interface operations {
       path?: never;
       cookie?: never;
     };
+    /** @description At most 16384 bytes; a longer body is 413 payload_too_large before it is read. */
     requestBody: {
       content: {
         'application/json': {
@@ -7424,6 +7431,7 @@ export interface operations {
       path?: never;
       cookie?: never;
     };
+    /** @description At most 16384 bytes; a longer body is 413 payload_too_large before it is read. */
     requestBody: {
       content: {
         'application/json': {
@@ -7926,6 +7934,7 @@ export interface operations {
       path?: never;
       cookie?: never;
     };
+    /** @description At most 16384 bytes; a longer body is 413 payload_too_large before it is read. */
     requestBody: {
       content: {
         'application/json': {
@@ -8088,6 +8097,7 @@ export interface operations {
       path?: never;
       cookie?: never;
     };
+    /** @description At most 16384 bytes; a longer body is 413 payload_too_large before it is read. */
     requestBody: {
       content: {
         'application/json': components['schemas']['WorkflowEventRequest'];
@@ -8278,6 +8288,7 @@ export interface operations {
       path?: never;
       cookie?: never;
     };
+    /** @description At most BODY_LIMIT_BYTES (65,536 by default); a longer body is 413 payload_too_large before it is read. */
     requestBody: {
       content: {
         'application/json': components['schemas']['WorkflowVerifyRequest'];
@@ -8403,6 +8414,7 @@ export interface operations {
       path?: never;
       cookie?: never;
     };
+    /** @description At most BODY_LIMIT_BYTES (65,536 by default); a longer body is 413 payload_too_large before it is read. */
     requestBody: {
       content: {
         'application/json': {
@@ -8787,6 +8799,7 @@ export interface operations {
       path?: never;
       cookie?: never;
     };
+    /** @description At most 16384 bytes; a longer body is 413 payload_too_large before it is read. */
     requestBody: {
       content: {
         'application/json': components['schemas']['WorkflowApprovalRequest'];
@@ -9683,6 +9696,7 @@ export interface operations {
       path?: never;
       cookie?: never;
     };
+    /** @description At most 16384 bytes; a longer body is 413 payload_too_large before it is read. */
     requestBody: {
       content: {
         'application/json': components['schemas']['BlindPolicyProveRequest'];
@@ -9869,6 +9883,7 @@ export interface operations {
       path?: never;
       cookie?: never;
     };
+    /** @description At most 16384 bytes; a longer body is 413 payload_too_large before it is read. */
     requestBody: {
       content: {
         'application/json': components['schemas']['BlindPolicyVerifyRequest'];
@@ -10365,6 +10380,7 @@ export interface operations {
       path?: never;
       cookie?: never;
     };
+    /** @description At most BODY_LIMIT_BYTES (65,536 by default); a longer body is 413 payload_too_large before it is read. */
     requestBody: {
       content: {
         'application/json': {
@@ -10645,6 +10661,7 @@ export interface operations {
       };
       cookie?: never;
     };
+    /** @description At most BODY_LIMIT_BYTES (65,536 by default); a longer body is 413 payload_too_large before it is read. */
     requestBody: {
       content: {
         'application/json': {
@@ -10824,6 +10841,7 @@ export interface operations {
       };
       cookie?: never;
     };
+    /** @description At most BODY_LIMIT_BYTES (65,536 by default); a longer body is 413 payload_too_large before it is read. */
     requestBody: {
       content: {
         'application/json': {
@@ -11152,6 +11170,7 @@ export interface operations {
       };
       cookie?: never;
     };
+    /** @description At most 16384 bytes; a longer body is 413 payload_too_large before it is read. */
     requestBody: {
       content: {
         'application/json': {
@@ -11329,6 +11348,7 @@ export interface operations {
       };
       cookie?: never;
     };
+    /** @description At most BODY_LIMIT_BYTES (65,536 by default); a longer body is 413 payload_too_large before it is read. */
     requestBody: {
       content: {
         'application/json': {
@@ -11509,6 +11529,7 @@ export interface operations {
       };
       cookie?: never;
     };
+    /** @description At most 16384 bytes; a longer body is 413 payload_too_large before it is read. */
     requestBody: {
       content: {
         'application/json': {
@@ -11896,6 +11917,7 @@ export interface operations {
       path?: never;
       cookie?: never;
     };
+    /** @description At most 16384 bytes; a longer body is 413 payload_too_large before it is read. */
     requestBody: {
       content: {
         'application/json': {
@@ -12293,6 +12315,7 @@ export interface operations {
       };
       cookie?: never;
     };
+    /** @description At most 16384 bytes; a longer body is 413 payload_too_large before it is read. */
     requestBody: {
       content: {
         'application/json': {
@@ -12705,6 +12728,7 @@ export interface operations {
       };
       cookie?: never;
     };
+    /** @description At most 16384 bytes; a longer body is 413 payload_too_large before it is read. */
     requestBody: {
       content: {
         'application/json': {
@@ -13032,6 +13056,7 @@ export interface operations {
       };
       cookie?: never;
     };
+    /** @description At most 16384 bytes; a longer body is 413 payload_too_large before it is read. */
     requestBody: {
       content: {
         'application/json': {
@@ -13515,6 +13540,7 @@ export interface operations {
       };
       cookie?: never;
     };
+    /** @description At most 16384 bytes; a longer body is 413 payload_too_large before it is read. */
     requestBody: {
       content: {
         'application/json': {
@@ -13698,6 +13724,7 @@ export interface operations {
       };
       cookie?: never;
     };
+    /** @description At most 16384 bytes; a longer body is 413 payload_too_large before it is read. */
     requestBody: {
       content: {
         'application/json': {
@@ -13875,6 +13902,7 @@ export interface operations {
       };
       cookie?: never;
     };
+    /** @description At most 16384 bytes; a longer body is 413 payload_too_large before it is read. */
     requestBody: {
       content: {
         'application/json': {
@@ -14052,6 +14080,7 @@ export interface operations {
       };
       cookie?: never;
     };
+    /** @description At most 16384 bytes; a longer body is 413 payload_too_large before it is read. */
     requestBody: {
       content: {
         'application/json': {
@@ -14388,6 +14417,7 @@ export interface operations {
       };
       cookie?: never;
     };
+    /** @description At most BODY_LIMIT_BYTES (65,536 by default); a longer body is 413 payload_too_large before it is read. */
     requestBody: {
       content: {
         'application/json': {
@@ -14576,6 +14606,7 @@ export interface operations {
       path?: never;
       cookie?: never;
     };
+    /** @description At most BODY_LIMIT_BYTES (65,536 by default); a longer body is 413 payload_too_large before it is read. */
     requestBody: {
       content: {
         'application/json': {
@@ -15105,6 +15136,7 @@ export interface operations {
       path?: never;
       cookie?: never;
     };
+    /** @description At most 16384 bytes; a longer body is 413 payload_too_large before it is read. */
     requestBody: {
       content: {
         'application/json': {
@@ -15385,6 +15417,7 @@ export interface operations {
       path?: never;
       cookie?: never;
     };
+    /** @description At most 16384 bytes; a longer body is 413 payload_too_large before it is read. */
     requestBody: {
       content: {
         'application/json': {
@@ -15704,6 +15737,7 @@ export interface operations {
       };
       cookie?: never;
     };
+    /** @description At most 16384 bytes; a longer body is 413 payload_too_large before it is read. */
     requestBody: {
       content: {
         'application/json': {
@@ -16131,6 +16165,7 @@ export interface operations {
       path?: never;
       cookie?: never;
     };
+    /** @description At most BODY_LIMIT_BYTES (65,536 by default); a longer body is 413 payload_too_large before it is read. */
     requestBody: {
       content: {
         'application/json': {
@@ -16382,6 +16417,7 @@ export interface operations {
       path?: never;
       cookie?: never;
     };
+    /** @description At most 16384 bytes; a longer body is 413 payload_too_large before it is read. */
     requestBody: {
       content: {
         'application/json': {
@@ -16666,6 +16702,7 @@ export interface operations {
       };
       cookie?: never;
     };
+    /** @description At most 16384 bytes; a longer body is 413 payload_too_large before it is read. */
     requestBody: {
       content: {
         'application/json': {
@@ -16848,6 +16885,7 @@ export interface operations {
       };
       cookie?: never;
     };
+    /** @description At most 16384 bytes; a longer body is 413 payload_too_large before it is read. */
     requestBody: {
       content: {
         'application/json': {
@@ -17136,6 +17174,7 @@ export interface operations {
       };
       cookie?: never;
     };
+    /** @description At most BODY_LIMIT_BYTES (65,536 by default); a longer body is 413 payload_too_large before it is read. */
     requestBody: {
       content: {
         'application/json': {
@@ -17701,6 +17740,7 @@ export interface operations {
       path?: never;
       cookie?: never;
     };
+    /** @description At most BODY_LIMIT_BYTES (65,536 by default); a longer body is 413 payload_too_large before it is read. */
     requestBody: {
       content: {
         'application/json': {

@@ -219,15 +219,22 @@ describe('the input guard', () => {
     );
   });
 
-  it('refuses JSON nested 20,000 deep with an Idempotency-Key: 400, no row', async () => {
+  it('refuses JSON nested 8,000 deep (20,000 where a route takes 64 KiB) with an Idempotency-Key: 400, no row', async () => {
     const before = await counts();
-    const deep = `{"service":"attest.timestamp","input":${'['.repeat(20_000)}${']'.repeat(20_000)}}`;
+    // As deep as createJob's own body limit (16 KiB) lets it be.
+    const deep = `{"service":"attest.timestamp","input":${'['.repeat(8_000)}${']'.repeat(8_000)}}`;
     const res = await app.request
       .post('/api/jobs')
       .set('Idempotency-Key', 'deep-json-000000000001')
       .set('Content-Type', 'application/json')
       .send(deep);
     expectProblem(res, 400, 'json_too_deep');
+    const deeper = `{"package":${'['.repeat(20_000)}${']'.repeat(20_000)}}`;
+    expectProblem(
+      await app.request.post('/api/governance/verify').set('Content-Type', 'application/json').send(deeper),
+      400,
+      'json_too_deep',
+    );
     expectProblem(
       await app.request.post('/api/agreements').send(nested(MAX_JSON_DEPTH + 1) as object),
       400,

@@ -222,7 +222,10 @@ describe('load shedding by the time requests spend in the process', () => {
   });
 });
 
-/** A raw connection that sends a createJob's headers and the first byte of a 60,000-byte body. */
+/**
+ * A raw connection that sends the headers and the first byte of a 60,000-byte body to a route that takes
+ * one that long (a package to verify; createJob refuses it at once, over its own 16 KiB).
+ */
 function slowBody(at: { port: number }, from: string, headers = '') {
   const socket = net.connect({ host: '127.0.0.1', port: at.port, localAddress: from });
   let data = '';
@@ -230,7 +233,7 @@ function slowBody(at: { port: number }, from: string, headers = '') {
   socket.on('error', () => undefined);
   const closed = new Promise<void>((r) => socket.once('close', () => r()));
   socket.write(
-    `POST /api/jobs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 60000\r\n${headers}\r\n{`,
+    `POST /api/governance/verify HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 60000\r\n${headers}\r\n{`,
   );
   return { socket, closed, data: () => data };
 }

@@ -27,6 +27,7 @@ export function identityRoutes(table: RouteTable): RouteTable {
       method: 'post',
       path: '/api/governance/rooms/{roomId}/identities',
       operationId: 'addGovernanceRoomIdentities',
+      bodyLimit: 'large',
       summary: 'Add anonymous-voter identity commitments to the room’s member tree',
       description:
         'Each member makes an identity (`npm run ballot -- identity`) and hands over only its commitment, Poseidon(secret). The tree (depth 10, up to 1024 identities) gets a new root; ballots are accepted against the last 8 roots.',

@@ -232,6 +232,7 @@ export function trusteeRoutes(table: RouteTable): RouteTable {
       method: 'post',
       path: '/api/governance/proposals/{proposalId}/decryptions',
       operationId: 'postGovernanceDecryption',
+      bodyLimit: 'large',
       summary: 'A trustee’s partial decryption of every ballot, each with a Chaum–Pedersen proof',
       description:
         'Made on the trustee’s machine (`npm run trustee -- decrypt`). Each proof is checked against the trustee’s verification share; one that fails refuses the whole set. When the threshold of trustees have posted, the ballots are opened, tallied and the package published.',

@@ -46,6 +46,7 @@ export function verifyRoutes(table: RouteTable): RouteTable {
     method: 'post',
     path: '/api/governance/verify',
     operationId: 'verifyGovernancePackage',
+    bodyLimit: 'large',
     summary: 'Verify a governance package, and optionally a ballot receipt against it',
     tags,
     body: z.strictObject({

@@ -81,6 +81,7 @@ export function approvalRoutes(table: RouteTable): RouteTable {
       method: 'post',
       path: '/api/proof-workflows/approver-sets',
       operationId: 'registerWorkflowApprovers',
+      bodyLimit: 'large',
       summary: 'Add approvers’ identity commitments to the approver set of a template stage',
       description: `Each approver makes an identity (\`npm run approve -- identity\`) and hands over only its commitment, Poseidon(secret). The set (one per owner, template and stage; depth 10, up to 1024 identities) gets a new root, logged on the transparency log (entry kind approver_set) in the same transaction. From then on the owner's workflows of that template take approvals at that stage only as membership proofs (POST /api/proof-workflows/approvals), against the last ${APPROVER_ROOT_HISTORY} roots; a bare approve event there is 409 ${APPROVAL_PROOF_REQUIRED}.`,
       tags,

@@ -322,6 +322,7 @@ export function proofWorkflowRoutes(table: RouteTable): RouteTable {
       method: 'post',
       path: '/api/proof-workflows/verify',
       operationId: 'verifyProofWorkflow',
+      bodyLimit: 'large',
       summary: 'Verify a workflow by proof id, or a proof package',
       description:
         'Confirms exactly: existed, completed, required approvals met, sequence respected, not altered — with a reason for each false.',
