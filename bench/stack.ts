@@ -84,9 +84,11 @@ export async function benchStack(): Promise<BenchStack> {
   };
 }
 
+/** The nearest-rank percentile of sorted values: p99 of 100 is the 99th, not the largest. */
 export function percentile(sorted: number[], p: number): number {
   if (!sorted.length) return NaN;
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+  const rank = Math.ceil((p / 100) * sorted.length);
+  return sorted[Math.min(sorted.length - 1, Math.max(0, rank - 1))]!;
 }
 
 /** Runs fn over items with at most `concurrency` in flight; returns each call's latency in ms. */
