@@ -2,7 +2,7 @@
 // them): its quotes with payment instructions, the x402 requirements of an unpaid job, the payments
 // submitted, and the link to its receipt.
 import type { PaymentRequired, PaymentRequirements } from '@x402/core/types';
-import { getAddress } from 'viem';
+import { checksum } from 'ox/Address';
 import { findAsset } from '../chains/assets';
 import { findService } from '../jobs/catalog';
 import type { JobRow } from '../jobs/jobs';
@@ -66,8 +66,8 @@ export function x402RequirementFor(
     scheme: 'exact',
     network: asset.network as PaymentRequirements['network'],
     amount: terms.amount,
-    asset: getAddress(asset.contract),
-    payTo: getAddress(terms.payTo),
+    asset: checksum(asset.contract),
+    payTo: checksum(terms.payTo),
     maxTimeoutSeconds,
     extra: {
       name: domain.name,

@@ -2,20 +2,35 @@
 // is configured; otherwise nothing is registered and every helper below returns at once.
 import { ROOT_CONTEXT, SpanKind, SpanStatusCode, context, propagation, trace } from '@opentelemetry/api';
 import type { Attributes, Context, Span, Tracer } from '@opentelemetry/api';
-import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
-import { resourceFromAttributes } from '@opentelemetry/resources';
-import { BatchSpanProcessor, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { createRequire } from 'node:module';
+import type * as OtlpHttp from '@opentelemetry/exporter-trace-otlp-http';
+import type * as Resources from '@opentelemetry/resources';
+import type * as SdkTraceBase from '@opentelemetry/sdk-trace-base';
 import type { SpanExporter } from '@opentelemetry/sdk-trace-base';
-import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
-import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
+import type * as SdkTraceNode from '@opentelemetry/sdk-trace-node';
+import type { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
+import type * as SemanticConventions from '@opentelemetry/semantic-conventions';
 import type { Telemetry } from 'bullmq';
-import { BullMQOtel } from 'bullmq-otel';
+import type * as BullmqOtel from 'bullmq-otel';
+import type { BullMQOtel } from 'bullmq-otel';
 import type { Knex } from 'knex';
 import { env } from './env';
 import type { Env } from './env';
 import { logger } from './log';
 
 const TRACER = 'proof-exchange';
+
+// The SDK (provider, exporter, processors) loads only in a process whose traces are on: a process with
+// them off, most of them, never reads its few hundred files.
+const load = createRequire(import.meta.url);
+const sdk = () => ({
+  ...(load('@opentelemetry/sdk-trace-node') as typeof SdkTraceNode),
+  ...(load('@opentelemetry/sdk-trace-base') as typeof SdkTraceBase),
+  ...(load('@opentelemetry/resources') as typeof Resources),
+  ...(load('@opentelemetry/exporter-trace-otlp-http') as typeof OtlpHttp),
+  ...(load('@opentelemetry/semantic-conventions') as typeof SemanticConventions),
+  ...(load('bullmq-otel') as typeof BullmqOtel),
+});
 
 type TracingEnv = Pick<
   Env,
@@ -57,7 +72,7 @@ function parseHeaders(spec: string | undefined): Record<string, string> {
 export function otlpExporter(e: TracingEnv): SpanExporter | undefined {
   const url = tracesUrl(e);
   if (!url) return undefined;
-  return new OTLPTraceExporter({ url, headers: parseHeaders(e.OTEL_EXPORTER_OTLP_HEADERS) });
+  return new (sdk().OTLPTraceExporter)({ url, headers: parseHeaders(e.OTEL_EXPORTER_OTLP_HEADERS) });
 }
 
 let provider: NodeTracerProvider | undefined;
@@ -76,6 +91,14 @@ export function startTracing(
   const e = opts.e ?? env;
   const exporter = opts.exporter ?? otlpExporter(e);
   if (!exporter) return false;
+  const {
+    ATTR_SERVICE_NAME,
+    BatchSpanProcessor,
+    BullMQOtel,
+    NodeTracerProvider,
+    SimpleSpanProcessor,
+    resourceFromAttributes,
+  } = sdk();
   provider = new NodeTracerProvider({
     resource: resourceFromAttributes({
       [ATTR_SERVICE_NAME]: e.OTEL_SERVICE_NAME ?? `proof-exchange-${processType}`,

@@ -1,7 +1,6 @@
 // BN254 field helpers for the blind-policy circuits: Poseidon as circomlib computes it, salts, the
 // membership Merkle tree.
 import { randomBytes } from 'node:crypto';
-import { buildPoseidon } from 'circomlibjs';
 import type { Poseidon } from 'circomlibjs';
 
 /** The scalar field of BN254, in which every circuit signal lives. */
@@ -17,12 +16,17 @@ export const MAX_SET_SIZE = 2 ** MEMBERSHIP_DEPTH;
 
 let poseidon: Promise<Poseidon> | undefined;
 
-/** circomlibjs builds its round constants on first use; one instance serves the whole process. */
+/**
+ * circomlibjs builds its round constants on first use; one instance serves the whole process. The
+ * library itself loads then too (its index brings ethers along, for contracts this service never makes).
+ */
 function getPoseidon(): Promise<Poseidon> {
-  poseidon ??= buildPoseidon().catch((err: unknown) => {
-    poseidon = undefined;
-    throw err;
-  });
+  poseidon ??= import('circomlibjs')
+    .then(({ buildPoseidon }) => buildPoseidon())
+    .catch((err: unknown) => {
+      poseidon = undefined;
+      throw err;
+    });
   return poseidon;
 }
 

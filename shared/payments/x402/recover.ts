@@ -1,7 +1,8 @@
 // Recovering x402 settlements whose outcome the request never saw (the sweeper): the token's
 // AuthorizationUsed event for the (payer, nonce) makes the payment; an authorization that expired
 // unused ends the row `failed`.
-import { pad, toHex, keccak256 } from 'viem';
+import { keccak256 } from 'ox/Hash';
+import { fromNumber, fromString, padLeft } from 'ox/Hex';
 import { jsonRpc } from '../../chains/http';
 import type { Db } from '../../platform/db/knex';
 import { env } from '../../platform/env';
@@ -14,7 +15,7 @@ import { recordPayment } from './settlements';
 import type { RpcSettings, X402SettlementRow } from './settlements';
 
 /** keccak256("AuthorizationUsed(address,bytes32)"), the EIP-3009 event of a spent authorization. */
-export const AUTHORIZATION_USED_TOPIC = keccak256(toHex('AuthorizationUsed(address,bytes32)'));
+export const AUTHORIZATION_USED_TOPIC = keccak256(fromString('AuthorizationUsed(address,bytes32)'));
 
 interface RpcLog {
   transactionHash: string;
@@ -28,9 +29,9 @@ async function authorizationUse(row: X402SettlementRow, settings: RpcSettings): 
     [
       {
         address: row.token,
-        fromBlock: row.from_block ? toHex(BigInt(row.from_block)) : 'earliest',
+        fromBlock: row.from_block ? fromNumber(BigInt(row.from_block)) : 'earliest',
         toBlock: 'latest',
-        topics: [AUTHORIZATION_USED_TOPIC, pad(row.payer as `0x${string}`), row.nonce],
+        topics: [AUTHORIZATION_USED_TOPIC, padLeft(row.payer as `0x${string}`, 32), row.nonce],
       },
     ],
     { timeoutMs: settings.CHAIN_RPC_TIMEOUT_MS, retries: settings.CHAIN_RPC_RETRIES },

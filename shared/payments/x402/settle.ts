@@ -1,51 +1,24 @@
 // Who verifies and settles x402 `exact` payments: a configured facilitator (its /verify, /settle and
 // /supported, called through the operator egress), or the service itself with its own gas account
-// (the @x402/evm facilitator scheme run in process, broadcasting over EVM_RPC_URL). Either way the
-// protocol is the @x402 packages'; this module only chooses, transports and caches.
-import { ExternalFailure } from '../../platform/errors';
-import { AsyncLocalStorage } from 'node:async_hooks';
-import { x402Facilitator } from '@x402/core/facilitator';
+// (the @x402/evm facilitator scheme run in process, broadcasting over EVM_RPC_URL: self-settler.ts).
+// Either way the protocol is the @x402 packages'; this module only chooses, transports and caches.
+import { createHash } from 'node:crypto';
 import type { PaymentPayload, PaymentRequirements, SettleResponse, VerifyResponse } from '@x402/core/types';
-import { ExactEvmScheme } from '@x402/evm/exact/facilitator';
-import { concatHex, createPublicClient, encodeFunctionData, http, keccak256 } from 'viem';
-import type { Abi, Hex, PublicClient } from 'viem';
-import { privateKeyToAccount } from 'viem/accounts';
+import type { Hex } from 'viem';
 import { z } from 'zod';
 import { operatorFetch } from '../../platform/egress';
 import { env } from '../../platform/env';
 import type { Env } from '../../platform/env';
+import { SettlerUnavailable, cachedNetworks, exactEvmNetworks } from './settler';
+import type { X402Settler } from './settler';
+
+export { SettlerUnavailable, exactEvmNetworks, networkSupported } from './settler';
+export type { BeforeBroadcast, X402Settler } from './settler';
 
 export type X402Settings = Pick<
   Env,
   'X402_FACILITATOR_URL' | 'X402_FACILITATOR_TIMEOUT_MS' | 'X402_EVM_SETTLER_KEY' | 'EVM_RPC_URL'
 >;
-
-/** The settler could not be asked (down, timed out, answered nonsense): the outcome is unknown. */
-export class SettlerUnavailable extends ExternalFailure {
-  constructor(detail: string) {
-    super(detail);
-    this.name = 'SettlerUnavailable';
-  }
-}
-
-/** Called with a settling transaction's hash before it is broadcast (where the settler knows it then). */
-export type BeforeBroadcast = (txHash: Hex) => Promise<void>;
-
-export interface X402Settler {
-  readonly kind: 'facilitator' | 'self';
-  /** CAIP-2 networks whose x402 v2 `exact` payments it settles now (cached). */
-  networks(): Promise<ReadonlySet<string>>;
-  verify(payload: PaymentPayload, requirements: PaymentRequirements): Promise<VerifyResponse>;
-  settle(
-    payload: PaymentPayload,
-    requirements: PaymentRequirements,
-    beforeBroadcast?: BeforeBroadcast,
-  ): Promise<SettleResponse>;
-}
-
-const SUPPORTED_TTL_MS = 5 * 60_000;
-/** After a failed /supported, ask again this soon rather than after the full TTL. */
-const SUPPORTED_RETRY_MS = 15_000;
 
 const verifyResponseSchema = z.looseObject({
   isValid: z.boolean(),
@@ -71,47 +44,6 @@ const supportedResponseSchema = z.looseObject({
     }),
   ),
 });
-
-/** The networks of a /supported answer that take v2 `exact` on EVM (SVM needs a binding we cannot check). */
-export function exactEvmNetworks(supported: {
-  kinds: ReadonlyArray<{ x402Version: number; scheme: string; network: string }>;
-}): Set<string> {
-  return new Set(
-    supported.kinds
-      .filter((k) => k.x402Version === 2 && k.scheme === 'exact' && k.network.startsWith('eip155:'))
-      .map((k) => k.network),
-  );
-}
-
-/** True when `network` is in the set, directly or through a family wildcard (eip155:*). */
-export function networkSupported(networks: ReadonlySet<string>, network: string): boolean {
-  return networks.has(network) || networks.has(`${network.split(':')[0]}:*`);
-}
-
-function cachedNetworks(load: () => Promise<Set<string>>) {
-  let value: Set<string> | undefined;
-  let until = 0;
-  let inflight: Promise<Set<string>> | undefined;
-  return async (): Promise<ReadonlySet<string>> => {
-    if (value && Date.now() < until) return value;
-    inflight ??= load()
-      .then((v) => {
-        value = v;
-        until = Date.now() + SUPPORTED_TTL_MS;
-        return v;
-      })
-      .catch(() => {
-        // Keep the last good answer a while; with none, x402 is off until the settler answers.
-        until = Date.now() + SUPPORTED_RETRY_MS;
-        value ??= new Set();
-        return value;
-      })
-      .finally(() => {
-        inflight = undefined;
-      });
-    return inflight;
-  };
-}
 
 /** A facilitator over HTTP, every call through the operator egress (no redirects followed). */
 export function facilitatorSettler(url: string, timeoutMs: number): X402Settler {
@@ -162,91 +94,20 @@ export function facilitatorSettler(url: string, timeoutMs: number): X402Settler 
 }
 
 /**
- * The service as its own facilitator: @x402/evm's `exact` scheme with a signer whose transactions are
- * signed here, so each one's hash is known, and recorded, before it is broadcast. Transactions of one
- * process go out one at a time (one account, one nonce sequence).
+ * The service as its own facilitator (self-settler.ts): @x402/evm's `exact` scheme with a signer whose
+ * transactions are signed here, so each one's hash is known, and recorded, before it is broadcast. Its
+ * libraries load on the first call.
  */
 export function selfSettler(privateKey: Hex, rpcUrl: string, timeoutMs: number): X402Settler {
-  const account = privateKeyToAccount(privateKey);
-  const transport = http(rpcUrl, {
-    fetchFn: operatorFetch as unknown as typeof fetch,
-    timeout: timeoutMs,
-    retryCount: 0,
-  });
-  const client: PublicClient = createPublicClient({ transport, pollingInterval: 250 });
-  const hook = new AsyncLocalStorage<BeforeBroadcast | undefined>();
-  let sending: Promise<unknown> = Promise.resolve();
-  let chainId: number | undefined;
-
-  async function send(tx: { to: Hex; data: Hex; gas?: bigint | undefined }): Promise<Hex> {
-    const run = sending.then(async () => {
-      chainId ??= await client.getChainId();
-      const [nonce, fees, gas] = await Promise.all([
-        client.getTransactionCount({ address: account.address, blockTag: 'pending' }),
-        client.estimateFeesPerGas(),
-        tx.gas ?? client.estimateGas({ account: account.address, to: tx.to, data: tx.data }),
-      ]);
-      const serialized = await account.signTransaction({
-        type: 'eip1559',
-        chainId,
-        nonce,
-        to: tx.to,
-        data: tx.data,
-        gas,
-        maxFeePerGas: fees.maxFeePerGas,
-        maxPriorityFeePerGas: fees.maxPriorityFeePerGas,
-      });
-      const hash = keccak256(serialized);
-      await hook.getStore()?.(hash);
-      await client.sendRawTransaction({ serializedTransaction: serialized });
-      return hash;
-    });
-    sending = run.catch(() => undefined);
-    return run;
-  }
-
-  const scheme = new ExactEvmScheme({
-    getAddresses: () => [account.address],
-    readContract: (args) => client.readContract(args as Parameters<PublicClient['readContract']>[0]),
-    verifyTypedData: (args) =>
-      client.verifyTypedData(args as unknown as Parameters<PublicClient['verifyTypedData']>[0]),
-    writeContract: (args) => {
-      const data = encodeFunctionData({
-        abi: args.abi as Abi,
-        functionName: args.functionName,
-        args: args.args,
-      });
-      return send({
-        to: args.address,
-        data: args.dataSuffix ? concatHex([data, args.dataSuffix]) : data,
-        gas: args.gas,
-      });
-    },
-    sendTransaction: (args) => send(args),
-    waitForTransactionReceipt: async ({ hash, timeout }) => {
-      const receipt = await client.waitForTransactionReceipt({ hash, timeout: timeout ?? timeoutMs });
-      return { status: receipt.status, logs: receipt.logs };
-    },
-    getCode: ({ address }) => client.getCode({ address }),
-  });
-  let facilitator: x402Facilitator | undefined;
-  const ready = async () => {
-    if (facilitator) return facilitator;
-    chainId ??= await client.getChainId();
-    facilitator = new x402Facilitator().register(`eip155:${chainId}`, scheme);
-    return facilitator;
-  };
-  const unavailable = (err: unknown): never => {
-    throw new SettlerUnavailable(`The EVM node did not answer: ${(err as Error).message.split('\n')[0]}`);
-  };
+  let loaded: Promise<X402Settler> | undefined;
+  const settler = () =>
+    (loaded ??= import('./self-settler').then((m) => m.ownGasSettler(privateKey, rpcUrl, timeoutMs)));
   return {
     kind: 'self',
-    networks: cachedNetworks(async () => exactEvmNetworks((await ready()).getSupported())),
-    verify: async (payload, requirements) => (await ready().catch(unavailable)).verify(payload, requirements),
-    settle: async (payload, requirements, beforeBroadcast) => {
-      const f = await ready().catch(unavailable);
-      return hook.run(beforeBroadcast, () => f.settle(payload, requirements));
-    },
+    networks: async () => (await settler()).networks(),
+    verify: async (payload, requirements) => (await settler()).verify(payload, requirements),
+    settle: async (payload, requirements, beforeBroadcast) =>
+      (await settler()).settle(payload, requirements, beforeBroadcast),
   };
 }
 
@@ -256,7 +117,9 @@ let configured: { key: string; settler: X402Settler | undefined } | undefined;
 export function x402Settler(settings: X402Settings = env): X402Settler | undefined {
   const key = [
     settings.X402_FACILITATOR_URL ?? '',
-    settings.X402_EVM_SETTLER_KEY ? keccak256(settings.X402_EVM_SETTLER_KEY as Hex) : '',
+    settings.X402_EVM_SETTLER_KEY
+      ? createHash('sha256').update(settings.X402_EVM_SETTLER_KEY).digest('hex')
+      : '',
     settings.EVM_RPC_URL ?? '',
     settings.X402_FACILITATOR_TIMEOUT_MS,
   ].join('|');
