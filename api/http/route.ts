@@ -132,8 +132,14 @@ function bodyParser(limit: number, parsers: Map<number, RequestHandler>): Reques
     const json = express.json({ limit, strict: true, type: 'application/json' });
     const tooLarge = () =>
       new AppError(413, 'payload_too_large', `This route takes a body of at most ${limit} bytes.`);
+    // Refused over the limit: answered at once and the connection closed, the rest of the body unread.
+    const refuse = (res: Response, next: (err: unknown) => void) => {
+      res.setHeader('Connection', 'close');
+      res.once('finish', () => res.req.socket.destroy());
+      next(tooLarge());
+    };
     parse = (req, res, next) => {
-      if (Number(req.headers['content-length'] ?? 0) > limit) return next(tooLarge());
+      if (Number(req.headers['content-length'] ?? 0) > limit) return refuse(res, next);
       let settled = false;
       const settle = (err?: unknown) => {
         if (settled) return;
@@ -141,15 +147,15 @@ function bodyParser(limit: number, parsers: Map<number, RequestHandler>): Reques
         req.off('data', count);
         next(err);
       };
-      // A chunked body is counted as it comes: past the limit it is answered at once and its connection
-      // closed (the parser alone would read the rest of it, however long, before refusing it).
+      // A chunked body is counted as it comes and refused the moment it passes the limit (the parser
+      // alone would read the rest of it, however long, before refusing it).
       let seen = 0;
       const count = (chunk: Buffer) => {
         seen += chunk.length;
-        if (seen <= limit) return;
-        res.setHeader('Connection', 'close');
-        res.once('finish', () => req.socket.destroy());
-        settle(tooLarge());
+        if (seen <= limit || settled) return;
+        settled = true;
+        req.off('data', count);
+        refuse(res, next);
       };
       if (req.headers['transfer-encoding'] !== undefined) req.on('data', count);
       json(req, res, (err?: unknown) => {
