@@ -239,9 +239,11 @@ function slowBody(at: { port: number }, from: string, headers = '') {
 }
 
 describe('fair shares: a slow body holds no in-flight place, and no network holds them all', () => {
-  // Eight places in flight and eight bodies still arriving; no body deadline here (it is tested below),
-  // nor the halving while requests are slow (above): on a loaded machine it would shed an honest one.
-  const t = served({ maxInFlight: 8, maxEventLoopDelayMs: 0, targetMs: 0, maxBodies: 8, bodyMinRate: 0 });
+  // Twenty places in flight, as many as the honest network sends at once (so none of its own is shed
+  // however the machine schedules them), and eight bodies still arriving: were the attacker's eight
+  // bodies holding places, 28 would pass the cap and its quarter. No body deadline here (it is tested
+  // below), nor the halving while requests are slow (above): on a loaded machine it would shed an honest one.
+  const t = served({ maxInFlight: 20, maxEventLoopDelayMs: 0, targetMs: 0, maxBodies: 8, bodyMinRate: 0 });
   const honest = client(t, '127.0.0.1');
 
   it('serves another network at once while one network trickles 40 bodies, and refuses its bodies past its share', async () => {
