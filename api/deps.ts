@@ -30,8 +30,8 @@ export interface AppDeps {
     authFailuresPerMinute?: number;
   };
   bodyLimitBytes: number;
-  /** What windows (votes, reveals, quotes) are read against; default: the system clock. */
-  clock?: Clock;
+  /** What windows (votes, reviews, bids, reveals) are read against: the system clock, a test's own. */
+  clock: Clock;
   /** Load shedding (api/http/overload.ts); default: from configuration. */
   overload?: OverloadLimits;
 }

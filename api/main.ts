@@ -1,6 +1,7 @@
 // The `web` process: the Express app on PORT, with the stores it needs and a clean shutdown.
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { systemClock } from '../shared/platform/clock';
 import { createDb } from '../shared/platform/db/knex';
 import { explainListenError } from '../shared/platform/failures';
 import { closeEgress } from '../shared/platform/egress';
@@ -49,6 +50,7 @@ export function depsFromEnv(): AppDeps {
       authFailuresPerMinute: env.AUTH_FAILURES_PER_MINUTE,
     },
     bodyLimitBytes: env.BODY_LIMIT_BYTES,
+    clock: systemClock,
     overload: {
       maxInFlight: env.OVERLOAD_MAX_IN_FLIGHT,
       maxEventLoopDelayMs: env.OVERLOAD_MAX_EVENT_LOOP_DELAY_MS,

@@ -3,11 +3,11 @@
 //   npm run approve -- prove --url https://… --proof prf_… --stage approval --identity me.json [--out approval.json]
 //   npm run approve -- submit --url https://… --approval approval.json
 //   npm run approve -- approve --url https://… --proof prf_… --stage approval --identity me.json
-// Imports the approver's client, and of the configuration only where the service answers (--url, else
-// PX_URL, else BASE_URL, else this machine's PORT).
+// The service is --url, else PX_URL, else BASE_URL, else this machine's PORT, as the variables it is
+// given say. `main(argv, io)` runs in process (`px approve …` calls it); this file is also its command line.
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { serviceUrl } from '../shared/platform/env';
+import { parseEnv, processVariables, serviceUrl } from '../shared/platform/env';
 import {
   fetchApprovalTarget,
   loadMembershipArtifacts,
@@ -15,7 +15,9 @@ import {
   submitApproval,
 } from '../shared/workflows/approval-client';
 import type { Approval } from '../shared/workflows/approval-client';
-import { newIdentity, output, printJson, readIdentityFile, requireOption } from './member';
+import { terminateCurves } from './io';
+import type { Io } from './io';
+import { exitCode, newIdentity, output, printJson, readIdentityFile, requireOption } from './member';
 
 const usage = `usage:
   npm run approve -- identity [--out FILE]
@@ -29,45 +31,43 @@ const usage = `usage:
 --artifacts reads ballot.wasm and ballot.zkey from a folder instead of the service.
 --url defaults to PX_URL, else BASE_URL, else http://127.0.0.1:PORT.`;
 
-const { positionals, values } = parseArgs({
-  allowPositionals: true,
-  options: {
-    out: { type: 'string' },
-    url: { type: 'string' },
-    proof: { type: 'string' },
-    stage: { type: 'string' },
-    identity: { type: 'string' },
-    artifacts: { type: 'string' },
-    approval: { type: 'string' },
-    help: { type: 'boolean' },
-  },
-});
+const options = {
+  out: { type: 'string' },
+  url: { type: 'string' },
+  proof: { type: 'string' },
+  stage: { type: 'string' },
+  identity: { type: 'string' },
+  artifacts: { type: 'string' },
+  approval: { type: 'string' },
+  help: { type: 'boolean' },
+} as const;
 
-const need = (name: keyof typeof values): string => requireOption(values, name, usage);
+async function run(argv: string[], io: Io): Promise<void> {
+  const { positionals, values } = parseArgs({ args: argv, allowPositionals: true, options });
+  const need = (name: keyof typeof values): string => requireOption(values, name, usage);
+  const url = (): string => values.url ?? serviceUrl(parseEnv(io.env));
 
-async function prove(): Promise<Approval> {
-  const url = values.url ?? serviceUrl();
-  const [identity, target] = await Promise.all([
-    readIdentityFile(need('identity')),
-    fetchApprovalTarget(url, need('proof'), need('stage')),
-  ]);
-  const artifacts = await loadMembershipArtifacts(values.artifacts ?? url);
-  const { timings: _t, ...approval } = await makeApproval({ identity, target, artifacts });
-  return approval;
-}
+  async function prove(): Promise<Approval> {
+    const [identity, target] = await Promise.all([
+      readIdentityFile(need('identity')),
+      fetchApprovalTarget(url(), need('proof'), need('stage')),
+    ]);
+    const artifacts = await loadMembershipArtifacts(values.artifacts ?? url());
+    const { timings: _t, ...approval } = await makeApproval({ identity, target, artifacts });
+    return approval;
+  }
 
-async function main(): Promise<void> {
   const command = positionals[0];
   if (values.help || !command) {
-    process.stdout.write(`${usage}\n`);
+    io.stdout.write(`${usage}\n`);
     return;
   }
   switch (command) {
     case 'identity':
-      return newIdentity(values.out);
+      return newIdentity(io, values.out);
     case 'prove': {
       const approval = await prove();
-      return output(values.out, approval);
+      return output(io.stdout, values.out, approval);
     }
     case 'approve':
     case 'submit': {
@@ -75,10 +75,10 @@ async function main(): Promise<void> {
         command === 'approve'
           ? await prove()
           : (JSON.parse(readFileSync(need('approval'), 'utf8')) as Approval);
-      const res = await submitApproval(values.url ?? serviceUrl(), approval);
+      const res = await submitApproval(url(), approval);
       if (res.status !== 200)
         throw new Error(`refused (${res.status}): ${String(res.body.code)}: ${String(res.body.detail)}`);
-      printJson(res.body);
+      printJson(io.stdout, res.body);
       return;
     }
     default:
@@ -86,9 +86,15 @@ async function main(): Promise<void> {
   }
 }
 
-main()
-  .catch((err: unknown) => {
-    process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n`);
-    process.exitCode = 1;
-  })
-  .finally(() => (globalThis as { curve_bn128?: { terminate(): Promise<void> } }).curve_bn128?.terminate());
+/** Runs one command line; its exit code (1 for a refusal or a mistake, its message on stderr). */
+export const main = (argv: string[], io: Io): Promise<number> => exitCode(io, () => run(argv, io));
+
+// The command line: this process's arguments, variables and streams, and its exit code.
+if (import.meta.url === `file://${process.argv[1]}`) {
+  process.exitCode = await main(process.argv.slice(2), {
+    stdout: process.stdout,
+    stderr: process.stderr,
+    env: processVariables(),
+  });
+  await terminateCurves();
+}

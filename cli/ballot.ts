@@ -3,11 +3,11 @@
 //   npm run ballot -- vote --url https://… --proposal prop_… --identity me.json --choice yes
 //   npm run ballot -- make --url https://… --proposal prop_… --identity me.json --choice yes --out ballot.json
 //   npm run ballot -- submit --url https://… --proposal prop_… --ballot ballot.json
-// Imports the voter's client, and of the configuration only where the service answers (--url, else
-// PX_URL, else BASE_URL, else this machine's PORT).
+// The service is --url, else PX_URL, else BASE_URL, else this machine's PORT, as the variables it is
+// given say. `main(argv, io)` runs in process (`px ballot …` calls it); this file is also its command line.
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { serviceUrl } from '../shared/platform/env';
+import { parseEnv, processVariables, serviceUrl } from '../shared/platform/env';
 import {
   assertChoice,
   fetchBallotInfo,
@@ -16,7 +16,9 @@ import {
   submitBallot,
 } from '../shared/governance/ballot-client';
 import type { Ballot } from '../shared/governance/ballot-client';
-import { newIdentity, output, printJson, readIdentityFile, requireOption } from './member';
+import { terminateCurves } from './io';
+import type { Io } from './io';
+import { exitCode, newIdentity, output, printJson, readIdentityFile, requireOption } from './member';
 
 const usage = `usage:
   npm run ballot -- identity [--out FILE]
@@ -33,58 +35,56 @@ const usage = `usage:
 --artifacts reads ballot.wasm and ballot.zkey from a folder instead of the service.
 --url defaults to PX_URL, else BASE_URL, else http://127.0.0.1:PORT.`;
 
-const { positionals, values } = parseArgs({
-  allowPositionals: true,
-  options: {
-    out: { type: 'string' },
-    url: { type: 'string' },
-    proposal: { type: 'string' },
-    identity: { type: 'string' },
-    choice: { type: 'string' },
-    artifacts: { type: 'string' },
-    ballot: { type: 'string' },
-    help: { type: 'boolean' },
-  },
-});
+const options = {
+  out: { type: 'string' },
+  url: { type: 'string' },
+  proposal: { type: 'string' },
+  identity: { type: 'string' },
+  choice: { type: 'string' },
+  artifacts: { type: 'string' },
+  ballot: { type: 'string' },
+  help: { type: 'boolean' },
+} as const;
 
-const need = (name: keyof typeof values): string => requireOption(values, name, usage);
-const url = (): string => values.url ?? serviceUrl();
+async function run(argv: string[], io: Io): Promise<void> {
+  const { positionals, values } = parseArgs({ args: argv, allowPositionals: true, options });
+  const need = (name: keyof typeof values): string => requireOption(values, name, usage);
+  const url = (): string => values.url ?? serviceUrl(parseEnv(io.env));
 
-async function make(): Promise<Ballot> {
-  const proposalId = need('proposal');
-  const choice = need('choice');
-  const [identity, info] = await Promise.all([
-    readIdentityFile(need('identity')),
-    fetchBallotInfo(url(), proposalId),
-  ]);
-  // Before any proving: a choice that is none of the options would only make a spoiled ballot.
-  assertChoice(info, choice);
-  const artifacts = await loadBallotArtifacts(values.artifacts ?? url());
-  const { timings: _t, ...ballot } = await makeBallot({ identity, info, choice, artifacts });
-  return ballot;
-}
+  async function make(): Promise<Ballot> {
+    const proposalId = need('proposal');
+    const choice = need('choice');
+    const [identity, info] = await Promise.all([
+      readIdentityFile(need('identity')),
+      fetchBallotInfo(url(), proposalId),
+    ]);
+    // Before any proving: a choice that is none of the options would only make a spoiled ballot.
+    assertChoice(info, choice);
+    const artifacts = await loadBallotArtifacts(values.artifacts ?? url());
+    const { timings: _t, ...ballot } = await makeBallot({ identity, info, choice, artifacts });
+    return ballot;
+  }
 
-async function main(): Promise<void> {
   const command = positionals[0];
   if (values.help || !command) {
-    process.stdout.write(`${usage}\n`);
+    io.stdout.write(`${usage}\n`);
     return;
   }
   switch (command) {
     case 'identity':
-      return newIdentity(values.out);
+      return newIdentity(io, values.out);
     case 'options': {
       const res = await fetch(new URL(`/api/governance/proposals/${need('proposal')}`, url()), {
         headers: { accept: 'application/json' },
       });
       const body = (await res.json()) as Record<string, unknown>;
       if (!res.ok) throw new Error(`refused (${res.status}): ${String(body.code)}: ${String(body.detail)}`);
-      printJson({ title: body.title, status: body.status, options: body.options });
+      printJson(io.stdout, { title: body.title, status: body.status, options: body.options });
       return;
     }
     case 'make': {
       const ballot = await make();
-      return output(values.out, ballot);
+      return output(io.stdout, values.out, ballot);
     }
     case 'vote':
     case 'submit': {
@@ -93,7 +93,7 @@ async function main(): Promise<void> {
       const res = await submitBallot(url(), need('proposal'), ballot);
       if (res.status !== 201)
         throw new Error(`refused (${res.status}): ${String(res.body.code)}: ${String(res.body.detail)}`);
-      printJson(res.body);
+      printJson(io.stdout, res.body);
       return;
     }
     default:
@@ -101,9 +101,15 @@ async function main(): Promise<void> {
   }
 }
 
-main()
-  .catch((err: unknown) => {
-    process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n`);
-    process.exitCode = 1;
-  })
-  .finally(() => (globalThis as { curve_bn128?: { terminate(): Promise<void> } }).curve_bn128?.terminate());
+/** Runs one command line; its exit code (1 for a refusal or a mistake, its message on stderr). */
+export const main = (argv: string[], io: Io): Promise<number> => exitCode(io, () => run(argv, io));
+
+// The command line: this process's arguments, variables and streams, and its exit code.
+if (import.meta.url === `file://${process.argv[1]}`) {
+  process.exitCode = await main(process.argv.slice(2), {
+    stdout: process.stdout,
+    stderr: process.stderr,
+    env: processVariables(),
+  });
+  await terminateCurves();
+}

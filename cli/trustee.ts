@@ -69,14 +69,14 @@ async function main(): Promise<void> {
       const file = newTrusteeFile();
       writeFileSync(out, `${JSON.stringify(file, null, 2)}\n`, { mode: 0o600 });
       const keys = trusteePublicKeys(file);
-      printJson({ ...keys, fingerprint: keyFingerprint(keys) });
+      printJson(process.stdout, { ...keys, fingerprint: keyFingerprint(keys) });
       return;
     }
     case 'ceremony': {
       const path = need('key');
       const { did, ceremony, file } = await ceremonyRound(url(), need('room'), readKeyFile(path));
       writeFileSync(path, `${JSON.stringify(file, null, 2)}\n`, { mode: 0o600 });
-      printJson({
+      printJson(process.stdout, {
         did,
         status: ceremony.status,
         dealt: ceremony.dealings.map((d) => d.trustee),
@@ -86,13 +86,13 @@ async function main(): Promise<void> {
       return;
     }
     case 'status':
-      printJson(await fetchCeremony(url(), need('room')));
+      printJson(process.stdout, await fetchCeremony(url(), need('room')));
       return;
     case 'decrypt':
-      printJson(await decryptVote(url(), need('proposal'), readKeyFile(need('key'))));
+      printJson(process.stdout, await decryptVote(url(), need('proposal'), readKeyFile(need('key'))));
       return;
     case 'decrypt-auction':
-      printJson(await decryptAuction(url(), need('auction'), readKeyFile(need('key'))));
+      printJson(process.stdout, await decryptAuction(url(), need('auction'), readKeyFile(need('key'))));
       return;
     default:
       throw new Error(`unknown command ${command}\n\n${usage}`);

@@ -14,7 +14,7 @@ export function formatSeconds(s: number): string {
 }
 
 export async function auctionPage(deps: AppDeps, id: string): Promise<[string, string]> {
-  const a = await publicAuction(deps.db, id);
+  const a = await publicAuction(deps.db, id, deps.clock);
   const rules = Object.entries(a.rules)
     .map(([k, v]) => `<tr><th scope="row">${escapeHtml(k)}</th><td>${escapeHtml(v)}</td></tr>`)
     .join('');
@@ -41,7 +41,7 @@ export async function auctionPage(deps: AppDeps, id: string): Promise<[string, s
       )}</strong>.</p><p>Nothing about bids is shown until the reveal window ends.</p>${rulesBlock}`,
     ];
   }
-  const pkg = await auctionPackage(deps.db, id);
+  const pkg = await auctionPackage(deps.db, id, deps.clock);
   const v = await verifyUnderServiceTrust(deps.db, pkg, (trust, opts) =>
     verifyAuctionPackage(pkg, trust, opts),
   );

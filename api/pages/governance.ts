@@ -67,7 +67,7 @@ const questionBlock = (title: string, options: readonly string[]): string =>
     .join('')}</ul>`;
 
 async function proposalPage(deps: AppDeps, id: string, req: Request, nonce: string): Promise<Rendered> {
-  const state = await publicProposal(deps.db, id);
+  const state = await publicProposal(deps.db, id, deps.clock);
   const heading = `<h1>Proposal ${escapeHtml(id)}</h1>${questionBlock(state.title, state.options)}`;
   if (state.status === 'voting') {
     const key = await ballotKeyInfo(deps.db, id);
@@ -130,7 +130,7 @@ ${form}`,
       )} trustees needed have published their partial decryptions. When ${escapeHtml(state.trusteesNeeded)} have, the ballots are opened, counted, and the tally is published here with its proof package. Until then nobody, the service included, can read a ballot.</p>`,
     ];
 
-  const pkg = await proposalPackage(deps.db, id);
+  const pkg = await proposalPackage(deps.db, id, undefined, deps.clock);
   // The package's verdict is worked out once per process, in the verify pool, and remembered.
   const { verdict: v } = await verifyGovernanceAsService(deps.db, pkg, { req });
   // One row per option, then the spoiled ballots: the rows add up to every ballot cast.

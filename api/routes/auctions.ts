@@ -107,6 +107,7 @@ export function auctionRoutes(table: RouteTable): RouteTable {
           deps.db,
           { ...body, biddingEndsAt: new Date(body.biddingEndsAt), revealEndsAt: new Date(body.revealEndsAt) },
           ownerOf(auth),
+          deps.clock,
         ),
       }),
     })
@@ -121,7 +122,7 @@ export function auctionRoutes(table: RouteTable): RouteTable {
       problems: { 404: ['not_found'] },
       handler: async ({ params, deps }) => ({
         status: 200,
-        body: await publicAuction(deps.db, params.auctionId),
+        body: await publicAuction(deps.db, params.auctionId, deps.clock),
       }),
     })
     .add({
@@ -166,7 +167,7 @@ export function auctionRoutes(table: RouteTable): RouteTable {
       },
       handler: async ({ params, body, res, deps }) => {
         sealedAction(res);
-        return { status: 201, body: await placeBid(deps.db, params.auctionId, body) };
+        return { status: 201, body: await placeBid(deps.db, params.auctionId, body, deps.clock) };
       },
     })
     .add({
@@ -195,7 +196,7 @@ export function auctionRoutes(table: RouteTable): RouteTable {
       },
       handler: async ({ params, body, res, deps }) => {
         sealedAction(res);
-        return { status: 200, body: await revealBid(deps.db, params.auctionId, body) };
+        return { status: 200, body: await revealBid(deps.db, params.auctionId, body, deps.clock) };
       },
     })
     .add({
@@ -218,7 +219,7 @@ export function auctionRoutes(table: RouteTable): RouteTable {
       problems: { 404: ['not_found'], 409: ['not_trustees', 'reveal_open'] },
       handler: async ({ params, deps }) => ({
         status: 200,
-        body: await sealedBids(deps.db, params.auctionId),
+        body: await sealedBids(deps.db, params.auctionId, deps.clock),
       }),
     })
     .add({
@@ -269,7 +270,7 @@ export function auctionRoutes(table: RouteTable): RouteTable {
       },
       handler: async ({ params, body, deps }) => ({
         status: 201,
-        body: await submitAuctionDecryption(deps.db, params.auctionId, body),
+        body: await submitAuctionDecryption(deps.db, params.auctionId, body, deps.clock),
       }),
     })
     .add({
@@ -285,7 +286,7 @@ export function auctionRoutes(table: RouteTable): RouteTable {
       problems: { 404: ['not_found'], 409: ['auction_open'], 503: ['signing_key_retired'] },
       handler: async ({ params, auth, deps }) => ({
         status: 200,
-        body: await finalizeAuctionNow(deps.db, params.auctionId, ownerOf(auth)),
+        body: await finalizeAuctionNow(deps.db, params.auctionId, ownerOf(auth), deps.clock),
       }),
     });
   packageRoutes(table, {
@@ -296,7 +297,7 @@ export function auctionRoutes(table: RouteTable): RouteTable {
     params: z.strictObject({ auctionId: auctionIdSchema }),
     schema: auctionPackageSchema,
     bundleCache: 'no-cache',
-    load: ({ params, deps }) => auctionPackage(deps.db, params.auctionId),
+    load: ({ params, deps }) => auctionPackage(deps.db, params.auctionId, deps.clock),
   });
   return verifyRoute(table, {
     path: '/api/auctions/verify',

@@ -9,27 +9,16 @@ import { printable, printableJson } from '../../shared/platform/text';
 import type { Decision } from '../client/crypto';
 import { problemLine, pxClient } from '../client/http';
 import type { PxClient } from '../client/http';
+import type { Io, Output } from '../io';
 import { KeyFile, defaultKeyFile } from '../keyfile';
+
+export type { Io, Output } from '../io';
 
 /**
  * What only some commands need, loaded when one runs: identity files bring the zero-knowledge
  * libraries (Poseidon, hundreds of ms to load), which a wallet, room or treasury command never uses.
  */
 export const memberFiles = () => import('../member');
-
-/** Where a run writes: process.stdout and process.stderr for the command line, a buffer in a test. */
-export interface Output {
-  write(chunk: string | Uint8Array): unknown;
-}
-
-export interface Io {
-  stdout: Output;
-  stderr: Output;
-  /** The environment's variables (the command line passes its own): read as the service's settings. */
-  env: Readonly<Record<string, string | undefined>>;
-  /** The fetch the client calls the service with; default: the global one. */
-  fetch?: typeof fetch;
-}
 
 /** A mistake in the command itself: the line, then a pointer to --help, and exit 2. */
 export class UsageError extends Error {}

@@ -2,8 +2,6 @@
 // table (cli/px/table.ts) and answers its exit code (0; 1 for a refusal, its one line on stderr; 2 for
 // a mistake in the command). It reads only what it is given (argv, io.env) and writes only to io: it
 // never exits, and keeps nothing between runs, so a program (or a test) may call it many times.
-import { spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { parseEnv } from '../../shared/platform/env';
 import { printable } from '../../shared/platform/text';
@@ -13,24 +11,6 @@ import { commands, delegates, usage } from './table';
 
 export type { Io, Output } from './context';
 export { usage };
-
-/** `px ballot …` and `px approve …`: the member's own client, with the arguments as given. */
-function delegate(script: string, args: string[], io: Io): Promise<number> {
-  return new Promise((done) => {
-    const child = spawn(
-      process.execPath,
-      ['--import', 'tsx', fileURLToPath(new URL(`../${script}`, import.meta.url)), ...args],
-      { stdio: ['inherit', 'pipe', 'pipe'], env: io.env },
-    );
-    child.stdout.on('data', (chunk: Buffer) => io.stdout.write(chunk));
-    child.stderr.on('data', (chunk: Buffer) => io.stderr.write(chunk));
-    child.once('error', (err) => {
-      io.stderr.write(`${err.message}\n`);
-      done(1);
-    });
-    child.once('close', (code) => done(code ?? 1));
-  });
-}
 
 /** Runs one command; a refusal or a mistake is thrown. */
 export async function run(argv: string[], io: Io): Promise<void> {
@@ -50,7 +30,8 @@ export async function run(argv: string[], io: Io): Promise<void> {
 /** Runs one command line; its exit code. */
 export async function main(argv: string[], io: Io): Promise<number> {
   const handedOn = delegates.find((d) => d.name === argv[0]);
-  if (handedOn) return delegate(handedOn.script, argv.slice(1), io);
+  // `px ballot …` and `px approve …`: the member's own client, with the arguments as given.
+  if (handedOn) return (await handedOn.load()).main(argv.slice(1), io);
   try {
     await run(argv, io);
     return 0;

@@ -1,18 +1,19 @@
 // The command table of `npm run px`: every command by its two words, in the order the usage lists them,
 // and the member's own clients `px ballot …` and `px approve …` hand their arguments to.
 import { auctionCommands } from './auctions';
-import type { Command } from './context';
+import type { Command, Io } from './context';
 import { proposalCommands } from './proposals';
 import { roomCommands } from './rooms';
 import { treasuryCommands } from './treasury';
 import { walletCommands } from './wallets';
 import { workflowCommands } from './workflows';
 
-/** A first word whose arguments go, as given, to another client of cli/ (its file). */
+/** A first word whose arguments go, as given, to another client of cli/, run in this process. */
 export interface Delegate {
   name: string;
   usage: string;
-  script: string;
+  /** The client's main, loaded when it runs (it brings the zero-knowledge libraries). */
+  load: () => Promise<{ main(argv: string[], io: Io): Promise<number> }>;
 }
 
 export const delegates: readonly Delegate[] = [
@@ -20,12 +21,12 @@ export const delegates: readonly Delegate[] = [
     name: 'ballot',
     usage:
       'ballot …                              npm run ballot -- … (identity, options, vote, make, submit)',
-    script: 'ballot.ts',
+    load: () => import('../ballot'),
   },
   {
     name: 'approve',
     usage: 'approve …                             npm run approve -- … (identity, prove, submit, approve)',
-    script: 'approve.ts',
+    load: () => import('../approve'),
   },
 ];
 

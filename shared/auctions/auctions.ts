@@ -3,6 +3,8 @@
 // Until finalization the public view holds the stated rules, status and time remaining — nothing of bids.
 import type { Knex } from 'knex';
 import { AppError, conflict, notFound, unprocessable } from '../platform/errors';
+import { systemClock } from '../platform/clock';
+import type { Clock } from '../platform/clock';
 import { newId } from '../platform/ids';
 import { serviceSigningKey } from '../platform/keys';
 import { findAsset } from '../chains/assets';
@@ -81,7 +83,12 @@ const subjectOf = (a: AuctionRow): AuctionSubject => {
   };
 };
 
-export async function createAuction(db: Knex, input: CreateAuctionInput, owner: string) {
+export async function createAuction(
+  db: Knex,
+  input: CreateAuctionInput,
+  owner: string,
+  clock: Clock = systemClock,
+) {
   if (!findAsset(input.asset))
     throw unprocessable('unknown_asset', `"${input.asset}" is not a payment asset.`);
   if (input.revealEndsAt <= input.biddingEndsAt)
@@ -108,13 +115,13 @@ export async function createAuction(db: Knex, input: CreateAuctionInput, owner: 
     asset: input.asset,
     reserve: input.reserve ?? '0',
     unrevealed_deposit: input.unrevealedDeposit ?? 'refunded',
-    created_at_iso: new Date().toISOString(),
+    created_at_iso: clock.now().toISOString(),
     bidding_ends_at: input.biddingEndsAt.toISOString(),
     reveal_ends_at: input.revealEndsAt.toISOString(),
     owner,
     reveal_by: input.revealBy ?? 'bidders',
   });
-  return publicAuction(db, id);
+  return publicAuction(db, id, clock);
 }
 
 export async function auctionOrThrow(
@@ -148,6 +155,7 @@ export async function placeBid(
     signature: string;
     sealedOpening?: string | undefined;
   },
+  clock: Clock = systemClock,
 ) {
   return db.transaction(async (trx) => {
     const a = await auctionOrThrow(trx, auctionId, true);
@@ -159,7 +167,7 @@ export async function placeBid(
       )
     )
       throw new AppError(403, 'signature_invalid', 'The wallet signature does not verify for this bid.');
-    const now = new Date();
+    const now = clock.now();
     if (phaseOf(a, now) !== 'bidding')
       throw conflict('bidding_closed', 'Bidding has ended for this auction.');
     if (a.room_id) {
@@ -224,10 +232,11 @@ export async function revealBid(
   db: Knex,
   auctionId: string,
   input: { bidder: string; amount: string; salt: string },
+  clock: Clock = systemClock,
 ) {
   return db.transaction(async (trx) => {
     const a = await auctionOrThrow(trx, auctionId, true);
-    const now = new Date();
+    const now = clock.now();
     const phase = phaseOf(a, now);
     if (phase === 'bidding')
       throw conflict('reveal_not_open', `Reveals open when bidding ends (${a.bidding_ends_at}).`);
@@ -277,10 +286,7 @@ export async function finalizeAuction(db: Knex, auctionId: string, now = new Dat
     const proofId = newId('prf');
     const pkg = await appendPackageToLog(
       trx,
-      buildAuctionPackage(
-        { proofId, issuedAt: new Date(), subject: subjectOf(a), bids },
-        serviceSigningKey(),
-      ),
+      buildAuctionPackage({ proofId, issuedAt: now, subject: subjectOf(a), bids }, serviceSigningKey()),
     );
     await trx('auctions')
       .where({ id: auctionId, status: 'open' })
@@ -294,10 +300,15 @@ export async function finalizeAuction(db: Knex, auctionId: string, now = new Dat
   });
 }
 
-export async function finalizeAuctionNow(db: Knex, auctionId: string, owner: string) {
+export async function finalizeAuctionNow(
+  db: Knex,
+  auctionId: string,
+  owner: string,
+  clock: Clock = systemClock,
+) {
   const a = await auctionOrThrow(db, auctionId);
   assertOwner(owner, a, 'The auction');
-  const now = new Date();
+  const now = clock.now();
   const phase = phaseOf(a, now);
   if (phase === 'bidding' || phase === 'reveal')
     throw conflict(
@@ -305,7 +316,7 @@ export async function finalizeAuctionNow(db: Knex, auctionId: string, owner: str
       `The auction is in its ${phase} window until ${phase === 'bidding' ? a.bidding_ends_at : a.reveal_ends_at}.`,
     );
   await finalizeAuction(db, auctionId, now);
-  return publicAuction(db, auctionId);
+  return publicAuction(db, auctionId, clock);
 }
 
 async function trusteeKeyOf(db: Knex, roomId: string) {
@@ -320,9 +331,9 @@ async function trusteeKeyOf(db: Knex, roomId: string) {
 const secondsUntil = (t: string, now: Date) => Math.max(0, Math.ceil((Date.parse(t) - now.getTime()) / 1000));
 
 /** The public view; finalizes first when the reveal window has passed. */
-export async function publicAuction(db: Knex, auctionId: string) {
+export async function publicAuction(db: Knex, auctionId: string, clock: Clock = systemClock) {
   let a = await auctionOrThrow(db, auctionId);
-  const now = new Date();
+  const now = clock.now();
   if (phaseOf(a, now) === 'closing') {
     await finalizeAuction(db, auctionId, now);
     a = await auctionOrThrow(db, auctionId);
@@ -376,8 +387,12 @@ export async function publicAuction(db: Knex, auctionId: string) {
   };
 }
 
-export async function auctionPackage(db: Knex, auctionId: string): Promise<AuctionPackage> {
-  await publicAuction(db, auctionId);
+export async function auctionPackage(
+  db: Knex,
+  auctionId: string,
+  clock: Clock = systemClock,
+): Promise<AuctionPackage> {
+  await publicAuction(db, auctionId, clock);
   const a = await auctionOrThrow(db, auctionId);
   if (!a.package) throw conflict('not_published', 'The auction is not finalized yet; no package.');
   return a.package;

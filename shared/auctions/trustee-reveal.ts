@@ -5,6 +5,8 @@
 // revealed by the trustees; the auction is then decided as usual.
 import type { Knex } from 'knex';
 import { AppError, conflict, unprocessable } from '../platform/errors';
+import { systemClock } from '../platform/clock';
+import type { Clock } from '../platform/clock';
 import { bidCommitment } from './commitments';
 import {
   DECRYPTION_KIND,
@@ -24,9 +26,9 @@ const notTrustees = () =>
   conflict('not_trustees', 'This auction’s bids are revealed by their bidders, not by trustees.');
 
 /** Nothing of bids before the reveal window ends: not their openings, not even their number. */
-function assertAfterReveal(a: AuctionRow) {
+function assertAfterReveal(a: AuctionRow, now: Date) {
   if (a.reveal_by !== 'trustees') throw notTrustees();
-  const phase = phaseOf(a, new Date());
+  const phase = phaseOf(a, now);
   if (phase === 'bidding' || phase === 'reveal')
     throw conflict(
       'reveal_open',
@@ -35,9 +37,9 @@ function assertAfterReveal(a: AuctionRow) {
 }
 
 /** The sealed openings, for the trustees: after the reveal window, in bid-id order. */
-export async function sealedBids(db: Knex, auctionId: string) {
+export async function sealedBids(db: Knex, auctionId: string, clock: Clock = systemClock) {
   const a = await auctionOrThrow(db, auctionId);
-  assertAfterReveal(a);
+  assertAfterReveal(a, clock.now());
   const bids = (await db('bids').where('auction_id', auctionId).orderBy('id')) as BidRow[];
   return {
     auctionId,
@@ -57,11 +59,16 @@ export interface AuctionDecryptionInput {
   signature: string;
 }
 
-export async function submitAuctionDecryption(db: Knex, auctionId: string, input: AuctionDecryptionInput) {
+export async function submitAuctionDecryption(
+  db: Knex,
+  auctionId: string,
+  input: AuctionDecryptionInput,
+  clock: Clock = systemClock,
+) {
   const result = await db.transaction(async (trx) => {
     const a = await auctionOrThrow(trx, auctionId, true);
     if (a.status === 'finalized') throw conflict('auction_finalized', 'The auction is decided already.');
-    assertAfterReveal(a);
+    assertAfterReveal(a, clock.now());
     const trustees = (await trusteesOf(trx, a.room_id!))!;
     const verification = trustees.verification_shares?.[input.trustee - 1];
     const member = trustees.trustees.find((t) => t.index === input.trustee);
@@ -161,6 +168,6 @@ export async function submitAuctionDecryption(db: Knex, auctionId: string, input
     };
   });
   // Decided in its own transaction once the trustees have opened the bids (a no-op before).
-  await finalizeAuction(db, auctionId);
+  await finalizeAuction(db, auctionId, clock.now());
   return result;
 }

@@ -3,6 +3,8 @@
 // stores nothing that names the voter, nor when they voted, and answers with a signed receipt.
 import type { Knex } from 'knex';
 import { conflict, notFound, unprocessable } from '../platform/errors';
+import { systemClock } from '../platform/clock';
+import type { Clock } from '../platform/clock';
 import { serviceSigningKey } from '../platform/keys';
 import { loadVerificationKey } from '../zk/verify';
 import {
@@ -83,10 +85,15 @@ const isOpen = (p: ProposalRow, now: Date) =>
  * close (which locks it for update) sees every ballot taken before it and none after. The reply and
  * every refusal say nothing of other ballots.
  */
-export async function castBallot(db: Knex, proposalId: string, input: BallotInput): Promise<BallotReceipt> {
+export async function castBallot(
+  db: Knex,
+  proposalId: string,
+  input: BallotInput,
+  clock: Clock = systemClock,
+): Promise<BallotReceipt> {
   const p = (await db('proposals').where('id', proposalId).first()) as ProposalRow | undefined;
   if (!p) throw notFound('The proposal');
-  if (!isOpen(p, new Date())) throw notOpen();
+  if (!isOpen(p, clock.now())) throw notOpen();
   const ciphertext = Buffer.from(input.ciphertext, 'base64url');
   const bytes = ciphertextBytes(p.ballot_scheme);
   if (ciphertext.length !== bytes)
@@ -116,7 +123,7 @@ export async function castBallot(db: Knex, proposalId: string, input: BallotInpu
     );
   return db.transaction(async (trx) => {
     const locked = (await trx('proposals').where('id', proposalId).forShare().first()) as ProposalRow;
-    if (!isOpen(locked, new Date())) throw notOpen();
+    if (!isOpen(locked, clock.now())) throw notOpen();
     const inserted = (await trx('ballots')
       .insert({
         proposal_id: proposalId,

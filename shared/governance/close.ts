@@ -111,7 +111,7 @@ export async function closeProposal(db: Knex, proposalId: string, now = new Date
       },
     });
     const proofId = newId('prf');
-    const common = await tallyCommon(trx, p, proofId, ballots);
+    const common = await tallyCommon(trx, p, proofId, ballots, now);
     const pkg = await appendPackageToLog(
       trx,
       buildGovernancePackage(
@@ -135,6 +135,7 @@ export async function tallyCommon(
   p: ProposalRow,
   proofId: string,
   ballots: ReadonlyArray<{ root: string }>,
+  issuedAt: Date,
 ) {
   const identities = (await trx('room_identities').where('room_id', p.room_id).count({ n: '*' }).first()) as {
     n: string;
@@ -143,7 +144,7 @@ export async function tallyCommon(
   return {
     proofId,
     phase: 'tallied' as const,
-    issuedAt: new Date(),
+    issuedAt,
     subject: packageSubject(p, await memberCount(trx, p.room_id), committee.threshold),
     membership: {
       depth: BALLOT_TREE_DEPTH,

@@ -4,6 +4,8 @@
 // trustees have posted, combines them, opens the ballots, tallies and publishes the package — which
 // carries every partial used, so anyone repeats the opening offline.
 import type { Knex } from 'knex';
+import { systemClock } from '../platform/clock';
+import type { Clock } from '../platform/clock';
 import { AppError, conflict, notFound, unprocessable } from '../platform/errors';
 import { newId } from '../platform/ids';
 import { serviceSigningKey } from '../platform/keys';
@@ -77,7 +79,12 @@ export async function closedBallots(db: Knex, proposalId: string) {
  * trustee makes the service spend curve arithmetic, and it names who decrypted where no ballot was cast
  * to prove it), whether it posted already, the count; then the proofs, the first that fails ending it.
  */
-export async function submitDecryption(db: Knex, proposalId: string, input: DecryptionInput) {
+export async function submitDecryption(
+  db: Knex,
+  proposalId: string,
+  input: DecryptionInput,
+  clock: Clock = systemClock,
+) {
   return db.transaction(async (trx) => {
     const p = (await trx('proposals').where('id', proposalId).forUpdate().first()) as ProposalRow | undefined;
     if (!p) throw notFound('The proposal');
@@ -148,7 +155,8 @@ export async function submitDecryption(db: Knex, proposalId: string, input: Decr
     const posted = (await trx('ballot_decryptions')
       .where('proposal_id', p.id)
       .orderBy('trustee_index')) as PostedDecryption[];
-    if (posted.length >= trustees.threshold) await openAndPublish(trx, p, trustees, ballots, posted);
+    if (posted.length >= trustees.threshold)
+      await openAndPublish(trx, p, trustees, ballots, posted, clock.now());
     return {
       proposalId: p.id,
       trustee: input.trustee,
@@ -210,6 +218,7 @@ async function openAndPublish(
   trustees: TrusteesRow,
   rows: BallotRow[],
   posted: PostedDecryption[],
+  now: Date,
 ) {
   const used = posted.slice(0, trustees.threshold);
   const ballots: ThresholdBallot[] = rows.map((r) => {
@@ -238,7 +247,6 @@ async function openAndPublish(
     p.quorum,
     true,
   );
-  const now = new Date();
   await appendEntry(trx, 'proposals', p.id, p, {
     stage: 'vote',
     action: 'ballots_opened',
@@ -257,7 +265,7 @@ async function openAndPublish(
     trx,
     buildThresholdPackage(
       {
-        ...(await tallyCommon(trx, p, proofId, ballots)),
+        ...(await tallyCommon(trx, p, proofId, ballots, now)),
         trustees: await packageTrustees(trx, trustees, used),
         ballots,
         tally,

@@ -5,6 +5,8 @@ import type { Knex } from 'knex';
 import { canonicalJson } from '../platform/canonical';
 import { sha256Hex } from '../platform/crypto';
 import { AppError, conflict, notFound, unprocessable } from '../platform/errors';
+import { systemClock } from '../platform/clock';
+import type { Clock } from '../platform/clock';
 import { newId } from '../platform/ids';
 import { serviceSigningKey } from '../platform/keys';
 import { signPackage } from '../proofs/envelope';
@@ -32,7 +34,12 @@ export interface CreateProposalInput {
   votingSeconds?: number | undefined;
 }
 
-export async function createProposal(db: Knex, input: CreateProposalInput, owner: string) {
+export async function createProposal(
+  db: Knex,
+  input: CreateProposalInput,
+  owner: string,
+  clock: Clock = systemClock,
+) {
   if (new Set(input.options).size !== input.options.length)
     throw unprocessable('duplicate_option', 'Every option must be different.');
   if ((input.votingEndsAt === undefined) === (input.votingSeconds === undefined))
@@ -42,7 +49,7 @@ export async function createProposal(db: Knex, input: CreateProposalInput, owner
     const committee = await committeeOrThrow(trx, input.roomId, input.reviewCommittee);
     const id = newId('prop');
     const genesis = governanceGenesis(id);
-    const createdAt = iso(new Date());
+    const createdAt = iso(clock.now());
     // A room with trustees encrypts to their joint key, and only once their ceremony has made it.
     const trustees = await trusteesOf(trx, input.roomId);
     if (trustees && trustees.status !== 'ready')
@@ -102,6 +109,7 @@ export async function reviewProposal(
   db: Knex,
   proposalId: string,
   input: { walletPublicKey: string; decision: 'approve' | 'reject'; signature: string },
+  clock: Clock = systemClock,
 ) {
   return db.transaction(async (trx) => {
     const p = await lockProposal(trx, proposalId);
@@ -116,7 +124,7 @@ export async function reviewProposal(
     const committee = await committeeOrThrow(trx, p.room_id, p.review_committee);
     if (!committee.members.includes(commitment))
       throw new AppError(403, 'not_a_reviewer', 'This wallet is not on the review committee.');
-    const at = iso(new Date());
+    const at = iso(clock.now());
     const inserted = (await trx('proposal_reviews')
       .insert({ proposal_id: proposalId, member_commitment: commitment, decision: input.decision, at })
       .onConflict(['proposal_id', 'member_commitment'])
@@ -139,7 +147,7 @@ export async function reviewProposal(
     const rejections = decisions.length - approvals;
     let status: ProposalStatus = 'review';
     if (approvals >= committee.threshold) {
-      const openedAt = new Date();
+      const openedAt = clock.now();
       const endsAt = p.voting_ends_at ?? new Date(openedAt.getTime() + (p.voting_seconds ?? 0) * 1000);
       await appendEntry(trx, 'proposals', proposalId, p, {
         stage: 'vote',
@@ -181,11 +189,16 @@ export async function reviewProposal(
 }
 
 /** The admin close: refuses while the window is open (saying only when it ends). */
-export async function closeProposalNow(db: Knex, proposalId: string, owner: string) {
+export async function closeProposalNow(
+  db: Knex,
+  proposalId: string,
+  owner: string,
+  clock: Clock = systemClock,
+) {
   const p = (await db('proposals').where('id', proposalId).first()) as ProposalRow | undefined;
   if (!p) throw notFound('The proposal');
   assertOwner(owner, p, 'The proposal');
-  const now = new Date();
+  const now = clock.now();
   if (p.status === 'voting' && p.voting_ends_at && now < p.voting_ends_at)
     throw conflict(
       'voting_open',
@@ -196,11 +209,17 @@ export async function closeProposalNow(db: Knex, proposalId: string, owner: stri
     );
   if (p.status === 'review') throw conflict('not_in_vote', 'The proposal is still in review.');
   await closeProposal(db, proposalId, now);
-  return publicProposal(db, proposalId);
+  return publicProposal(db, proposalId, clock);
 }
 
 /** Records what was executed (a hash of it) and publishes the final package. */
-export async function recordExecution(db: Knex, proposalId: string, evidenceHash: string, owner: string) {
+export async function recordExecution(
+  db: Knex,
+  proposalId: string,
+  evidenceHash: string,
+  owner: string,
+  clock: Clock = systemClock,
+) {
   await db.transaction(async (trx) => {
     const p = await lockProposal(trx, proposalId);
     assertOwner(owner, p, 'The proposal');
@@ -211,7 +230,7 @@ export async function recordExecution(db: Knex, proposalId: string, evidenceHash
         'nothing_to_execute',
         `The vote ended ${p.outcome ?? 'without an outcome'}; nothing is executed.`,
       );
-    const at = iso(new Date());
+    const at = iso(clock.now());
     await appendEntry(trx, 'proposals', p.id, p, {
       stage: 'execution',
       action: 'executed',
@@ -231,7 +250,7 @@ export async function recordExecution(db: Knex, proposalId: string, evidenceHash
           ...tallied,
           proofId,
           phase: 'executed',
-          issuedAt: new Date().toISOString(),
+          issuedAt: at,
           chain: { genesis: p.chain_genesis, head: entries[entries.length - 1]!.entryHash, entries },
         },
         serviceSigningKey(),
@@ -246,7 +265,7 @@ export async function recordExecution(db: Knex, proposalId: string, evidenceHash
         updated_at: trx.fn.now(),
       });
   });
-  return publicProposal(db, proposalId);
+  return publicProposal(db, proposalId, clock);
 }
 
 export type PublicProposal =
@@ -303,10 +322,14 @@ export type PublicProposal =
  * What anyone may see. During the vote: status and time remaining, nothing else (not the title, not a
  * count). A vote whose window has passed is closed here first, so the outcome never waits on a job.
  */
-export async function publicProposal(db: Knex, proposalId: string): Promise<PublicProposal> {
+export async function publicProposal(
+  db: Knex,
+  proposalId: string,
+  clock: Clock = systemClock,
+): Promise<PublicProposal> {
   let p = (await db('proposals').where('id', proposalId).first()) as ProposalRow | undefined;
   if (!p) throw notFound('The proposal');
-  const now = new Date();
+  const now = clock.now();
   if (p.status === 'voting' && p.voting_ends_at && now >= p.voting_ends_at) {
     await closeProposal(db, proposalId, now);
     p = (await db('proposals').where('id', proposalId).first()) as ProposalRow;
@@ -374,8 +397,9 @@ export async function proposalPackage(
   db: Knex,
   proposalId: string,
   phase?: 'tallied' | 'executed',
+  clock: Clock = systemClock,
 ): Promise<GovernancePackage> {
-  await publicProposal(db, proposalId);
+  await publicProposal(db, proposalId, clock);
   const p = (await db('proposals').where('id', proposalId).first()) as ProposalRow;
   const pkg =
     phase === 'tallied'
@@ -388,9 +412,9 @@ export async function proposalPackage(
 }
 
 /** The admin's view: status and, after the close, the outcome; never a live count. */
-export async function adminProposal(db: Knex, proposalId: string, owner: string) {
+export async function adminProposal(db: Knex, proposalId: string, owner: string, clock: Clock = systemClock) {
   const p = (await db('proposals').where('id', proposalId).first()) as ProposalRow | undefined;
   if (!p) throw notFound('The proposal');
   assertOwner(owner, p, 'The proposal');
-  return publicProposal(db, proposalId);
+  return publicProposal(db, proposalId, clock);
 }

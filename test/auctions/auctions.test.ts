@@ -6,12 +6,15 @@ import { bidCommitment, bidMessage } from '../../shared/auctions/commitments';
 import { verifyAuctionPackage } from '../../shared/auctions/package';
 import type { AuctionPackage } from '../../shared/auctions/package';
 import { logSigningKey, serviceSigningKey } from '../../shared/platform/keys';
+import { TestClock } from '../clock';
 import { testApp } from '../helpers';
 import type { TestApp } from '../helpers';
-import { OPERATOR, captureLogs, salt, until, wallet } from '../governance/helpers';
+import { OPERATOR, captureLogs, salt, wallet } from '../governance/helpers';
 import type { Wallet } from '../governance/helpers';
 
 let app: TestApp;
+// The service's clock: the windows are moved past, not waited out (only the service reads them here).
+const clock = new TestClock();
 let logs: ReturnType<typeof captureLogs>;
 // The package key, and the log key that signs the tree heads of packages logged since it existed.
 const keys = () => ({ publicKey: serviceSigningKey().publicKey, logPublicKey: logSigningKey().publicKey });
@@ -56,7 +59,7 @@ const reveal = (auctionId: string, w: Wallet) =>
 
 beforeAll(async () => {
   logs = captureLogs();
-  app = testApp();
+  app = testApp({ clock });
   // Windows wide enough for ten bids and their checks on a loaded machine, short enough to wait out.
   biddingEndsAt = new Date(Date.now() + 8000).toISOString();
   revealEndsAt = new Date(Date.now() + 12_000).toISOString();
@@ -125,7 +128,7 @@ describe('sealed auctions', () => {
   });
 
   it('reveals in the window, keeps amounts hidden until finalization, records late reveals', async () => {
-    await until(biddingEndsAt);
+    clock.advanceTo(biddingEndsAt);
     expect((await bid(ids.second, g, '5', g, false)).body.code).toBe('bidding_closed');
     for (const w of [a, b, c, e]) expect((await reveal(ids.second, w).expect(200)).body.late).toBe(false);
     await reveal(ids.sole, a).expect(200);
@@ -147,7 +150,7 @@ describe('sealed auctions', () => {
       .set('Authorization', OPERATOR);
     expect(early.body.code).toBe('auction_open');
 
-    await until(revealEndsAt);
+    clock.advanceTo(revealEndsAt);
     // Past the window but not yet finalized: recorded, as late.
     expect((await reveal(ids.second, f).expect(200)).body.late).toBe(true);
   });

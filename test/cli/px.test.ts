@@ -7,21 +7,25 @@
 // someone else's room, a request file whose terms were changed, a key file others may read) is one line
 // on stderr, a non-zero exit, and nothing written. The commands run in this process through px's main
 // (cli/px/main.ts), as its command line calls it; a few run as npm runs them (cli/px.ts, a process of
-// its own), for the exit codes a shell sees.
+// its own), for the exit codes a shell sees. The server's clock is the test's: a vote's or an auction's
+// window is moved past once its clients are done, not waited out.
 import { execFile } from 'node:child_process';
 import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createApp } from '../../api/app';
 import { main } from '../../cli/px/main';
 import type { Output } from '../../cli/px/main';
+import { terminateCurves } from '../../cli/io';
+import { TestClock } from '../clock';
 import { testApp } from '../helpers';
 import type { TestApp } from '../helpers';
 
 let app: TestApp;
+const clock = new TestClock();
 let server: http.Server;
 let url: string;
 const dir = mkdtempSync(join(tmpdir(), 'px-cli-'));
@@ -87,7 +91,7 @@ async function refused(args: string[], status: number, code: string, keys = admi
 }
 
 beforeAll(async () => {
-  app = testApp();
+  app = testApp({ clock });
   server = http.createServer(createApp(app.deps)).listen(0, '127.0.0.1');
   await new Promise((r) => server.once('listening', r));
   url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -97,9 +101,13 @@ beforeAll(async () => {
   await ok(['wallet', 'new', 'other-admin'], otherKeys);
 }, 120_000);
 
+afterEach(() => clock.reset());
+
 afterAll(async () => {
   server?.close();
   await app?.close();
+  // `px ballot` and `px approve` prove in this process.
+  await terminateCurves();
   rmSync(dir, { recursive: true, force: true });
 });
 
@@ -287,6 +295,8 @@ describe('npm run px', () => {
     // Closing early is refused.
     await refused(['proposal', 'close', p], 409, 'voting_open');
 
+    // The 40 seconds pass.
+    clock.advance(40_000);
     const closed = await ok(['proposal', 'show', p, '--wait', 'closed', '--timeout', '90']);
     expect(closed).toMatchObject({
       status: 'closed',
@@ -437,12 +447,16 @@ describe('npm run px', () => {
     const show = await px(['auction', 'show', id]);
     for (const b of Object.values(kept) as Array<{ salt: string }>) expect(show.stdout).not.toContain(b.salt);
 
+    // The 45 seconds of bidding pass.
+    clock.advance(45_000);
     await ok(['auction', 'show', id, '--wait', 'reveal', '--timeout', '60']);
     await ok(['auction', 'reveal', id, '--wallet', 'alice']);
     await ok(['auction', 'reveal', id, '--wallet', 'bob']);
     const noBid = await px(['auction', 'reveal', id, '--wallet', 'carol']);
     expect(noBid.code).toBe(1);
     expect(noBid.stderr).toContain('keeps no bid of carol');
+    // And the 15 of the reveal.
+    clock.advance(15_000);
     const done = await ok<{ status: string; result: { winner: string; price: string } }>([
       'auction',
       'show',

@@ -18,6 +18,7 @@ import { reviewMessage } from '../../shared/governance/commitments';
 import { ROOT_HISTORY } from '../../shared/governance/identities';
 import type { AnonymousGovernancePackage } from '../../shared/governance/package';
 import { terminateCurves } from '../../shared/zk';
+import { TestClock } from '../clock';
 import { eventually, testApp } from '../helpers';
 import type { TestApp } from '../helpers';
 import { OPERATOR, addIdentities, ballotInfo, captureLogs, makeBallotBody, wallet } from './helpers';
@@ -27,6 +28,8 @@ const OPTIONS = ['yes-4b1d', 'no-90ce'];
 const reviewer = wallet();
 let logs: ReturnType<typeof captureLogs>;
 let app: TestApp;
+// The service's clock, the twin's too: the vote's window is moved past once the ballots are in.
+const clock = new TestClock();
 let twin: TestApp;
 let twinDatabase: string;
 const adminUrl = () => {
@@ -134,7 +137,7 @@ const choices: string[] = [];
 
 beforeAll(async () => {
   logs = captureLogs();
-  app = testApp();
+  app = testApp({ clock });
   ({ roomId, identities } = await room(app, 6));
   proposalId = await proposal(app, roomId, 15);
   info = await ballotInfo(app.request, proposalId);
@@ -149,10 +152,10 @@ beforeAll(async () => {
   const source = new URL(process.env.DATABASE_URL!).pathname.slice(1);
   twinDatabase = `${source}_twin`;
   await admin(`create database "${twinDatabase}" template "${source}"`);
-  app = testApp();
+  app = testApp({ clock });
   const twinUrl = new URL(process.env.DATABASE_URL!);
   twinUrl.pathname = `/${twinDatabase}`;
-  twin = testApp({ db: createDb(twinUrl.toString(), { poolMax: 2 }) });
+  twin = testApp({ db: createDb(twinUrl.toString(), { poolMax: 2 }), clock });
 }, 240_000);
 
 afterAll(async () => {
@@ -167,6 +170,7 @@ describe('anonymous ballots', () => {
   it('publishes the same ballots whatever order they were cast in', async () => {
     for (const b of ballots) await cast(app, proposalId, b).expect(201);
     for (const b of [...ballots].reverse()) await cast(twin, proposalId, b).expect(201);
+    clock.advance(15_000);
     const [one, other] = [await closedPackage(app, proposalId), await closedPackage(twin, proposalId)];
     expect(one.ballots).toHaveLength(ballots.length);
     expect(one.ballots).toEqual(other.ballots);

@@ -15,6 +15,7 @@ import type { AnonymousGovernancePackage } from '../../shared/governance/package
 import type { BallotReceipt } from '../../shared/governance/receipts';
 import { logSigningKey, serviceSigningKey } from '../../shared/platform/keys';
 import { terminateCurves } from '../../shared/zk';
+import { TestClock } from '../clock';
 import { eventually, testApp } from '../helpers';
 import type { TestApp } from '../helpers';
 import { OPERATOR, addIdentities, ballotInfo, captureLogs, makeBallotBody, wallet } from './helpers';
@@ -31,6 +32,8 @@ const keys = () => ({
 });
 
 let app: TestApp;
+// The service's clock: the vote's window is moved past once its ballots are in.
+const clock = new TestClock();
 let logs: ReturnType<typeof captureLogs>;
 const reviewers = [wallet(), wallet()];
 const voters = [wallet(), wallet(), wallet(), wallet()];
@@ -45,7 +48,7 @@ const ready: Record<string, Ballot> = {};
 
 beforeAll(async () => {
   logs = captureLogs();
-  app = testApp();
+  app = testApp({ clock });
   const room = await app.request
     .post('/api/governance/rooms')
     .set('Authorization', OPERATOR)
@@ -279,6 +282,8 @@ describe('a proposal from review to proof', () => {
   });
 
   it('closes after the window: every ballot, the tally and a logged package anyone can recompute', async () => {
+    // The 8 seconds pass.
+    clock.advance(8_000);
     const closed = await eventually(
       async () => {
         const res = await app.request.get(`/api/governance/proposals/${proposalId}`).expect(200);

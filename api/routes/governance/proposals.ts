@@ -152,6 +152,7 @@ export function proposalRoutes(table: RouteTable): RouteTable {
           deps.db,
           { ...body, votingEndsAt: body.votingEndsAt ? new Date(body.votingEndsAt) : undefined },
           ownerOf(auth),
+          deps.clock,
         ),
       }),
     })
@@ -168,7 +169,7 @@ export function proposalRoutes(table: RouteTable): RouteTable {
       problems: { 404: ['not_found'] },
       handler: async ({ params, deps }) => ({
         status: 200,
-        body: await publicProposal(deps.db, params.proposalId),
+        body: await publicProposal(deps.db, params.proposalId, deps.clock),
       }),
     })
     .add({
@@ -184,7 +185,7 @@ export function proposalRoutes(table: RouteTable): RouteTable {
       problems: { 404: ['not_found'] },
       handler: async ({ params, auth, deps }) => ({
         status: 200,
-        body: await adminProposal(deps.db, params.proposalId, ownerOf(auth)),
+        body: await adminProposal(deps.db, params.proposalId, ownerOf(auth), deps.clock),
       }),
     })
     .add({
@@ -215,7 +216,7 @@ export function proposalRoutes(table: RouteTable): RouteTable {
       },
       handler: async ({ params, body, deps }) => ({
         status: 200,
-        body: await reviewProposal(deps.db, params.proposalId, body),
+        body: await reviewProposal(deps.db, params.proposalId, body, deps.clock),
       }),
     })
     .add({
@@ -288,7 +289,7 @@ export function proposalRoutes(table: RouteTable): RouteTable {
       },
       handler: async ({ params, body, res, deps }) => {
         sealedAction(res);
-        return { status: 201, body: await castBallot(deps.db, params.proposalId, body) };
+        return { status: 201, body: await castBallot(deps.db, params.proposalId, body, deps.clock) };
       },
     })
     .add({
@@ -308,7 +309,7 @@ export function proposalRoutes(table: RouteTable): RouteTable {
       },
       handler: async ({ params, auth, deps }) => ({
         status: 200,
-        body: await closeProposalNow(deps.db, params.proposalId, ownerOf(auth)),
+        body: await closeProposalNow(deps.db, params.proposalId, ownerOf(auth), deps.clock),
       }),
     })
     .add({
@@ -330,7 +331,7 @@ export function proposalRoutes(table: RouteTable): RouteTable {
       },
       handler: async ({ params, body, auth, deps }) => ({
         status: 200,
-        body: await recordExecution(deps.db, params.proposalId, body.evidenceHash, ownerOf(auth)),
+        body: await recordExecution(deps.db, params.proposalId, body.evidenceHash, ownerOf(auth), deps.clock),
       }),
     });
   return packageRoutes(table, {
@@ -344,6 +345,6 @@ export function proposalRoutes(table: RouteTable): RouteTable {
     query: z.strictObject({ phase: z.enum(['tallied', 'executed']).optional() }),
     schema: governancePackageSchema,
     bundleCache: 'no-cache',
-    load: ({ params, query, deps }) => proposalPackage(deps.db, params.proposalId, query.phase),
+    load: ({ params, query, deps }) => proposalPackage(deps.db, params.proposalId, query.phase, deps.clock),
   });
 }

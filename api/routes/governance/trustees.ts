@@ -273,7 +273,7 @@ export function trusteeRoutes(table: RouteTable): RouteTable {
       },
       handler: async ({ params, body, deps }) => ({
         status: 201,
-        body: await submitDecryption(deps.db, params.proposalId, body),
+        body: await submitDecryption(deps.db, params.proposalId, body, deps.clock),
       }),
     });
 }
