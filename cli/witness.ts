@@ -462,11 +462,16 @@ async function main(): Promise<number> {
     process.stderr.write(`${usage}\n`);
     return err.message ? 2 : 0;
   }
-  const log = pino({
-    level: config.logLevel,
-    base: { service: 'witness', witness: config.name },
-    timestamp: pino.stdTimeFunctions.isoTime,
-  });
+  // With --print-vkey, stdout carries the vkey alone (a script reads its last line): the log, which
+  // says when a key is made, goes to stderr.
+  const log = pino(
+    {
+      level: config.logLevel,
+      base: { service: 'witness', witness: config.name },
+      timestamp: pino.stdTimeFunctions.isoTime,
+    },
+    pino.destination({ dest: config.printVkey ? 2 : 1, sync: true }),
+  );
   if (config.printVkey) {
     const witness = witnessCosigner(config.name, await loadKey(config.keyFile, log));
     process.stdout.write(`${witness.vkey}\n`);

@@ -100,13 +100,17 @@ describe('the README paid walkthrough, on the local development chain npm start 
     expect(port).not.toBe(3000);
     const script = walkthrough!.body;
     const before = await demoTokenBalance(info.rpcUrl, info.token.address, info.treasury);
-    const out = execFileSync('bash', ['-euo', 'pipefail', '-c', `${script}\necho "JOB=$JOB TOKEN=$TOKEN"`], {
-      cwd: repo,
-      env,
-      encoding: 'utf8',
-      timeout: 120_000,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const out = execFileSync(
+      'bash',
+      ['--norc', '-euo', 'pipefail', '-c', `${script}\necho "JOB=$JOB TOKEN=$TOKEN"`],
+      {
+        cwd: repo,
+        env,
+        encoding: 'utf8',
+        timeout: 120_000,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     const printed = /^JOB=(job_[0-9a-z]{26}) TOKEN=(jt_[\w-]{43})$/m.exec(out)!;
     paidJob = printed[1]!;
     paidToken = printed[2]!;
@@ -233,7 +237,7 @@ describe('the README paid walkthrough, on the local development chain npm start 
 
     // The README block with nothing answering at PX_URL: it stops on the missing receipt, loudly, and
     // never goes on to verify "undefined".
-    const dead = spawnSync('bash', ['-c', walkthrough!.body], {
+    const dead = spawnSync('bash', ['--norc', '-c', walkthrough!.body], {
       cwd: repo,
       env: { ...env, PX_URL: `http://127.0.0.1:${port}` },
       encoding: 'utf8',

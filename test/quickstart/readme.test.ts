@@ -146,7 +146,7 @@ describe('the README quick start on a fresh clone', () => {
     expect(port).not.toBe(3000);
     const script = tryIt!.body;
     expect(script.match(/localhost:3000/g) ?? []).toEqual([]);
-    const out = execFileSync('bash', ['-euo', 'pipefail', '-c', script], {
+    const out = execFileSync('bash', ['--norc', '-euo', 'pipefail', '-c', script], {
       cwd: clone,
       env,
       encoding: 'utf8',
