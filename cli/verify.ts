@@ -3,7 +3,10 @@
 // trust root's log key signed the checkpoint, its policy's witness quorum cosigned it, the entry is in
 // the checkpoint's tree and names this package, and the package's signature (a key of the trust root,
 // valid when it signed) and contents hold (shared/platform/translog/bundle.ts and each line's verifier).
-// Prints `valid: …` lines and exits 0, or `INVALID: …` and exits 1; 2 for a usage or file error.
+// Prints `valid: …` lines and exits 0, or `INVALID: …` and exits 1; 2 for a usage or file error. Beside
+// a verdict, `WARNING: …` lines say what it does not mean: proofs checked with keys of the insecure
+// development setup (the committed circuits/artifacts, whose manifest says so), approvals asserted and
+// not proven.
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { checkAuctionPackage } from '../shared/auctions/package';
@@ -29,6 +32,14 @@ const ballotVerificationKey = fileURLToPath(
 );
 
 const readBallotKey = async () => JSON.parse(readFileSync(ballotVerificationKey, 'utf8')) as unknown;
+
+/** The setup those keys come from, as the manifest beside them states it: its powers of tau, insecure or not. */
+function setupOfKeys(): { ptau: string; insecure: boolean } {
+  const manifest = JSON.parse(
+    readFileSync(fileURLToPath(new URL('../circuits/artifacts/manifest.json', import.meta.url)), 'utf8'),
+  ) as { ptau?: { file?: unknown; insecure?: unknown } };
+  return { ptau: String(manifest.ptau?.file), insecure: manifest.ptau?.insecure === true };
+}
 
 const checkers: PackageCheckers = {
   workflow_package: workflowPackageChecker(readBallotKey),
@@ -66,6 +77,16 @@ async function main(argv: string[]): Promise<number> {
   // A finding quotes the bundle (its log's origin, its package's names): escaped for the terminal.
   for (const f of verdict.findings)
     process.stdout.write(`${f.ok ? 'valid' : 'INVALID'}: ${printable(f.text)}\n`);
+  const setup = setupOfKeys();
+  const warnings = [
+    ...(verdict.restsOnProofs && setup.insecure
+      ? [
+          `the zero-knowledge proofs were checked with keys from an insecure development setup (${setup.ptau}), not a published ceremony: whoever made that setup could forge them; treat this as a test, not as proof`,
+        ]
+      : []),
+    ...verdict.warnings,
+  ];
+  for (const w of warnings) process.stdout.write(`WARNING: ${printable(w)}\n`);
   return verdict.ok ? 0 : 1;
 }
 

@@ -11,7 +11,7 @@ import { idPattern } from '../../shared/platform/ids';
 import { logger } from '../../shared/platform/log';
 import { ballotKeyInfo } from '../../shared/governance/ballots';
 import { proposalPackage, publicProposal } from '../../shared/governance/proposals';
-import { artifactPaths } from '../../shared/zk/artifacts';
+import { artifactPaths, loadManifest } from '../../shared/zk/artifacts';
 import type { AppDeps } from '../deps';
 import { verifyGovernanceAsService } from '../offload/governance';
 import { auctionPage, formatSeconds } from './auctions';
@@ -20,6 +20,16 @@ import { newNonce } from './csp';
 import { nobleFiles } from './noble-assets';
 import { trusteePage } from './trustee-script';
 import { escapeHtml, sendPage as sendAnyPage, yesNo } from './layout';
+
+/**
+ * `<circuit>.vkey.json` of a circuit of the manifest: the key the service verifies that circuit's proofs
+ * with, so `snarkjs groth16 verify` runs on what it publishes. Undefined for any other name.
+ */
+function verificationKeyFile(file: string): string | undefined {
+  const circuit = /^([a-z][a-z0-9_-]{0,63})\.vkey\.json$/.exec(file)?.[1];
+  if (!circuit || !Object.hasOwn(loadManifest().circuits, circuit)) return undefined;
+  return artifactPaths(circuit).vkey;
+}
 
 /** Live states change by the second: these pages are never cached. */
 const sendPage = (res: Response, status: number, title: string, body: string) =>
@@ -293,7 +303,8 @@ export function coordinationPagesRouter(deps: AppDeps): express.Router {
     if (!proposalId.test(id)) return sendPage(res, 404, 'Proposal not found', '<h1>Proposal not found</h1>');
     return renderPage(res, 'Proposal', (nonce) => proposalPage(deps, id, req, nonce));
   });
-  // The ballot circuit's public artifacts, for voters' clients (and offline verifiers of packages).
+  // The ballot circuit's public artifacts, for voters' clients; every circuit's verification key
+  // (verificationKeyFile), for verifiers with standard tools.
   const artifactFiles = new Map(
     (['wasm', 'zkey', 'vkey'] as const).map((kind) => {
       const path = artifactPaths(BALLOT_CIRCUIT)[kind];
@@ -316,7 +327,7 @@ export function coordinationPagesRouter(deps: AppDeps): express.Router {
     });
   });
   router.get('/circuits/:file', (req, res, next) => {
-    const path = artifactFiles.get(String(req.params.file));
+    const path = artifactFiles.get(String(req.params.file)) ?? verificationKeyFile(String(req.params.file));
     if (!path) return next();
     res.setHeader('Cache-Control', 'public, max-age=300');
     res.sendFile(path, (err) => {

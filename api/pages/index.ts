@@ -248,10 +248,7 @@ ${another}`;
 function bundlePage(v: BundleVerdict, bundled: unknown): string {
   const kind = claimedKind(bundled);
   // Anonymous ballots and proven approvals are Groth16 proofs: forgeable under a development setup.
-  const zk =
-    (bundled as { scheme?: unknown } | null)?.scheme !== undefined ||
-    (kind === 'workflow' && Array.isArray((bundled as { approvals?: unknown }).approvals));
-  const verdict = !v.ok ? 'not-verified' : zk && insecureSetup() ? 'insecure' : 'verified';
+  const verdict = !v.ok ? 'not-verified' : v.restsOnProofs && insecureSetup() ? 'insecure' : 'verified';
   const text =
     verdict === 'insecure'
       ? INSECURE_TEXT
@@ -263,6 +260,9 @@ function bundlePage(v: BundleVerdict, bundled: unknown): string {
     .map(
       (f) =>
         `<li data-ok="${f.ok}"><span class="${f.ok ? 'yes' : 'no'}">${f.ok ? 'valid' : 'INVALID'}</span>: ${escapeHtml(f.text)}</li>`,
+    )
+    .concat(
+      v.warnings.map((w) => `<li data-ok="warning"><span class="no">WARNING</span>: ${escapeHtml(w)}</li>`),
     )
     .join('');
   return `<h1>Offline bundle</h1>${kind ? kindBadge(kind) : ''}<section class="verdict ${verdict}" id="verdict" data-verdict="${verdict}" role="status"><p class="label">${escapeHtml(label)}</p><p>${escapeHtml(text)}</p></section>

@@ -547,5 +547,8 @@ export function governanceFinding(pkg: unknown, v: GovernanceVerdict): PackageFi
     valid: v.valid,
     summary: `governance vote ${String(tally?.outcome)}: ballots ${v.ballotsValid ? 'valid' : 'invalid'}, tally ${v.tallyValid ? 'recomputes' : 'does not recompute'}, review ${v.reviewMet ? 'met' : 'not met'}`,
     reasons: v.reasons.map((r) => `${r.check}: ${r.code}: ${r.detail}`),
+    // Every ballot is an anonymous membership proof; the trustees' decryptions are not (they are
+    // Chaum–Pedersen proofs, sound under any setup), but the ballots they open are.
+    restsOnProofs: true,
   };
 }

@@ -529,6 +529,13 @@ export const workflowPackageChecker =
       reasons: v.reasons
         .filter((r) => !r.code.startsWith('not_'))
         .map((r) => `${r.check}: ${r.code}${r.stage ? ` (stage ${r.stage})` : ''}: ${r.detail}`),
+      restsOnProofs: a.approvalStages.some((stage) => stage.proven > 0),
+      warnings:
+        a.approvals === 'asserted'
+          ? [
+              'approvals are asserted, not proven: the package records who approved, with no membership proof; they rest on the service’s word',
+            ]
+          : [],
     };
   };
 

@@ -49,6 +49,13 @@ export interface PackageFinding {
   summary: string;
   /** Why it is not valid, one reason a line. */
   reasons: string[];
+  /**
+   * Whether what it shows rests on zero-knowledge proofs (anonymous ballots, proven approvals): true
+   * only of proofs under a published ceremony's keys, forgeable under a development setup's.
+   */
+  restsOnProofs?: boolean;
+  /** What holds but must be said beside the verdict (approvals asserted, not proven), one a line. */
+  warnings?: string[];
 }
 
 /** A package kind's offline verifier: the package's signature under `publicKey`, and its contents. */
@@ -63,6 +70,10 @@ export interface Finding {
 export interface BundleVerdict {
   ok: boolean;
   findings: Finding[];
+  /** The package's checker says its facts rest on zero-knowledge proofs (PackageFinding.restsOnProofs). */
+  restsOnProofs: boolean;
+  /** The package checker's warnings: they do not change `ok`. */
+  warnings: string[];
 }
 
 /** The published document: the signed package without its log proof, as canonical JSON. */
@@ -90,7 +101,7 @@ export async function verifyBundle(
   const valid = (text: string) => findings.push({ ok: true, text });
   const invalid = (text: string): BundleVerdict => {
     findings.push({ ok: false, text });
-    return { ok: false, findings };
+    return { ok: false, findings, restsOnProofs: false, warnings: [] };
   };
 
   const parsedBundle = bundleSchema.safeParse(input);
@@ -192,9 +203,19 @@ export async function verifyBundle(
   if (!finding.valid) {
     findings.push({ ok: false, text: `package: ${finding.summary}` });
     for (const r of finding.reasons) findings.push({ ok: false, text: r });
-    return { ok: false, findings };
+    return {
+      ok: false,
+      findings,
+      restsOnProofs: finding.restsOnProofs ?? false,
+      warnings: finding.warnings ?? [],
+    };
   }
   valid(`package ${proofId} signed by key ${keyId} (valid from ${key.key.validFrom}) at ${issuedAt}`);
   valid(`package: ${finding.summary}`);
-  return { ok: true, findings };
+  return {
+    ok: true,
+    findings,
+    restsOnProofs: finding.restsOnProofs ?? false,
+    warnings: finding.warnings ?? [],
+  };
 }
