@@ -221,15 +221,21 @@ const changed = (before: Map<string, string>, after: Map<string, string>) =>
 
 /** Log lines as a reader would compare them: request id, timestamps and durations set aside. */
 function logLines(from: number): string[] {
-  return logs.lines.slice(from).map((line) => {
-    const entry = JSON.parse(line) as Record<string, unknown> & { req?: { id?: unknown } };
-    delete entry.time;
-    delete entry.responseTime;
-    delete entry.pid;
-    delete entry.hostname;
-    if (entry.req) delete entry.req.id;
-    return JSON.stringify(entry);
-  });
+  const entries = logs.lines
+    .slice(from)
+    .map((line) => JSON.parse(line) as Record<string, unknown> & { req?: { id?: unknown; url?: unknown } });
+  // The scrape's own line is the observer's, not the observed's: on a loaded machine it may be written
+  // after the next mark, so it is no line of what is observed.
+  return entries
+    .filter((entry) => entry.req?.url !== '/metrics')
+    .map((entry) => {
+      delete entry.time;
+      delete entry.responseTime;
+      delete entry.pid;
+      delete entry.hostname;
+      if (entry.req) delete entry.req.id;
+      return JSON.stringify(entry);
+    });
 }
 
 /** The request log writes its line on the response's finish; let it land before slicing. */
