@@ -1,5 +1,6 @@
 // The `worker` process: consumes the jobs, payments, checkouts and deliveries queues, and runs the
 // sweeper, the webhook relay, the chain follower, the transparency log's sequencer and its witnessing.
+import type { AddressInfo } from 'node:net';
 import type { Processor, Worker } from 'bullmq';
 import { createDb } from '../shared/platform/db/knex';
 import type { Db } from '../shared/platform/db/knex';
@@ -149,6 +150,8 @@ export async function startWorkerProcess(options: WorkerOptions = {}): Promise<W
       throw err;
     });
     shutdown.register('metrics', () => new Promise((r) => server.close(r)));
+    // The port it listens on (the one chosen when WORKER_METRICS_PORT is 0).
+    logger.info({ port: (server.address() as AddressInfo).port }, 'metrics listening');
   }
   // Ready means connected: each worker has its Redis connection and takes jobs from here on.
   await Promise.all(workers.map((w) => w.waitUntilReady()));

@@ -25,13 +25,35 @@ const children: ChildProcess[] = [];
 const consumers: ChildProcess[] = [];
 const scraped = new Map<'web' | 'worker' | 'prover', string>();
 
-function start(entry: string, extra: Record<string, string>): ChildProcess {
+/**
+ * A process type with its metrics listener on a port it picks itself (`port` 0): a port picked here and
+ * freed for it could be taken by another file's server before the child binds it. Its port is what its
+ * `metrics listening` log line says.
+ */
+function start(entry: string, portVariable: string, extra: Record<string, string> = {}) {
   const child = spawn(process.execPath, ['--import', 'tsx', entry], {
-    env: { ...process.env, METRICS_TOKEN: TOKEN, SWEEP_INTERVAL_MS: '60000', ...extra },
-    stdio: 'ignore',
+    env: {
+      ...process.env,
+      METRICS_TOKEN: TOKEN,
+      SWEEP_INTERVAL_MS: '60000',
+      LOG_LEVEL: 'info',
+      [portVariable]: '0',
+      ...extra,
+    },
+    stdio: ['ignore', 'pipe', 'ignore'],
   });
   children.push(child);
-  return child;
+  consumers.push(child);
+  const port = new Promise<number>((resolve, reject) => {
+    let buffered = '';
+    child.stdout!.on('data', (chunk: Buffer) => {
+      buffered += chunk.toString('utf8');
+      const m = /"port":(\d+)[^\n]*"msg":"metrics listening"/.exec(buffered);
+      if (m) resolve(Number(m[1]));
+    });
+    child.once('exit', (code) => reject(new Error(`${entry} exited with ${code} before listening`)));
+  });
+  return port.then((p) => ({ port: p, child }));
 }
 
 const scrape = (port: number, auth?: string) =>
@@ -77,19 +99,10 @@ let prover: Promise<{ port: number; child: ChildProcess }>;
 let productionWorker: Promise<{ port: number; code: number | null; output: string }>;
 beforeAll(() => {
   app = testApp({ metricsToken: TOKEN });
-  worker = freePort().then((port) => {
-    const child = start('workers/main.ts', { WORKER_METRICS_PORT: String(port) });
-    consumers.push(child);
-    return { port, child };
-  });
-  prover = freePort().then((port) => {
-    const child = start('workers/prover/main.ts', {
-      PROVER_METRICS_PORT: String(port),
-      PROVER_CONCURRENCY: '1',
-    });
-    consumers.push(child);
-    return { port, child };
-  });
+  worker = start('workers/main.ts', 'WORKER_METRICS_PORT');
+  prover = start('workers/prover/main.ts', 'PROVER_METRICS_PORT', { PROVER_CONCURRENCY: '1' });
+  // Awaited by their tests, which say why one did not start.
+  for (const p of [worker, prover]) p.catch(() => undefined);
   productionWorker = freePort().then((port) => {
     const child = spawn(process.execPath, ['--import', 'tsx', 'workers/main.ts'], {
       env: {

@@ -1,5 +1,6 @@
 // The `prover` process: consumes the `proofs` queue. Each proof kind (workflow packages, Groth16 policy
 // proofs, …) registers its handler; heavy proving runs off the event loop inside its handler.
+import type { AddressInfo } from 'node:net';
 import { UnrecoverableError } from 'bullmq';
 import type { Processor } from 'bullmq';
 import { cpus } from 'node:os';
@@ -169,6 +170,8 @@ export async function startProverProcess(concurrency = env.PROVER_CONCURRENCY ??
       throw err;
     });
     shutdown.register('metrics', () => new Promise((r) => server.close(r)));
+    // The port it listens on (the one chosen when PROVER_METRICS_PORT is 0).
+    logger.info({ port: (server.address() as AddressInfo).port }, 'metrics listening');
   }
   await worker.waitUntilReady();
   logger.info(
