@@ -7,7 +7,7 @@
 // given say. `main(argv, io)` runs in process (`px approve …` calls it); this file is also its command line.
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { parseEnv, processVariables, serviceUrl } from '../shared/platform/env';
+import { parseEnv, serviceUrl } from '../shared/platform/env';
 import {
   fetchApprovalTarget,
   loadMembershipArtifacts,
@@ -15,7 +15,7 @@ import {
   submitApproval,
 } from '../shared/workflows/approval-client';
 import type { Approval } from '../shared/workflows/approval-client';
-import { terminateCurves } from './io';
+import { commandLine } from './io';
 import type { Io } from './io';
 import { exitCode, newIdentity, output, printJson, readIdentityFile, requireOption } from './member';
 
@@ -90,11 +90,4 @@ async function run(argv: string[], io: Io): Promise<void> {
 export const main = (argv: string[], io: Io): Promise<number> => exitCode(io, () => run(argv, io));
 
 // The command line: this process's arguments, variables and streams, and its exit code.
-if (import.meta.url === `file://${process.argv[1]}`) {
-  process.exitCode = await main(process.argv.slice(2), {
-    stdout: process.stdout,
-    stderr: process.stderr,
-    env: processVariables(),
-  });
-  await terminateCurves();
-}
+if (import.meta.url === `file://${process.argv[1]}`) await commandLine(main);

@@ -1,6 +1,7 @@
 // What a command line of cli/ is given when it runs in process: its output streams and its variables.
 // The command line itself passes process.stdout, process.stderr and its own environment; a test or
 // another command (`px ballot …`) passes its own, so a run reads and writes nothing of the process.
+import { processVariables } from '../shared/platform/env';
 
 /** Where a run writes: process.stdout and process.stderr for the command line, a buffer in a test. */
 export interface Output {
@@ -20,4 +21,17 @@ export interface Io {
 export async function terminateCurves(): Promise<void> {
   const holder = globalThis as { curve_bn128?: { terminate(): Promise<void> } };
   await holder.curve_bn128?.terminate();
+}
+
+/**
+ * Runs a main as its command line: this process's arguments, streams and variables; its exit code; then
+ * the curves' threads ended, so the process exits once its output is written.
+ */
+export async function commandLine(main: (argv: string[], io: Io) => Promise<number>): Promise<void> {
+  process.exitCode = await main(process.argv.slice(2), {
+    stdout: process.stdout,
+    stderr: process.stderr,
+    env: processVariables(),
+  });
+  await terminateCurves();
 }

@@ -6,19 +6,11 @@
 // service is --url, else PX_URL, else BASE_URL, else this machine's PORT; the credential --token, else
 // the license the key file holds, else OPERATOR_TOKEN. A refusal prints one line and exits 1. The commands
 // are the table of cli/px/ (table.ts), run in process by main (cli/px/main.ts); this file is its command line.
-import { processVariables } from '../shared/platform/env';
-import { terminateCurves } from './io';
+import { commandLine } from './io';
 import { main } from './px/main';
 
 export { main, usage } from './px/main';
 
 // The command line: this process's arguments, variables and streams, and its exit code.
 // A ballot or an approval proved here leaves snarkjs's curve threads running: they are ended with it.
-if (import.meta.url === `file://${process.argv[1]}`) {
-  process.exitCode = await main(process.argv.slice(2), {
-    stdout: process.stdout,
-    stderr: process.stderr,
-    env: processVariables(),
-  });
-  await terminateCurves();
-}
+if (import.meta.url === `file://${process.argv[1]}`) await commandLine(main);
