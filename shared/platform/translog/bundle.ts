@@ -50,8 +50,8 @@ export interface PackageFinding {
   /** Why it is not valid, one reason a line. */
   reasons: string[];
   /**
-   * Whether what it shows rests on zero-knowledge proofs (anonymous ballots, proven approvals): true
-   * only of proofs under a published ceremony's keys, forgeable under a development setup's.
+   * Whether what it shows rests on zero-knowledge proofs (anonymous ballots, proven approvals): facts
+   * sound under a published ceremony's keys, forgeable under a development setup's.
    */
   restsOnProofs?: boolean;
   /** What holds but must be said beside the verdict (approvals asserted, not proven), one a line. */
