@@ -294,6 +294,8 @@ async function setup(compiled: Compiled, ptauPath: string): Promise<void> {
   const vkey = await snarkjs.zKey.exportVerificationKey(paths.zkey);
   writeFileSync(paths.vkey, `${JSON.stringify(vkey, null, 2)}\n`);
   copyFileSync(compiled.wasm, paths.wasm);
+  // Production checks the keys against it and the powers of tau at start (shared/zk/setup.ts).
+  copyFileSync(compiled.r1cs, paths.r1cs);
 }
 
 /**

@@ -150,7 +150,11 @@ export async function checkArtifacts(options: CheckOptions = {}): Promise<string
     const vkey = JSON.parse(readFileSync(paths.vkey, 'utf8')) as Record<string, unknown>;
     if (vkey.nPublic !== entry.nPublic) problems.push(`${name}: vkey nPublic differs from the manifest`);
     if (options.ceremony && existsSync(paths.zkey)) {
-      const r1cs = join(options.r1csDir ?? join(circuitsDir, 'build'), `${name}.r1cs`);
+      // The r1cs committed beside the keys, or the one npm run circuits:build made.
+      const r1cs =
+        options.r1csDir === undefined && existsSync(paths.r1cs)
+          ? paths.r1cs
+          : join(options.r1csDir ?? join(circuitsDir, 'build'), `${name}.r1cs`);
       if (!existsSync(r1cs) || fileSha256(r1cs) !== entry.r1csSha256 || !ptauPresent) {
         options.note?.(
           `${name}: ceremony not re-verified (${!ptauPresent ? `no ${ptauPath}` : 'no matching circuits/build r1cs: npm run circuits:build'})`,

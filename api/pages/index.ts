@@ -212,6 +212,17 @@ function resultPage(v: Verification, pasted?: unknown): string {
         )
         .join('')}</tbody></table></div>`
     : '';
+  const fixed = v.approverSets ?? [];
+  const approverSets = fixed.length
+    ? `<h2>Approver sets</h2><p>Fixed when the workflow was prepared, at <span class="time">${escapeHtml(
+        fixed[0]!.fixedAt,
+      )}</span>, before its first event: its approvals count only against these roots, and members added to a set later never count.</p><div class="table-wrap"><table id="approver-sets"><thead><tr><th>Stage</th><th>Members then</th><th>Root</th></tr></thead><tbody>${fixed
+        .map(
+          (f) =>
+            `<tr data-stage="${escapeHtml(f.stage)}"><td>${escapeHtml(f.stage)}</td><td data-size="${escapeHtml(f.size)}">${escapeHtml(f.size)}</td><td>root ${escapeHtml(f.rootSeq)} of set <code>${escapeHtml(f.setId)}</code></td></tr>`,
+        )
+        .join('')}</tbody></table></div>`
+    : '';
   const chain = v.chain ?? v.package?.chain;
   const pkg = v.package;
   const chainBlock = chain
@@ -240,7 +251,7 @@ function resultPage(v: Verification, pasted?: unknown): string {
   const template = v.template ?? pkg?.subject.template;
   return `<h1>${heading}</h1>${kindBadge('workflow')}${template ? `<p>Template: <strong>${escapeHtml(template)}</strong></p>` : ''}
 ${verdictBlock(verdict, verdict === 'verified' && v.approvals === 'asserted' ? assertedNote : '')}
-<h2>Public facts</h2><table id="facts"><tbody>${facts}</tbody></table>${reasons}${timeline}${chainBlock}${signature}${log}${download}
+<h2>Public facts</h2><table id="facts"><tbody>${facts}</tbody></table>${reasons}${timeline}${approverSets}${chainBlock}${signature}${log}${download}
 ${another}`;
 }
 

@@ -11,6 +11,18 @@ export const circuitSetupSchema = z
       blake2b512: z.string(),
       provenance: z.enum(['published', 'pinned', 'unaccepted']),
     }),
+    keysChecked: z
+      .object({
+        checkedAt: z.string(),
+        tool: z.literal('snarkjs zKey.verifyFromR1cs'),
+        ptau: z.object({ file: z.string(), blake2b512: z.string() }),
+        circuits: z.array(z.string()),
+        ms: z.number(),
+      })
+      .optional()
+      .describe(
+        'In production: when this process checked every circuit’s keys against its r1cs and the powers of tau file itself (what snarkjs zkey verify checks), not the manifest’s word. Absent where nothing was checked (development, or ALLOW_INSECURE_CIRCUITS=true).',
+      ),
   })
   .meta({
     id: 'CircuitSetup',

@@ -714,7 +714,7 @@ export interface paths {
     put?: never;
     /**
      * Add approvers’ identity commitments to the approver set of a template stage
-     * @description Each approver makes an identity (`npm run approve -- identity`) and hands over only its commitment, Poseidon(secret). The set (one per owner, template and stage; depth 10, up to 1024 identities) gets a new root, logged on the transparency log (entry kind approver_set) in the same transaction. From then on the owner's workflows of that template take approvals at that stage only as membership proofs (POST /api/proof-workflows/approvals), against the last 4 roots; a bare approve event there is 409 approval_proof_required.
+     * @description Each approver makes an identity (`npm run approve -- identity`) and hands over only its commitment, Poseidon(secret). The set (one per owner, template and stage; depth 10, up to 1024 identities) gets a new root, logged on the transparency log (entry kind approver_set) with its time, in the same transaction. An admin action: the license key or an admin-scope organization key. Every workflow of that template the owner prepares from then on fixes the set's root at prepare (logged, entry kind workflow_approvers) and takes approvals at that stage only as membership proofs against it (POST /api/proof-workflows/approvals): members added later never count for a workflow already prepared, and a bare approve event there is 409 approval_proof_required.
      */
     post: operations['registerWorkflowApprovers'];
     delete?: never;
@@ -771,7 +771,7 @@ export interface paths {
     put?: never;
     /**
      * Approve a stage anonymously with a membership proof of its approver set
-     * @description No credential: the proof is the authority, and it names nobody. publicSignals are [root, nullifier, scope, message] as `npm run approve -- prove` makes them. Recorded as an approve entry whose actor commitment is the nullifier (64 hex). Refusals write nothing: 400 invalid_proof_format, 404, 422 unknown_stage, 409 approver_set_missing, approval_wrong_scope, approval_content_mismatch, approval_root_stale, approval_root_unknown, approval_nullifier_used, approval_proof_invalid, or an engine rule (workflow_completed, workflow_rejected, out_of_sequence, action_not_allowed, evidence_required, blind_policy_proof_required, duplicate_approval, changes_pending).
+     * @description No credential: the proof is the authority, and it names nobody. publicSignals are [root, nullifier, scope, message] as `npm run approve -- prove` makes them. Recorded as an approve entry whose actor commitment is the nullifier (64 hex). Refusals write nothing: 400 invalid_proof_format, 404, 422 unknown_stage, 409 approver_set_missing, approval_wrong_scope, approval_content_mismatch, approval_root_stale, approval_root_after_prepare, approval_root_unknown, approval_nullifier_used, approval_proof_invalid, or an engine rule (workflow_completed, workflow_rejected, out_of_sequence, action_not_allowed, evidence_required, blind_policy_proof_required, duplicate_approval, changes_pending).
      */
     post: operations['recordWorkflowApproval'];
     delete?: never;
@@ -2071,6 +2071,18 @@ export interface components {
         /** @enum {string} */
         provenance: 'published' | 'pinned' | 'unaccepted';
       };
+      /** @description In production: when this process checked every circuit’s keys against its r1cs and the powers of tau file itself (what snarkjs zkey verify checks), not the manifest’s word. Absent where nothing was checked (development, or ALLOW_INSECURE_CIRCUITS=true). */
+      keysChecked?: {
+        checkedAt: string;
+        /** @enum {string} */
+        tool: 'snarkjs zKey.verifyFromR1cs';
+        ptau: {
+          file: string;
+          blake2b512: string;
+        };
+        circuits: string[];
+        ms: number;
+      };
     };
     WorkflowPublicState: {
       proofId: string;
@@ -2137,6 +2149,19 @@ export interface components {
           [key: string]: string;
         };
       }[];
+      /** @description The approver sets fixed now, per approval stage the owner registered one for: the only roots this workflow takes approvals against, logged (kind workflow_approvers) before its first event. Absent where no stage has a set. */
+      approvers?: {
+        fixedAt: string;
+        leafIndex: number;
+        sets: {
+          stage: string;
+          setId: string;
+          rootSeq: number;
+          root: string;
+          size: number;
+          rootStatement: string;
+        }[];
+      };
     };
     RecordedWorkflowEvent: {
       workflowId: string;
@@ -2297,7 +2322,13 @@ export interface components {
       depth: number;
       identityCommitments: string[];
       root: string | null;
-      acceptedRoots: string[];
+      /** @description The latest roots (at most 100), newest first: each a tree of the first `size` commitments, and when it was made */
+      roots: {
+        seq: number;
+        root: string;
+        size: number;
+        at: string;
+      }[];
     };
     ApprovalTarget: {
       proofId: string;
@@ -2306,9 +2337,14 @@ export interface components {
       scope: string;
       contentHash: string;
       message: string;
+      /** @description The set’s members as the workflow fixed it at prepare */
       members: string[];
-      root: string | null;
-      acceptedRoots: string[];
+      /** @description The only root the workflow takes approvals of this stage against */
+      root: string;
+      rootSeq: number;
+      size: number;
+      /** @description When the workflow was prepared and fixed the set */
+      fixedAt: string;
     };
     RecordedApproval: {
       workflowId: string;
@@ -8858,7 +8894,7 @@ export interface operations {
           };
         };
       };
-      /** @description Conflict. Problem codes: `action_not_allowed`, `approval_content_mismatch`, `approval_nullifier_used`, `approval_proof_invalid`, `approval_root_stale`, `approval_root_unknown`, `approval_wrong_scope`, `approver_set_missing`, `blind_policy_proof_required`, `changes_pending`, `duplicate_approval`, `evidence_required`, `idempotency_conflict`, `idempotency_in_progress`, `out_of_sequence`, `workflow_completed`, `workflow_rejected`. */
+      /** @description Conflict. Problem codes: `action_not_allowed`, `approval_content_mismatch`, `approval_nullifier_used`, `approval_proof_invalid`, `approval_root_after_prepare`, `approval_root_stale`, `approval_root_unknown`, `approval_wrong_scope`, `approver_set_missing`, `blind_policy_proof_required`, `changes_pending`, `duplicate_approval`, `evidence_required`, `idempotency_conflict`, `idempotency_in_progress`, `out_of_sequence`, `workflow_completed`, `workflow_rejected`. */
       409: {
         headers: {
           [name: string]: unknown;
@@ -8871,6 +8907,7 @@ export interface operations {
               | 'approval_content_mismatch'
               | 'approval_nullifier_used'
               | 'approval_proof_invalid'
+              | 'approval_root_after_prepare'
               | 'approval_root_stale'
               | 'approval_root_unknown'
               | 'approval_wrong_scope'

@@ -16,9 +16,6 @@ import { fieldHash, isFieldElement, membershipSignals, verifyMembershipProof } f
 import type { Groth16ProofJson } from '../zk/anonymity';
 import type { ChainedEntry } from './records';
 
-/** Approvals are taken against a set's current root or one of the few before it. */
-export const APPROVER_ROOT_HISTORY = 4;
-
 /** The stage of a workflow as the circuit's scope. */
 export const approvalScope = (proofId: string, stage: string): bigint =>
   fieldHash(`proof-exchange/workflows/approval-scope/v1\n${proofId}\n${stage}`);
@@ -76,6 +73,57 @@ export const approverRootSha256 = (r: Parameters<typeof approverRootStatement>[0
 
 const decimal = z.string().regex(/^(0|[1-9]\d{0,76})$/, 'a decimal field element');
 
+/** One stage's approver set as a workflow fixed it at prepare: the root it takes approvals against. */
+export const fixedApproverSetSchema = z
+  .object({
+    stage: z.string().min(1).max(64),
+    setId: z.string().min(1).max(64),
+    rootSeq: z.number().int().min(0),
+    root: decimal,
+    size: z.number().int().min(1),
+    /** The sha256 of the root's own logged statement (approver_set), recomputable from the fields above. */
+    rootStatement: z.string().regex(/^[0-9a-f]{64}$/),
+  })
+  .strict();
+export type FixedApproverSet = z.infer<typeof fixedApproverSetSchema>;
+
+/**
+ * The approver sets a workflow fixed when it was prepared, as its package carries them: when, each
+ * stage's root and size, and where the statement sits in the log (kind workflow_approvers, id the proof
+ * id), appended in the prepare transaction, before the workflow's first event.
+ */
+export const fixedApproversSchema = z
+  .object({
+    fixedAt: z.iso.datetime(),
+    leafIndex: z.number().int().min(0),
+    sets: z.array(fixedApproverSetSchema).min(1).max(32),
+  })
+  .strict();
+export type FixedApprovers = z.infer<typeof fixedApproversSchema>;
+
+/** The statement a workflow's fixed approver sets are logged as (kind workflow_approvers, id the proof id). */
+export function fixedApproversStatement(input: {
+  proofId: string;
+  template: string;
+  fixedAt: string;
+  sets: readonly FixedApproverSet[];
+}) {
+  return {
+    type: 'proof-exchange/workflow-approvers/v1',
+    proofId: input.proofId,
+    template: input.template,
+    fixedAt: input.fixedAt,
+    sets: input.sets.map((s) => ({
+      stage: s.stage,
+      setId: s.setId,
+      rootSeq: s.rootSeq,
+      root: s.root,
+      size: s.size,
+      rootStatement: s.rootStatement,
+    })),
+  };
+}
+
 export const approvalProofSchema = z
   .object({
     pi_a: z.array(decimal).length(3),
@@ -126,17 +174,60 @@ export interface ApprovalsVerdict {
   approvalStages: StageApprovals[];
   /** Why an approval did not count as proven (never who made it). */
   approvalReasons: Array<{ code: string; detail: string; stage: string }>;
+  /** The approver sets the workflow fixed at prepare whose statements hold: when, and how many members. */
+  approverSets: Array<{ stage: string; setId: string; rootSeq: number; size: number; fixedAt: string }>;
+}
+
+/**
+ * The fixed sets that hold: one per stage, each root statement recomputing from the fields beside it.
+ * The others are reasons, and their stages take no proof.
+ */
+function heldSets(
+  template: string,
+  fixed: FixedApprovers | undefined,
+  reasons: ApprovalsVerdict['approvalReasons'],
+): Map<string, FixedApproverSet> {
+  const held = new Map<string, FixedApproverSet>();
+  if (!fixed) return held;
+  for (const set of fixed.sets) {
+    const fail = (code: string, detail: string) => reasons.push({ code, detail, stage: set.stage });
+    if (held.has(set.stage)) {
+      fail('approver_set_repeated', `Stage ${set.stage} names two fixed approver sets.`);
+      held.delete(set.stage);
+      continue;
+    }
+    const statement = {
+      setId: set.setId,
+      template,
+      stage: set.stage,
+      seq: set.rootSeq,
+      root: set.root,
+      size: set.size,
+    };
+    if (approverRootSha256(statement) !== set.rootStatement) {
+      fail(
+        'approver_set_statement_mismatch',
+        `The fixed root of stage ${set.stage} is not the statement it names.`,
+      );
+      continue;
+    }
+    held.set(set.stage, set);
+  }
+  return held;
 }
 
 /**
  * Checks the proven approvals of a trail: each names an approve entry of its stage whose actor is its
- * nullifier, its signals are this workflow's scope and the content that entry approved, its nullifier
- * is used once, the approvals of a stage share one set, and the proof verifies. `counted` gives, per
- * stage, the actor commitments that count now (the engine's). Never throws.
+ * nullifier, it is against the root its stage's set had when the workflow was prepared (`fixed`: a
+ * member added later never counts), its signals are this workflow's scope and the content that entry
+ * approved, its nullifier is used once, and the proof verifies. `counted` gives, per stage, the actor
+ * commitments that count now (the engine's). Never throws.
  */
 export async function checkApprovals(input: {
   proofId: string;
+  template: string;
   genesis: string;
+  fixed: FixedApprovers | undefined;
   trail: readonly ChainedEntry[];
   stages: ReadonlyArray<{ key: string; requiredApprovals: number; completed: boolean; counted: string[] }>;
   approvals: readonly PackagedApproval[];
@@ -146,7 +237,7 @@ export async function checkApprovals(input: {
   const reasons: ApprovalsVerdict['approvalReasons'] = [];
   const bySeq = new Map(trail.map((e) => [e.seq, e]));
   const seen = new Set<string>();
-  const setOf = new Map<string, string>();
+  const held = heldSets(input.template, input.fixed, reasons);
   const provenActors = new Map<string, Set<string>>();
   for (const a of input.approvals) {
     const fail = (code: string, detail: string) => reasons.push({ code, detail, stage: a.stage });
@@ -167,12 +258,27 @@ export async function checkApprovals(input: {
       continue;
     }
     seen.add(a.nullifier);
-    const set = setOf.get(a.stage);
-    if (set !== undefined && set !== a.setId) {
-      fail('approval_set_mismatch', `The approvals of stage ${a.stage} name different approver sets.`);
+    const set = held.get(a.stage);
+    if (!set) {
+      fail(
+        'approval_set_not_fixed',
+        `Stage ${a.stage} fixed no approver set when the workflow was prepared.`,
+      );
       continue;
     }
-    setOf.set(a.stage, a.setId);
+    if (
+      a.setId !== set.setId ||
+      a.rootSeq !== set.rootSeq ||
+      a.root !== set.root ||
+      a.rootSize !== set.size ||
+      a.rootStatement !== set.rootStatement
+    ) {
+      fail(
+        'approval_root_not_fixed',
+        `The proof at entry ${a.seq} is not against the root stage ${a.stage} fixed at prepare.`,
+      );
+      continue;
+    }
     const expected = membershipSignals({
       root: a.root,
       nullifier: a.nullifier,
@@ -224,5 +330,12 @@ export async function checkApprovals(input: {
           stage: s.stage,
         });
   }
-  return { approvals, approvalStages, approvalReasons: reasons };
+  const approverSets = [...held.values()].map((set) => ({
+    stage: set.stage,
+    setId: set.setId,
+    rootSeq: set.rootSeq,
+    size: set.size,
+    fixedAt: input.fixed!.fixedAt,
+  }));
+  return { approvals, approvalStages, approvalReasons: reasons, approverSets };
 }

@@ -23,7 +23,6 @@ import type { Groth16ProofJson } from '../zk/anonymity';
 import { loadVerificationKey } from '../zk/verify';
 import { genesisOf } from './engine';
 import {
-  APPROVER_ROOT_HISTORY,
   approvalActor,
   approvalMessage,
   approvalProofSchema,
@@ -31,8 +30,9 @@ import {
   approverRootLogId,
   approverRootStatement,
   approverRootSha256,
+  fixedApproversStatement,
 } from './approval-protocol';
-import type { PackagedApproval } from './approval-protocol';
+import type { FixedApproverSet, FixedApprovers, PackagedApproval } from './approval-protocol';
 import { templateOrThrow } from './load';
 import type { WorkflowRow } from './load';
 import type { ChainedEntry } from './records';
@@ -47,6 +47,7 @@ export const approvalCodes = [
   'approval_wrong_scope',
   'approval_content_mismatch',
   'approval_root_stale',
+  'approval_root_after_prepare',
   'approval_root_unknown',
   'approval_nullifier_used',
   'approval_proof_invalid',
@@ -85,11 +86,11 @@ function checkCommitments(commitments: readonly string[]): void {
     );
 }
 
-async function members(conn: Conn, setId: string): Promise<string[]> {
-  return (await conn('approver_set_members')
-    .where('set_id', setId)
-    .orderBy('leaf_index')
-    .pluck('identity_commitment')) as string[];
+/** A set's commitments in leaf order: all of them, or the first `size` (the tree of an older root). */
+async function members(conn: Conn, setId: string, size?: number): Promise<string[]> {
+  const q = conn('approver_set_members').where('set_id', setId).orderBy('leaf_index');
+  if (size !== undefined) q.where('leaf_index', '<', size);
+  return (await q.pluck('identity_commitment')) as string[];
 }
 
 interface RootRow {
@@ -97,15 +98,19 @@ interface RootRow {
   root: string;
   size: number;
   statement_sha256: string;
+  created_at: Date;
 }
 
-/** The roots an approval may be proved against, newest first. */
-async function acceptedRoots(conn: Conn, setId: string): Promise<RootRow[]> {
+/** How many of a set's roots its public tree lists, newest first. */
+const ROOTS_LISTED = 100;
+
+/** A set's latest roots, newest first. */
+async function latestRoots(conn: Conn, setId: string, limit: number): Promise<RootRow[]> {
   return (await conn('approver_set_roots')
     .where('set_id', setId)
     .orderBy('seq', 'desc')
-    .limit(APPROVER_ROOT_HISTORY)
-    .select('seq', 'root', 'size', 'statement_sha256')) as RootRow[];
+    .limit(limit)
+    .select('seq', 'root', 'size', 'statement_sha256', 'created_at')) as RootRow[];
 }
 
 /**
@@ -135,7 +140,7 @@ export async function registerApprovers(
         'approver_set_full',
         `A set holds at most ${MAX_TREE_IDENTITIES} identities (a tree of depth ${ANONYMITY_TREE_DEPTH}).`,
       );
-    const last = (await acceptedRoots(trx, set.id))[0];
+    const last = (await latestRoots(trx, set.id, 1))[0];
     if (added.length === 0) {
       if (!last) throw unprocessable('no_identities', 'Give at least one identity commitment.');
       return {
@@ -180,11 +185,18 @@ export async function registerApprovers(
   });
 }
 
-/** A set's public tree: its commitments in leaf order and the roots approvals are accepted against. */
+/**
+ * A set's public tree: its commitments in leaf order, its current root, and its latest roots with when
+ * each was made (a workflow takes approvals against the one it fixed at prepare: its first `size`
+ * commitments).
+ */
 export async function approverSetTree(db: Conn, setId: string) {
   const set = (await db('approver_sets').where('id', setId).first()) as SetRow | undefined;
   if (!set) throw notFound(`Approver set ${setId}`);
-  const [identityCommitments, roots] = await Promise.all([members(db, setId), acceptedRoots(db, setId)]);
+  const [identityCommitments, roots] = await Promise.all([
+    members(db, setId),
+    latestRoots(db, setId, ROOTS_LISTED),
+  ]);
   return {
     setId,
     template: set.template,
@@ -192,8 +204,143 @@ export async function approverSetTree(db: Conn, setId: string) {
     depth: ANONYMITY_TREE_DEPTH,
     identityCommitments,
     root: roots[0]?.root ?? null,
-    acceptedRoots: roots.map((r) => r.root),
+    roots: roots.map((r) => ({ seq: r.seq, root: r.root, size: r.size, at: r.created_at.toISOString() })),
   };
+}
+
+/**
+ * Fixes, in the prepare transaction, the root each approval stage of a new workflow takes approvals
+ * against: its owner's set's latest root now, or none. Where any stage has one, the statement is logged
+ * (kind workflow_approvers, id the proof id) before the workflow has its first event. Returns what the
+ * package will carry, or undefined where no stage has a set.
+ */
+export async function fixApproverSets(
+  trx: Knex.Transaction,
+  workflow: { id: string; proofId: string; owner: string; template: WorkflowTemplate },
+  fixedAt: Date,
+): Promise<FixedApprovers | undefined> {
+  const stages = workflow.template.stages.flatMap((s, idx) =>
+    s.requiredApprovals > 0 && s.actions.includes('approve') ? [{ key: s.key, idx }] : [],
+  );
+  if (stages.length === 0) return undefined;
+  const rows = (await trx('approver_sets as a')
+    .join('approver_set_roots as r', 'r.set_id', 'a.id')
+    .where({ 'a.owner': workflow.owner, 'a.template': workflow.template.name })
+    .whereIn(
+      'a.stage',
+      stages.map((s) => s.key),
+    )
+    .distinctOn('a.stage')
+    .orderBy([{ column: 'a.stage' }, { column: 'r.seq', order: 'desc' }])
+    .select('a.stage', 'a.id as set_id', 'r.seq', 'r.root', 'r.size', 'r.statement_sha256')) as Array<{
+    stage: string;
+    set_id: string;
+    seq: number;
+    root: string;
+    size: number;
+    statement_sha256: string;
+  }>;
+  if (rows.length === 0) return undefined;
+  const byStage = new Map(rows.map((r) => [r.stage, r]));
+  const sets: Array<FixedApproverSet & { idx: number }> = stages.flatMap((s) => {
+    const r = byStage.get(s.key);
+    return r
+      ? [
+          {
+            idx: s.idx,
+            stage: s.key,
+            setId: r.set_id,
+            rootSeq: r.seq,
+            root: r.root,
+            size: r.size,
+            rootStatement: r.statement_sha256,
+          },
+        ]
+      : [];
+  });
+  const at = fixedAt.toISOString();
+  const statement = fixedApproversStatement({
+    proofId: workflow.proofId,
+    template: workflow.template.name,
+    fixedAt: at,
+    sets,
+  });
+  const logged = await appendEntries(trx, [
+    {
+      key: leafKey('workflow_approvers', workflow.proofId),
+      entry: entryFor('workflow_approvers', workflow.proofId, statement),
+    },
+  ]);
+  await trx('workflow_approver_sets').insert(
+    sets.map((s) => ({
+      workflow_id: workflow.id,
+      stage: s.stage,
+      idx: s.idx,
+      set_id: s.setId,
+      root_seq: s.rootSeq,
+      root: s.root,
+      size: s.size,
+      root_statement: s.rootStatement,
+      fixed_at: fixedAt,
+      leaf_index: logged.start,
+    })),
+  );
+  return { fixedAt: at, leafIndex: Number(logged.start), sets: sets.map(({ idx: _idx, ...s }) => s) };
+}
+
+interface FixedRow {
+  stage: string;
+  set_id: string;
+  root_seq: number;
+  root: string;
+  size: number;
+  root_statement: string;
+  fixed_at: Date;
+  leaf_index: string | number;
+}
+
+const fixedOf = (rows: readonly FixedRow[]): FixedApprovers | undefined =>
+  rows.length === 0
+    ? undefined
+    : {
+        fixedAt: rows[0]!.fixed_at.toISOString(),
+        leafIndex: Number(rows[0]!.leaf_index),
+        sets: rows.map((r) => ({
+          stage: r.stage,
+          setId: r.set_id,
+          rootSeq: r.root_seq,
+          root: r.root,
+          size: r.size,
+          rootStatement: r.root_statement,
+        })),
+      };
+
+/** The approver sets a workflow fixed at prepare, as its package carries them (undefined: none). */
+export async function loadFixedApprovers(
+  conn: Conn,
+  workflowId: string,
+): Promise<FixedApprovers | undefined> {
+  return fixedOf(
+    (await conn('workflow_approver_sets')
+      .where('workflow_id', workflowId)
+      .orderBy('idx')
+      .select(
+        'stage',
+        'set_id',
+        'root_seq',
+        'root',
+        'size',
+        'root_statement',
+        'fixed_at',
+        'leaf_index',
+      )) as FixedRow[],
+  );
+}
+
+/** The set a workflow's stage fixed at prepare, if any. */
+async function fixedSet(conn: Conn, workflowId: string, stage: string): Promise<FixedRow | undefined> {
+  return (await conn('workflow_approver_sets').where({ workflow_id: workflowId, stage }).first()) as
+    FixedRow | undefined;
 }
 
 async function workflowByProof(db: Conn, proofId: string): Promise<WorkflowRow> {
@@ -202,23 +349,17 @@ async function workflowByProof(db: Conn, proofId: string): Promise<WorkflowRow> 
   return wf;
 }
 
-async function setFor(db: Conn, owner: string, template: string, stage: string): Promise<SetRow | undefined> {
-  return (await db('approver_sets').where({ owner, template, stage }).first()) as SetRow | undefined;
-}
-
-/** Whether the owner's workflows of this template take only proven approvals at this stage. */
+/** Whether the workflow fixed an approver set for this stage at prepare: it then takes only proven approvals. */
 export async function stageHasApproverSet(
   db: Conn,
   workflowId: string,
   stage: string,
   principal: { owner: string; operator: boolean },
 ): Promise<boolean> {
-  const q = db('workflows as w')
-    .join('approver_sets as a', function () {
-      this.on('a.owner', 'w.owner').andOn('a.template', 'w.template');
-    })
-    .where({ 'w.id': workflowId, 'a.stage': stage })
-    .first('a.id');
+  const q = db('workflow_approver_sets as f')
+    .join('workflows as w', 'w.id', 'f.workflow_id')
+    .where({ 'f.workflow_id': workflowId, 'f.stage': stage })
+    .first('f.set_id as id');
   // Another owner's workflow is the engine's to refuse as not found.
   if (!principal.operator) q.where('w.owner', principal.owner);
   return ((await q) as { id: string } | undefined) !== undefined;
@@ -245,28 +386,38 @@ async function currentContentHash(
 
 /**
  * What an approver needs to prove an approval of a workflow's stage, all public: the scope, the content
- * hash it approves now, and the whole member list of the stage's set (never one member's path: asking
- * for it would say who is about to approve).
+ * hash it approves now, and the whole member list of the set as the workflow fixed it at prepare (never
+ * one member's path: asking for it would say who is about to approve).
  */
 export async function approvalTarget(db: Db, proofId: string, stage: string) {
   const wf = await workflowByProof(db, proofId);
   approvalStage(wf.template, stage);
-  const set = await setFor(db, wf.owner, wf.template, stage);
-  if (!set) throw conflict('approver_set_missing', `Stage '${stage}' of this workflow has no approver set.`);
-  const contentHash = await currentContentHash(db, wf, stage);
-  const tree = await approverSetTree(db, set.id);
+  const fixed = await fixedSet(db, wf.id, stage);
+  if (!fixed) throw notFixed(stage);
+  const [contentHash, commitments] = await Promise.all([
+    currentContentHash(db, wf, stage),
+    members(db, fixed.set_id, fixed.size),
+  ]);
   return {
     proofId,
     stage,
-    setId: set.id,
+    setId: fixed.set_id,
     scope: String(approvalScope(proofId, stage)),
     contentHash,
     message: String(approvalMessage(contentHash)),
-    members: tree.identityCommitments,
-    root: tree.root,
-    acceptedRoots: tree.acceptedRoots,
+    members: commitments,
+    root: fixed.root,
+    rootSeq: fixed.root_seq,
+    size: fixed.size,
+    fixedAt: fixed.fixed_at.toISOString(),
   };
 }
+
+const notFixed = (stage: string) =>
+  conflict(
+    'approver_set_missing',
+    `Stage '${stage}' of this workflow has no approver set: none was registered for it when the workflow was prepared.`,
+  );
 
 export const approvalBodySchema = z
   .object({
@@ -285,7 +436,7 @@ export interface CheckedApproval {
   workflow: WorkflowRow;
   stage: string;
   setId: string;
-  root: RootRow;
+  root: { seq: number; root: string };
   nullifier: string;
   contentHash: string;
   proof: z.infer<typeof approvalProofSchema>;
@@ -296,8 +447,9 @@ export interface CheckedApproval {
  * Checks a posted approval: well formed (400 invalid_proof_format), the workflow and stage exist (404,
  * 422), the stage has a set (409 approver_set_missing), the signals carry this stage's scope (409
  * approval_wrong_scope: a proof for another stage or workflow) and the content the stage shows now
- * (409 approval_content_mismatch), the root is one of the set's recent ones (409 approval_root_stale
- * for an older root of the set, approval_root_unknown otherwise), the nullifier is unused (409
+ * (409 approval_content_mismatch), the root is the one the workflow fixed at prepare (409
+ * approval_root_after_prepare for a later root of the set: a member added since; approval_root_stale
+ * for an earlier one; approval_root_unknown otherwise), the nullifier is unused (409
  * approval_nullifier_used: the same approver again, or a replay), and the proof verifies (409
  * approval_proof_invalid). Reads only.
  */
@@ -326,9 +478,8 @@ export async function checkApproval(db: Db, body: ApprovalBody): Promise<Checked
   }
   const wf = await workflowByProof(db, body.proofId);
   approvalStage(wf.template, body.stage);
-  const set = await setFor(db, wf.owner, wf.template, body.stage);
-  if (!set)
-    throw conflict('approver_set_missing', `Stage '${body.stage}' of this workflow has no approver set.`);
+  const fixed = await fixedSet(db, wf.id, body.stage);
+  if (!fixed) throw notFixed(body.stage);
   const [root, nullifier, scope, message] = signals.data as [string, string, string, string];
   if (scope !== String(approvalScope(wf.proof_id, body.stage)))
     throw conflict('approval_wrong_scope', 'The proof is for another workflow or stage.');
@@ -338,16 +489,23 @@ export async function checkApproval(db: Db, body: ApprovalBody): Promise<Checked
       'approval_content_mismatch',
       'The proof approves other content than the stage shows now; fetch it again.',
     );
-  const accepted = await acceptedRoots(db, set.id);
-  const at = accepted.find((r) => r.root === root);
-  if (!at) {
-    const older = await db('approver_set_roots').where({ set_id: set.id, root }).first('seq');
-    throw older
+  if (root !== fixed.root) {
+    const other = (await db('approver_set_roots').where({ set_id: fixed.set_id, root }).first('seq')) as
+      { seq: number } | undefined;
+    if (!other)
+      throw conflict(
+        'approval_root_unknown',
+        'The proof is against a root the stage’s approver set never had.',
+      );
+    throw other.seq > fixed.root_seq
       ? conflict(
-          'approval_root_stale',
-          'The proof is against an old root of the set; prove again against the current one.',
+          'approval_root_after_prepare',
+          `The proof is against a root the set got after this workflow was prepared (${fixed.fixed_at.toISOString()}): members added since never count for it. Prove against the root it fixed (the approval target's).`,
         )
-      : conflict('approval_root_unknown', 'The proof is against a root the stage’s approver set never had.');
+      : conflict(
+          'approval_root_stale',
+          'The proof is against a root the set had before the one this workflow fixed at prepare; prove against the approval target’s.',
+        );
   }
   if (await db('workflow_approvals').where('nullifier', nullifier).first('seq'))
     throw conflict('approval_nullifier_used', 'This approver has already approved this stage.');
@@ -357,8 +515,8 @@ export async function checkApproval(db: Db, body: ApprovalBody): Promise<Checked
   return {
     workflow: wf,
     stage: body.stage,
-    setId: set.id,
-    root: at,
+    setId: fixed.set_id,
+    root: { seq: fixed.root_seq, root: fixed.root },
     nullifier,
     contentHash,
     proof: proof.data,

@@ -6,8 +6,8 @@ import { fromHex, leafHash, rootHash, toHex } from '../platform/translog/merkle'
 import type { Signer } from '../platform/crypto';
 import type { Trust } from '../platform/trust';
 import type { PackageChecker } from '../platform/translog/bundle';
-import { checkApprovals, packagedApprovalSchema } from './approval-protocol';
-import type { ApprovalsVerdict, PackagedApproval } from './approval-protocol';
+import { checkApprovals, fixedApproversSchema, packagedApprovalSchema } from './approval-protocol';
+import type { ApprovalsVerdict, FixedApprovers, PackagedApproval } from './approval-protocol';
 import { chainGenesis, verifyChain } from '../proofs/chain';
 import { checkRecords, isClosed } from './chain';
 import type { Alteration } from './chain';
@@ -78,6 +78,11 @@ export const workflowPackageSchema = z
      * packages of workflows whose approvals were all bare commitments, and in every older package.
      */
     approvals: z.array(packagedApprovalSchema).max(3200).optional(),
+    /**
+     * The approver sets the workflow fixed when it was prepared (the roots its approvals are against).
+     * Absent where no stage had a set at prepare, and in every older package.
+     */
+    approvers: fixedApproversSchema.optional(),
   })
   .strict();
 export type WorkflowPackage = z.infer<typeof workflowPackageSchema> & Envelope;
@@ -153,6 +158,8 @@ export interface BuildPackageInput {
   issuedAt: Date | string;
   /** The workflow's proven approvals, as the service checked and kept them. */
   approvals?: readonly PackagedApproval[];
+  /** The approver sets fixed at prepare. */
+  approvers?: FixedApprovers | undefined;
 }
 
 /**
@@ -188,6 +195,7 @@ export function buildWorkflowPackage(input: BuildPackageInput, key: Signer): Wor
     stagesRoot: stagesRoot(records.stageHashes),
     facts: factsOf(template, replayed.stages, true),
     ...(input.approvals?.length ? { approvals: [...input.approvals] } : {}),
+    ...(input.approvers ? { approvers: input.approvers } : {}),
   };
   return signPackage<WorkflowPackage>(body, key);
 }
@@ -463,7 +471,8 @@ export function verifyRecords(input: {
  */
 export async function verifyPackageApprovals(input: unknown, vkey: unknown): Promise<ApprovalsVerdict> {
   const parsed = workflowPackageSchema.safeParse(input);
-  if (!parsed.success) return { approvals: 'none', approvalStages: [], approvalReasons: [] };
+  if (!parsed.success)
+    return { approvals: 'none', approvalStages: [], approvalReasons: [], approverSets: [] };
   const pkg = parsed.data;
   const catalog = findTemplate(pkg.subject.template);
   const template =
@@ -477,6 +486,7 @@ export async function verifyPackageApprovals(input: unknown, vkey: unknown): Pro
     trail: pkg.auditTrail,
     stages: replayed.stages,
     approvals: pkg.approvals ?? [],
+    fixed: pkg.approvers,
     vkey,
   });
 }
@@ -489,11 +499,14 @@ export function approvalsOf(input: {
   trail: readonly ChainedEntry[];
   stages: readonly StageRecord[];
   approvals: readonly PackagedApproval[];
+  fixed: FixedApprovers | undefined;
   vkey: unknown;
 }): Promise<ApprovalsVerdict> {
   return checkApprovals({
     proofId: input.proofId,
+    template: input.template.name,
     genesis: input.genesis,
+    fixed: input.fixed,
     trail: input.trail,
     stages: input.template.stages.map((spec, i) => {
       const r = input.stages[i];
@@ -513,6 +526,14 @@ const yn = (b: boolean) => (b ? 'yes' : 'no');
 
 const approvalsText = { proven: 'proven', asserted: 'asserted, not proven', none: 'none' } as const;
 
+/** The approver sets fixed at prepare, as the offline summary says them. */
+const fixedText = (a: ApprovalsVerdict): string =>
+  a.approverSets.length === 0
+    ? ''
+    : `; approver sets fixed at prepare (${a.approverSets[0]!.fixedAt}): ${a.approverSets
+        .map((s) => `${s.stage} ${s.size} member${s.size === 1 ? '' : 's'}`)
+        .join(', ')}`;
+
 /**
  * The workflow verifier as a bundle's package check, with the ballot circuit's verification key for
  * the approvals' membership proofs.
@@ -525,7 +546,7 @@ export const workflowPackageChecker =
     const template = (pkg as { subject?: { template?: unknown } } | null)?.subject?.template;
     return {
       valid: v.signatureValid && v.notAltered,
-      summary: `workflow ${typeof template === 'string' ? template : ''}: existed ${yn(v.existed)}, completed ${yn(v.completed)}, required approvals ${a.approvals === 'asserted' ? 'recorded' : 'met'} ${yn(v.approvalsMet)}, approvals ${approvalsText[a.approvals]}, sequence respected ${yn(v.sequenceRespected)}, not altered ${yn(v.notAltered)}`,
+      summary: `workflow ${typeof template === 'string' ? template : ''}: existed ${yn(v.existed)}, completed ${yn(v.completed)}, required approvals ${a.approvals === 'asserted' ? 'recorded' : 'met'} ${yn(v.approvalsMet)}, approvals ${approvalsText[a.approvals]}, sequence respected ${yn(v.sequenceRespected)}, not altered ${yn(v.notAltered)}${fixedText(a)}`,
       reasons: v.reasons
         .filter((r) => !r.code.startsWith('not_'))
         .map((r) => `${r.check}: ${r.code}${r.stage ? ` (stage ${r.stage})` : ''}: ${r.detail}`),

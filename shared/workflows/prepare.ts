@@ -4,6 +4,8 @@ import type { Db } from '../platform/db/knex';
 import { newId } from '../platform/ids';
 import { stageContext } from '../zk/context';
 import { appenderFor, preparedHead } from './append';
+import { fixApproverSets } from './approvers';
+import type { FixedApprovers } from './approval-protocol';
 import { genesisOf, initialStages } from './engine';
 import { templateOrThrow } from './load';
 import { commitPolicyParameters } from './policy-gate';
@@ -20,6 +22,11 @@ export interface PreparedWorkflow {
   stages: Array<StageRecord & { name: string; requiredApprovals: number; actions: string[] }>;
   /** Per stage that needs a blind policy proof: its policy, parameter commitments and context. */
   policyGates: PreparedGate[];
+  /**
+   * The approver sets fixed now, per approval stage whose owner has one: the only roots the workflow
+   * takes approvals against (absent where no stage has a set).
+   */
+  approvers?: FixedApprovers;
 }
 
 function describeStages(
@@ -37,7 +44,8 @@ function describeStages(
 /**
  * Starts a workflow from a template; `owner` is 'operator' or a license id. The parameters of every
  * stage that needs a blind policy proof are fixed here, as commitments (plain ones are committed
- * and dropped; their salts go back to the caller once).
+ * and dropped; their salts go back to the caller once), and so is the root of the owner's approver set
+ * of every approval stage that has one, logged in the same transaction (fixApproverSets).
  */
 export async function prepareWorkflow(
   db: Db,
@@ -52,7 +60,7 @@ export async function prepareWorkflow(
   const policyGates: PreparedGate[] = await Promise.all(
     committed.map(async (g) => ({ ...g, context: await stageContext(proofId, g.index) })),
   );
-  await db.transaction(async (trx) => {
+  const approvers = await db.transaction(async (trx) => {
     await trx('workflows').insert({
       id: workflowId,
       proof_id: proofId,
@@ -71,6 +79,7 @@ export async function prepareWorkflow(
         policy_commitments: gates.has(idx) ? JSON.stringify(gates.get(idx)!.commitments) : null,
       })),
     );
+    return fixApproverSets(trx, { id: workflowId, proofId, owner: input.owner, template }, new Date());
   });
   // Its first event needs nothing read back: the head of a new workflow is known.
   appenderFor(db).remember(preparedHead({ id: workflowId, proofId, template, owner: input.owner }));
@@ -82,5 +91,6 @@ export async function prepareWorkflow(
     status: 'active',
     stages: describeStages(template, records),
     policyGates,
+    ...(approvers ? { approvers } : {}),
   };
 }

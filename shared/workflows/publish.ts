@@ -6,7 +6,7 @@ import { SigningKeyRetired } from '../platform/keys';
 import { leafHashHex } from '../platform/translog/tree-head';
 import { findLeaf, inclusionProofAt, lockLog } from '../platform/translog/pg-log';
 import { appendEntries } from '../platform/translog/service-log';
-import { loadApprovals } from './approvers';
+import { loadApprovals, loadFixedApprovers } from './approvers';
 import { attachLogProof, packageEntry } from '../proofs/envelope';
 import type { WorkflowPackage } from './package';
 import { sealWorkflowPackage } from './seal';
@@ -39,10 +39,20 @@ export async function publishWorkflowPackage(db: Db, proofId: string): Promise<P
     const wf = (await trx('workflows').where('id', row.workflow_id).first()) as WorkflowRow;
     const template = templateOrThrow(wf.template);
     const stages = await loadRecords(trx, wf.id);
-    const approvals = await loadApprovals(trx, wf.id);
+    const [approvals, approvers] = await Promise.all([
+      loadApprovals(trx, wf.id),
+      loadFixedApprovers(trx, wf.id),
+    ]);
     let pkg: WorkflowPackage;
     try {
-      pkg = sealWorkflowPackage({ template, proofId, stages, issuedAt: new Date(), approvals });
+      pkg = sealWorkflowPackage({
+        template,
+        proofId,
+        stages,
+        issuedAt: new Date(),
+        approvals,
+        approvers,
+      });
     } catch (err) {
       // A key the history retired is this process's problem, not the records': the job retries.
       if (err instanceof SigningKeyRetired) throw err;

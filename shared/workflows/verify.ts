@@ -13,7 +13,7 @@ import { chainHead } from './chain';
 import { genesisOf, workflowStatus } from './engine';
 import { templateOrThrow } from './load';
 import type { Conn, PackageRow } from './load';
-import type { ApprovalsVerdict, PackagedApproval } from './approval-protocol';
+import type { ApprovalsVerdict, FixedApprovers, PackagedApproval } from './approval-protocol';
 import { approvalsOf, publicTimeline, verifyPackage, verifyPackageApprovals, verifyRecords } from './package';
 import type { PackageVerdict, PublicStage, WorkflowPackage } from './package';
 import type { ChainedEntry, StageRecord, WorkflowStatus } from './records';
@@ -52,7 +52,7 @@ export async function verifyGivenPackage(db: Db, pkg: unknown): Promise<Verifica
   const parsed = pkg as Partial<WorkflowPackage> | null;
   const approvals = v.notAltered
     ? await verifyPackageApprovals(pkg, await loadVerificationKey(ANONYMITY_CIRCUIT))
-    : { approvals: 'none' as const, approvalStages: [], approvalReasons: [] };
+    : { approvals: 'none' as const, approvalStages: [], approvalReasons: [], approverSets: [] };
   return {
     proofId: typeof parsed?.proofId === 'string' && v.notAltered ? parsed.proofId : null,
     ...v,
@@ -72,6 +72,8 @@ interface VerifiableRow {
   entries: string;
   /** The proofs kept beside the approve entries, as JSON text in PackagedApproval's shape. */
   approvals: string;
+  /** The approver sets fixed at prepare, as JSON text in FixedApprovers' shape, or null. */
+  approvers: string | null;
   package_status: PackageRow['status'] | null;
   package_text: string | null;
   /** When the log first included the package: the first tree head past its leaf. */
@@ -103,6 +105,12 @@ async function loadVerifiable(db: Conn, proofId: string): Promise<VerifiableRow 
           '[]'::json)::text
         from workflow_approvals a join approver_set_roots r on r.set_id = a.set_id and r.seq = a.root_seq
         where a.workflow_id = w.id) as approvals,
+       (select case when count(*) = 0 then null else json_build_object(
+          'fixedAt', to_char(min(f.fixed_at) at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+          'leafIndex', min(f.leaf_index),
+          'sets', json_agg(json_build_object('stage', f.stage, 'setId', f.set_id, 'rootSeq', f.root_seq,
+            'root', f.root, 'size', f.size, 'rootStatement', f.root_statement) order by f.idx)) end::text
+        from workflow_approver_sets f where f.workflow_id = w.id) as approvers,
        p.status as package_status, p.package::text as package_text,
        (select h.timestamp from tree_heads h where h.tree_size > p.leaf_index order by h.tree_size limit 1)
          as logged_at,
@@ -214,7 +222,7 @@ async function storedApprovals(
   genesis: string,
   wf: VerifiableRow,
 ): Promise<Readonly<ApprovalsVerdict>> {
-  const key = sha256Hex(`${rows}\n${wf.approvals}`);
+  const key = sha256Hex(`${rows}\n${wf.approvals}\n${wf.approvers ?? ''}`);
   const known = approvalVerdicts.get(key);
   if (known) return known;
   const entries = JSON.parse(wf.entries) as ChainedEntry[];
@@ -226,6 +234,7 @@ async function storedApprovals(
     trail: entries,
     stages,
     approvals: JSON.parse(wf.approvals) as PackagedApproval[],
+    fixed: wf.approvers === null ? undefined : (JSON.parse(wf.approvers) as FixedApprovers),
     vkey: await loadVerificationKey(ANONYMITY_CIRCUIT),
   });
   approvalVerdicts.set(key, deepFreeze(verdict));
@@ -287,7 +296,7 @@ export async function verifyStored(db: Db, proofId: string): Promise<Verificatio
   }
   const approvals = notAltered
     ? await storedApprovals(rows, template, proofId, genesis, wf)
-    : { approvals: 'none' as const, approvalStages: [], approvalReasons: [] };
+    : { approvals: 'none' as const, approvalStages: [], approvalReasons: [], approverSets: [] };
   const out: Verification = {
     ...approvals,
     proofId,

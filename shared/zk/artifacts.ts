@@ -72,6 +72,8 @@ export interface ArtifactPaths {
   wasm: string;
   zkey: string;
   vkey: string;
+  /** The constraint system the zkey is checked against in production (its sha256 is the manifest's r1csSha256). */
+  r1cs: string;
 }
 
 export function artifactPaths(circuit: string): ArtifactPaths {
@@ -80,6 +82,7 @@ export function artifactPaths(circuit: string): ArtifactPaths {
     wasm: join(dir, `${circuit}.wasm`),
     zkey: join(dir, `${circuit}.zkey`),
     vkey: join(dir, `${circuit}.vkey.json`),
+    r1cs: join(dir, `${circuit}.r1cs`),
   };
 }
 

@@ -1,16 +1,18 @@
 // Setup honesty: the circuit artifacts a process proves or verifies with must be the ones the
 // manifest names (sha256, not size); the powers of tau counts as a ceremony only when its blake2b-512
 // hash is a published ceremony file's (circuits/ceremony/ptau-hashes.json) or pinned by the operator
-// (PTAU_PINNED_HASHES); and production refuses any other powers of tau, and keys without a phase-2
-// transcript that matches them, unless the operator says, with ALLOW_INSECURE_CIRCUITS=true, that
-// forgeable proofs are acceptable.
+// (PTAU_PINNED_HASHES); and production refuses any other powers of tau, keys without a phase-2
+// transcript that matches them, and keys that do not verify against their r1cs and the powers of tau
+// file itself (what `snarkjs zkey verify` checks: the manifest's word is not taken), unless the
+// operator says, with ALLOW_INSECURE_CIRCUITS=true, that forgeable proofs are acceptable.
 import { createHash } from 'node:crypto';
-import { createReadStream } from 'node:fs';
+import { createReadStream, existsSync } from 'node:fs';
 import { stat } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
 import { env, isProduction } from '../platform/env';
 import { artifactPaths, artifactsDir, loadManifest } from './artifacts';
 import type { Manifest } from './artifacts';
-import { ptauProvenance, readTranscript, transcriptProblems } from './ceremony';
+import { blake2b512File, ptauProvenance, readTranscript, transcriptProblems, verifyZkey } from './ceremony';
 import { StartupFailure } from '../platform/failures';
 
 export interface CircuitSetup {
@@ -25,6 +27,8 @@ export interface CircuitSetup {
     /** Why it is trusted: a published ceremony file's hash, a PTAU_PINNED_HASHES entry, or neither. */
     provenance: 'published' | 'pinned' | 'unaccepted';
   };
+  /** In production: when this process checked the keys against their r1cs and that file, and which. */
+  keysChecked?: KeysCheck;
 }
 
 export function circuitSetup(): CircuitSetup {
@@ -39,6 +43,7 @@ export function circuitSetup(): CircuitSetup {
       blake2b512: manifest.ptau.blake2b512,
       provenance: provenance.accepted ? provenance.by : 'unaccepted',
     },
+    ...(keysChecked && checkedDigest === setupDigest(manifest) ? { keysChecked } : {}),
   };
 }
 
@@ -153,10 +158,93 @@ const ceremonyLine = (problems: string[]) =>
   `or record the verified transcript of the built keys with npm run ceremony -- transcript <circuit>, ` +
   `or set ALLOW_INSECURE_CIRCUITS=true to run with forgeable proofs.`;
 
+/** What a production process checked of its keys at start, for readiness to say. */
+export interface KeysCheck {
+  /** When the check ended. */
+  checkedAt: string;
+  tool: 'snarkjs zKey.verifyFromR1cs';
+  /** The powers of tau file checked against: its name and blake2b-512 (never where it was read). */
+  ptau: { file: string; blake2b512: string };
+  circuits: string[];
+  ms: number;
+}
+
+let keysChecked: KeysCheck | undefined;
+
+/** This process's check of its keys against their r1cs and powers of tau, once it ran. */
+export const lastKeysCheck = (): KeysCheck | undefined => keysChecked;
+
+/** Where the powers of tau file the keys are checked against is read: CIRCUIT_PTAU, or beside the artifacts. */
+export const ptauPathOf = (m: Manifest): string =>
+  env.CIRCUIT_PTAU ? resolve(env.CIRCUIT_PTAU) : join(artifactsDir(), m.ptau.file);
+
+const refusedLine = (what: string) =>
+  `Refusing to start in production: ${what}; ` +
+  `or set ALLOW_INSECURE_CIRCUITS=true to run with forgeable proofs.`;
+
+/**
+ * Checks each circuit's zkey against its r1cs and the powers of tau file the manifest names, as
+ * `snarkjs zkey verify` does (zKey.verifyFromR1cs: the keys were made from this constraint system and
+ * this ceremony's points, and every phase-2 contribution holds). The file must be at hand and hash to
+ * the manifest's blake2b-512: a manifest naming a published ceremony whose file is not here, or is
+ * another file, is refused, and so is a zkey that does not come from it. One line each, naming the fix.
+ */
+export async function checkKeysAgainstCeremony(manifest: Manifest = loadManifest()): Promise<KeysCheck> {
+  const started = performance.now();
+  const dir = artifactsDir();
+  const ptauPath = ptauPathOf(manifest);
+  const named = `${manifest.ptau.file} (blake2b-512 ${manifest.ptau.blake2b512.slice(0, 16)}…)`;
+  if (!existsSync(ptauPath))
+    throw new CircuitSetupRefused(
+      refusedLine(
+        `the manifest says the circuit keys in ${dir} come from the powers of tau ${named}, and that file is not at ${ptauPath} to check them against; ` +
+          `put it there or set CIRCUIT_PTAU to its path`,
+      ),
+    );
+  const actual = await blake2b512File(ptauPath);
+  if (actual !== manifest.ptau.blake2b512)
+    throw new CircuitSetupRefused(
+      refusedLine(
+        `the manifest says the circuit keys in ${dir} come from the powers of tau ${named}, but ${ptauPath} is another file (blake2b-512 ${actual.slice(0, 16)}…): ` +
+          `the keys cannot be checked against the ceremony the manifest names; put that ceremony's file there or set CIRCUIT_PTAU to its path`,
+      ),
+    );
+  const circuits = Object.keys(manifest.circuits).sort();
+  // One at a time: each verification holds the circuit's points in memory.
+  for (const circuit of circuits) {
+    const paths = artifactPaths(circuit);
+    const r1cs = existsSync(paths.r1cs) ? await fileSha256(paths.r1cs, true) : undefined;
+    if (r1cs !== manifest.circuits[circuit]!.r1csSha256)
+      throw new CircuitSetupRefused(
+        refusedLine(
+          `${circuit}'s constraint system ${paths.r1cs} is ${r1cs === undefined ? 'missing' : 'not the one the manifest names (sha256 differs)'}, so its keys cannot be checked against ${manifest.ptau.file}; ` +
+            `restore it from the build (npm run circuits:build writes it beside the keys)`,
+        ),
+      );
+    const verified = await verifyZkey(paths.r1cs, ptauPath, paths.zkey);
+    if (!verified.ok)
+      throw new CircuitSetupRefused(
+        refusedLine(
+          `${circuit}.zkey does not come from the powers of tau ${named} and its r1cs (snarkjs zkey verify refuses it): ` +
+            `the manifest's word that these keys come from that ceremony is not true of them; rebuild with CIRCUIT_PTAU=<that file> npm run circuits:build and run the phase-2 ceremony (docs/zk.md)`,
+        ),
+      );
+  }
+  keysChecked = {
+    checkedAt: new Date().toISOString(),
+    tool: 'snarkjs zKey.verifyFromR1cs',
+    ptau: { file: manifest.ptau.file, blake2b512: actual },
+    circuits,
+    ms: Math.round(performance.now() - started),
+  };
+  return keysChecked;
+}
+
 /**
  * For every process that proves or verifies, before it serves: the artifacts match the manifest's
  * hashes, and production runs only keys from an accepted powers of tau with a matching transcript,
- * unless ALLOW_INSECURE_CIRCUITS=true.
+ * checked against their r1cs and that powers of tau file (checkKeysAgainstCeremony), unless
+ * ALLOW_INSECURE_CIRCUITS=true.
  */
 export async function assertCircuitSetup(): Promise<CircuitSetup> {
   let manifest: Manifest;
@@ -177,16 +265,35 @@ export async function assertCircuitSetup(): Promise<CircuitSetup> {
     if (setup.insecure) throw new CircuitSetupRefused(insecureLine(manifest));
     const ceremony = ceremonyProblems(manifest);
     if (ceremony.length > 0) throw new CircuitSetupRefused(ceremonyLine(ceremony));
+    const digest = setupDigest(manifest);
+    if (keysChecked === undefined || checkedDigest !== digest) {
+      await checkKeysAgainstCeremony(manifest);
+      checkedDigest = digest;
+    }
   }
   return setup;
 }
 
-/** The readiness check: hashes (re-read when a file changes) and the production setup rule. */
+// What the last check covered: the manifest's keys and powers of tau (another manifest is checked anew).
+let checkedDigest: string | undefined;
+
+const setupDigest = (m: Manifest): string =>
+  JSON.stringify([
+    artifactsDir(),
+    m.ptau.blake2b512,
+    Object.entries(m.circuits).map(([c, e]) => [c, e.zkey.sha256, e.r1csSha256]),
+  ]);
+
+/**
+ * The readiness check: hashes (re-read when a file changes), the production setup rule, and, in
+ * production, what was checked of the keys against their r1cs and powers of tau at start, and when.
+ */
 export async function circuitReadiness(): Promise<{
   ok: boolean;
   detail: string;
   insecureSetup?: boolean;
   allowInsecureCircuits?: boolean;
+  keysChecked?: KeysCheck;
 }> {
   let setup: CircuitSetup;
   try {
@@ -202,7 +309,21 @@ export async function circuitReadiness(): Promise<{
   if (!setup.insecure) {
     const ceremony = enforced ? ceremonyProblems() : [];
     if (ceremony.length > 0) return { ok: false, detail: ceremony.join('; '), ...flags };
-    return { ok: true, detail: `${circuits} (sha256 match the manifest)`, ...flags };
+    const checked = checkedDigest === setupDigest(loadManifest()) ? keysChecked : undefined;
+    if (enforced && !checked)
+      return {
+        ok: false,
+        detail: `${circuits}: keys not checked against their r1cs and powers of tau in this process`,
+        ...flags,
+      };
+    return {
+      ok: true,
+      detail: checked
+        ? `${circuits} (sha256 match the manifest; keys checked against their r1cs and ${checked.ptau.file} at ${checked.checkedAt})`
+        : `${circuits} (sha256 match the manifest)`,
+      ...flags,
+      ...(checked ? { keysChecked: checked } : {}),
+    };
   }
   return {
     ok: !enforced,

@@ -9,6 +9,7 @@ import type { TestSpecification } from 'vitest/node';
 export const slowFirst = [
   'test/quickstart/walkthroughs.test.ts',
   'test/workflows/approvals.test.ts',
+  'test/zk/setup-provenance.test.ts',
   'test/zk/ceremony.test.ts',
   'test/platform/rotation.test.ts',
   'test/platform/startup.test.ts',

@@ -36,7 +36,7 @@ import {
   verifyPackageApprovals,
   workflowPackageChecker,
 } from '../../shared/workflows/package';
-import { testApp } from '../helpers';
+import { grantLicense, testApp } from '../helpers';
 import type { TestApp } from '../helpers';
 import { OPERATOR, actor, drive, event, evidence, prepare, testProver, waitForPackage } from './e2e/helpers';
 import type { Body, TestProver } from './e2e/helpers';
@@ -284,15 +284,104 @@ describe('an approval posted as a membership proof', () => {
     );
   });
 
-  it('against a root the set has since left behind is refused as stale; against the current one it counts', async () => {
+  it('against a root the set had before the one the workflow fixed is refused as stale', async () => {
     const t = await target(wf.proofId, 'signer_approval');
     const old = await prove(bob, t);
-    // Four more approvers, one at a time: four new roots, and the one bob proved against is five back.
-    for (let i = 0; i < 4; i++) await register('signer_approval', [await createIdentity()]);
-    await refused(wf.workflowId, old, 'approval_root_stale');
-    const res = await post(await prove(bob, await target(wf.proofId, 'signer_approval')));
+    // A registration, then a workflow prepared after it: it fixes the new root, not bob's.
+    await register('signer_approval', [await createIdentity()]);
+    const later = await opened();
+    await refused(later.workflowId, { ...old, proofId: later.proofId }, 'approval_wrong_scope');
+    const stale = await prove(bob, {
+      ...(await target(later.proofId, 'signer_approval')),
+      members: t.members,
+    });
+    await refused(later.workflowId, stale, 'approval_root_stale');
+    const opening = await post(await prove(carol, await target(later.proofId, 'budget_review')));
+    expect(opening.status, JSON.stringify(opening.body)).toBe(200);
+    const res = await post(await prove(bob, await target(later.proofId, 'signer_approval')));
     expect(res.status, JSON.stringify(res.body)).toBe(200);
-    expect(res.body.currentStage).toBe('execution');
+  });
+});
+
+describe('an approver set fixed at prepare', () => {
+  it('never counts a member added after the workflow was prepared (the license that grew its own set)', async () => {
+    // One TRIAL license makes two identities itself; the second joins the set after the workflow started.
+    const license = await grantLicense(app.deps.db, 'TRIAL');
+    const [first, second] = await Promise.all([createIdentity(), createIdentity()]);
+    const registerOwn = (identity: Identity) =>
+      app.request
+        .post('/api/proof-workflows/approver-sets')
+        .set(license.auth)
+        .send({ template: TEMPLATE, stage: 'signer_approval', identityCommitments: [identity.commitment] });
+    const registered = await registerOwn(first);
+    expect(registered.status, JSON.stringify(registered.body)).toBe(201);
+    const prepared = await app.request
+      .post('/api/proof-workflows/prepare')
+      .set(license.auth)
+      .send({ template: TEMPLATE });
+    expect(prepared.status, JSON.stringify(prepared.body)).toBe(201);
+    const { workflowId, proofId } = prepared.body as { workflowId: string; proofId: string };
+    expect(prepared.body.approvers).toMatchObject({
+      sets: [{ stage: 'signer_approval', setId: registered.body.setId, root: registered.body.root, size: 1 }],
+    });
+    // Fixed on the log in the prepare transaction, before the workflow had an entry.
+    const leaf = await leafByKey(app.deps.db, `workflow_approvers:${proofId}`);
+    expect(parseLogEntry(leaf!.entry!)).toMatchObject({ kind: 'workflow_approvers', id: proofId });
+    expect(leaf!.index).toBe(prepared.body.approvers.leafIndex);
+    await drive(app.request, workflowId, TEMPLATE, { until: 'signer_approval' });
+    const grown = await registerOwn(second);
+    expect(grown.body).toMatchObject({ size: 2, added: 1 });
+
+    const t = await target(proofId, 'signer_approval');
+    expect(t).toMatchObject({ members: [first.commitment], size: 1, root: registered.body.root });
+    expect((await post(await prove(first, t))).status).toBe(200);
+    // The second identity proves against the set as it is now: refused, nothing written.
+    const tree = (await app.request.get(`/api/proof-workflows/approver-sets/${t.setId}`).expect(200)).body;
+    expect(tree.roots.map((r: { size: number }) => r.size)).toEqual([2, 1]);
+    const late = await prove(second, { ...t, members: tree.identityCommitments });
+    await refused(workflowId, late, 'approval_root_after_prepare');
+    // Nor as a bare commitment posted with the license.
+    const bare = await app.request
+      .post('/api/proof-workflows/event')
+      .set(license.auth)
+      .send({ workflowId, stage: 'signer_approval', action: 'approve', actorCommitment: actor('second') });
+    expect(bare.status).toBe(409);
+    expect(bare.body.code).toBe('approval_proof_required');
+    const state = await app.request.post('/api/proof-workflows/verify').send({ proofId }).expect(200);
+    expect(state.body.approvalStages).toContainEqual({
+      stage: 'signer_approval',
+      required: 2,
+      counted: 1,
+      proven: 1,
+    });
+
+    // A workflow prepared after the second joined fixes the larger set, and counts it.
+    const next = await app.request
+      .post('/api/proof-workflows/prepare')
+      .set(license.auth)
+      .send({ template: TEMPLATE })
+      .expect(201);
+    await drive(app.request, next.body.workflowId, TEMPLATE, { until: 'signer_approval' });
+    const t2 = await target(next.body.proofId, 'signer_approval');
+    expect(t2.members).toEqual([first.commitment, second.commitment]);
+    expect((await post(await prove(second, t2))).status).toBe(200);
+  });
+
+  it('is changed only with an admin key: a workflows key is refused, nothing written', async () => {
+    const license = await grantLicense(app.deps.db, 'TRIAL');
+    const key = await app.request
+      .post('/api/v1/organization/keys')
+      .set(license.auth)
+      .send({ name: 'workflows only', scopes: ['workflows'] });
+    expect(key.status, JSON.stringify(key.body)).toBe(201);
+    const before = await app.deps.db('approver_set_roots').count({ n: '*' }).first();
+    const res = await app.request
+      .post('/api/proof-workflows/approver-sets')
+      .set('Authorization', `Bearer ${key.body.apiKey}`)
+      .send({ template: TEMPLATE, stage: 'signer_approval', identityCommitments: [alice.commitment] });
+    expect(res.status).toBe(403);
+    expect(res.body.code).toBe('insufficient_scope');
+    expect(await app.deps.db('approver_set_roots').count({ n: '*' }).first()).toEqual(before);
   });
 });
 
@@ -351,6 +440,10 @@ describe('a workflow approved with proofs', () => {
   it('verifies through the route as proven, stage by stage, with every fact holding', async () => {
     const page = await app.request.get(`/proof-workflows/verify/${proofId}/`).expect(200);
     expect(page.text).toContain('data-approvals="proven"');
+    expect(page.text).toContain('id="approver-sets"');
+    expect(page.text).toContain(
+      '<tr data-stage="signer_approval"><td>signer_approval</td><td data-size="4">4</td>',
+    );
     expect(verdict).toMatchObject({
       existed: true,
       completed: true,
@@ -365,6 +458,16 @@ describe('a workflow approved with proofs', () => {
       { stage: 'signer_approval', required: 2, counted: 2, proven: 2 },
       { stage: 'execution', required: 1, counted: 1, proven: 1 },
     ]);
+    // Each set as the workflow fixed it at prepare: when, and its size then.
+    expect(verdict.approverSets.map((s: { stage: string; size: number }) => [s.stage, s.size])).toEqual([
+      ['budget_review', 3],
+      ['signer_approval', 4],
+      ['execution', 3],
+    ]);
+    expect(verdict.approverSets[0].fixedAt).toBe(verdict.package.approvers.fixedAt);
+    expect(Date.parse(verdict.package.approvers.fixedAt)).toBeLessThanOrEqual(
+      Date.parse(verdict.package.auditTrail[0].at),
+    );
     // The package carries each proof, and nothing that names an approver.
     expect(verdict.package.approvals).toHaveLength(4);
     const text = JSON.stringify(verdict);
@@ -385,8 +488,10 @@ describe('a workflow approved with proofs', () => {
       treasury_package: none,
     });
     expect(checked.ok, JSON.stringify(checked.findings)).toBe(true);
-    expect(checked.findings.map((f) => f.text).join('\n')).toContain(
-      'required approvals met yes, approvals proven',
+    const found = checked.findings.map((f) => f.text).join('\n');
+    expect(found).toContain('required approvals met yes, approvals proven');
+    expect(found).toContain(
+      `approver sets fixed at prepare (${verdict.package.approvers.fixedAt}): budget_review 3 members, signer_approval 4 members, execution 3 members`,
     );
 
     expect(await verifyPackageApprovals(verdict.package, vkey)).toMatchObject({ approvals: 'proven' });
@@ -411,8 +516,12 @@ describe('a workflow approved with proofs', () => {
     };
     expect(await codes((p) => p.approvals.push(p.approvals[3]))).toContain('approval_nullifier_repeated');
     expect(await codes((p) => (p.approvals[2].setId = 'aps_01jd3zq8y4v6e8k2m0n5p7r9st'))).toContain(
-      'approval_set_mismatch',
+      'approval_root_not_fixed',
     );
+    // The sets the workflow fixed at prepare are checked too: a size or root changed no longer matches
+    // the root's logged statement, and a package without them proves nothing.
+    expect(await codes((p) => (p.approvers.sets[1].size += 1))).toContain('approver_set_statement_mismatch');
+    expect(await codes((p) => delete p.approvers)).toContain('approval_set_not_fixed');
     expect(await codes((p) => (p.approvals[0].publicSignals[2] = '1'))).toContain(
       'approval_signals_mismatch',
     );

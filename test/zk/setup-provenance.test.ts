@@ -135,12 +135,25 @@ describe('in production', () => {
     expect(await circuitReadiness()).toMatchObject({ ok: false, insecureSetup: true });
   });
 
-  it('takes the ptau once its hash is pinned', async () => {
+  it('takes the ptau once its hash is pinned, with its keys checked against it and their r1cs', async () => {
     use(renamed, { NODE_ENV: 'production', PTAU_PINNED_HASHES: [devHash] });
     const setup = await assertCircuitSetup();
     expect(setup).toMatchObject({ insecure: false, ptau: { provenance: 'pinned', blake2b512: devHash } });
-    expect(await circuitReadiness()).toMatchObject({ ok: true, insecureSetup: false });
-  });
+    const ready = await circuitReadiness();
+    expect(ready).toMatchObject({
+      ok: true,
+      insecureSetup: false,
+      keysChecked: {
+        tool: 'snarkjs zKey.verifyFromR1cs',
+        ptau: { file: renamedFile, blake2b512: devHash },
+        circuits: Object.keys(loadManifest().circuits).sort(),
+      },
+    });
+    expect(ready.detail).toContain(
+      `keys checked against their r1cs and ${renamedFile} at ${ready.keysChecked!.checkedAt}`,
+    );
+    expect(circuitSetup().keysChecked).toEqual(ready.keysChecked);
+  }, 120_000);
 
   it('APP_ENV=production is production too', async () => {
     use(renamed, { NODE_ENV: 'development', APP_ENV: 'production' });
@@ -167,6 +180,135 @@ describe('in production', () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+});
+
+/** The committed artifacts, wherever CIRCUIT_ARTIFACTS_DIR points meanwhile. */
+const committed = join(repoRoot, 'circuits', 'artifacts');
+
+/** A copy of the artifacts whose manifest and transcripts say the keys come from `ptau` (a file name and hash). */
+function claiming(ptau: { file: string; blake2b512: string }, options: { ptauBytes?: Buffer } = {}): string {
+  const dir = mkdtempSync(join(tmpdir(), 'px-ptau-claimed-'));
+  cpSync(committed, dir, { recursive: true });
+  rmSync(join(dir, 'dev-INSECURE-pot12.ptau'));
+  if (options.ptauBytes) writeFileSync(join(dir, ptau.file), options.ptauBytes);
+  const manifest = JSON.parse(readFileSync(join(dir, 'manifest.json'), 'utf8')) as Manifest;
+  manifest.ptau = { ...manifest.ptau, file: ptau.file, blake2b512: ptau.blake2b512, insecure: false };
+  writeFileSync(join(dir, 'manifest.json'), JSON.stringify(manifest));
+  for (const circuit of Object.keys(manifest.circuits)) {
+    const path = transcriptPath(circuit, dir);
+    const t = JSON.parse(readFileSync(path, 'utf8')) as { ptau: Record<string, unknown> };
+    t.ptau = { ...t.ptau, file: ptau.file, blake2b512: ptau.blake2b512 };
+    writeFileSync(path, JSON.stringify(t));
+  }
+  return dir;
+}
+
+/**
+ * The development powers of tau with the points of its prepared Lagrange section (12) swapped pairwise:
+ * a well-formed file, of another hash, from which the committed keys do not come.
+ */
+function otherPtau(): Buffer {
+  const bytes = Buffer.from(readFileSync(join(committed, 'dev-INSECURE-pot12.ptau')));
+  let at = 12; // "ptau", version, section count
+  const sections = bytes.readUInt32LE(8);
+  for (let i = 0; i < sections; i++) {
+    const type = bytes.readUInt32LE(at);
+    const size = Number(bytes.readBigUInt64LE(at + 4));
+    const start = at + 12;
+    if (type === 12) {
+      const point = 64; // an uncompressed G1 point
+      for (let p = start; p + 2 * point <= start + size; p += 2 * point) {
+        const a = Buffer.from(bytes.subarray(p, p + point));
+        bytes.copy(bytes, p, p + point, p + 2 * point);
+        a.copy(bytes, p + point);
+      }
+    }
+    at = start + size;
+  }
+  return bytes;
+}
+
+describe('in production, the keys checked against the ceremony, not the manifest’s word', () => {
+  const made: string[] = [];
+  afterAll(() => {
+    for (const dir of made) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('refuses a manifest and transcripts edited to name the published pot12 file: that file is not here, or is another', async () => {
+    const hez12 = publishedPtaus().find((p) => p.power === 12)!;
+    const forged = claiming(hez12);
+    made.push(forged);
+    use(forged, { NODE_ENV: 'production' });
+    // What the manifest says is what it says...
+    expect(circuitSetup()).toMatchObject({ insecure: false, ptau: { provenance: 'published' } });
+    // ...and the keys are checked against the file itself.
+    await expect(assertCircuitSetup()).rejects.toThrow(
+      /that file is not at .*powersOfTau28_hez_final_12\.ptau/,
+    );
+    expect(await circuitReadiness()).toMatchObject({ ok: false });
+    // The development file shipped under the published name is another file.
+    writeFileSync(join(forged, hez12.file), readFileSync(join(committed, 'dev-INSECURE-pot12.ptau')));
+    await expect(assertCircuitSetup()).rejects.toThrow(
+      new RegExp(`but .*${hez12.file} is another file \\(blake2b-512 ${devHash.slice(0, 16)}…\\)`),
+    );
+
+    // As the issue found it: started under APP_ENV=production, it now ends with one line saying so.
+    const child = spawn(process.execPath, ['--import', 'tsx', 'api/main.ts'], {
+      cwd: repoRoot,
+      env: {
+        ...process.env,
+        APP_ENV: 'production',
+        SERVICE_SIGNING_KEY: '7'.repeat(64),
+        LOG_SIGNING_KEY: '8'.repeat(64),
+        BASE_URL: 'https://exchange.example',
+        HOST: '127.0.0.1',
+        PORT: '0',
+        VITEST: '',
+        CIRCUIT_ARTIFACTS_DIR: forged,
+        PTAU_PINNED_HASHES: '',
+        ALLOW_INSECURE_CIRCUITS: 'false',
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const out: string[] = [];
+    const err: string[] = [];
+    child.stdout.on('data', (d: Buffer) => out.push(d.toString()));
+    child.stderr.on('data', (d: Buffer) => err.push(d.toString()));
+    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+    expect(code).toBe(1);
+    const lines = err.join('').trimEnd().split('\n');
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toContain('Refusing to start in production: the manifest says the circuit keys');
+    expect(lines[0]).toContain('is another file');
+    expect(out.join('')).toBe('');
+  }, 60_000);
+
+  it('refuses keys that do not come from the pinned file they name (snarkjs zkey verify refuses them)', async () => {
+    const bytes = otherPtau();
+    const file = 'pinned-other.ptau';
+    const path = join(mkdtempSync(join(tmpdir(), 'px-ptau-other-')), file);
+    writeFileSync(path, bytes);
+    const hash = await blake2b512File(path);
+    expect(hash).not.toBe(devHash);
+    const dir = claiming({ file, blake2b512: hash }, { ptauBytes: bytes });
+    made.push(dir, join(path, '..'));
+    use(dir, { NODE_ENV: 'production', PTAU_PINNED_HASHES: [hash] });
+    await expect(assertCircuitSetup()).rejects.toThrow(
+      /ballot\.zkey does not come from the powers of tau pinned-other\.ptau .* and its r1cs \(snarkjs zkey verify refuses it\)/,
+    );
+    expect(await circuitReadiness()).toMatchObject({ ok: false });
+  }, 120_000);
+
+  it('refuses keys whose constraint system is missing: there is nothing to check them against', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'px-ptau-nor1cs-'));
+    made.push(dir);
+    cpSync(renamed, dir, { recursive: true });
+    rmSync(join(dir, 'ballot.r1cs'));
+    use(dir, { NODE_ENV: 'production', PTAU_PINNED_HASHES: [devHash] });
+    await expect(assertCircuitSetup()).rejects.toThrow(
+      /ballot's constraint system .*ballot\.r1cs is missing/,
+    );
   });
 });
 

@@ -12,7 +12,6 @@ import {
   approverSetTree,
   registerApprovers,
 } from '../../../shared/workflows/approvers';
-import { APPROVER_ROOT_HISTORY } from '../../../shared/workflows/approval-protocol';
 import { ruleCodes } from '../../../shared/workflows/engine';
 import { recordApproval } from '../../../shared/workflows/events';
 import { stageRecordSchema } from '../../../shared/workflows/records';
@@ -45,7 +44,11 @@ const treeSchema = z
     depth: z.number().int(),
     identityCommitments: z.array(z.string()),
     root: z.string().nullable(),
-    acceptedRoots: z.array(z.string()),
+    roots: z
+      .array(z.object({ seq: z.number().int(), root: z.string(), size: z.number().int(), at: z.string() }))
+      .describe(
+        'The latest roots (at most 100), newest first: each a tree of the first `size` commitments, and when it was made',
+      ),
   })
   .meta({ id: 'ApproverSetTree' });
 
@@ -57,9 +60,11 @@ const targetSchema = z
     scope: z.string(),
     contentHash: z.string(),
     message: z.string(),
-    members: z.array(z.string()),
-    root: z.string().nullable(),
-    acceptedRoots: z.array(z.string()),
+    members: z.array(z.string()).describe('The set’s members as the workflow fixed it at prepare'),
+    root: z.string().describe('The only root the workflow takes approvals of this stage against'),
+    rootSeq: z.number().int(),
+    size: z.number().int(),
+    fixedAt: z.string().describe('When the workflow was prepared and fixed the set'),
   })
   .meta({ id: 'ApprovalTarget' });
 
@@ -83,10 +88,11 @@ export function approvalRoutes(table: RouteTable): RouteTable {
       operationId: 'registerWorkflowApprovers',
       bodyLimit: 'large',
       summary: 'Add approvers’ identity commitments to the approver set of a template stage',
-      description: `Each approver makes an identity (\`npm run approve -- identity\`) and hands over only its commitment, Poseidon(secret). The set (one per owner, template and stage; depth 10, up to 1024 identities) gets a new root, logged on the transparency log (entry kind approver_set) in the same transaction. From then on the owner's workflows of that template take approvals at that stage only as membership proofs (POST /api/proof-workflows/approvals), against the last ${APPROVER_ROOT_HISTORY} roots; a bare approve event there is 409 ${APPROVAL_PROOF_REQUIRED}.`,
+      description: `Each approver makes an identity (\`npm run approve -- identity\`) and hands over only its commitment, Poseidon(secret). The set (one per owner, template and stage; depth 10, up to 1024 identities) gets a new root, logged on the transparency log (entry kind approver_set) with its time, in the same transaction. An admin action: the license key or an admin-scope organization key. Every workflow of that template the owner prepares from then on fixes the set's root at prepare (logged, entry kind workflow_approvers) and takes approvals at that stage only as membership proofs against it (POST /api/proof-workflows/approvals): members added later never count for a workflow already prepared, and a bare approve event there is 409 ${APPROVAL_PROOF_REQUIRED}.`,
       tags,
       auth: 'operator-or-license',
       product: 'workflows',
+      scope: 'admin',
       body: z.strictObject({
         template: z.string().min(1).max(100),
         stage: z.string().min(1).max(64),

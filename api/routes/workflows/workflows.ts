@@ -156,6 +156,25 @@ const preparedSchema = z
           .describe('Only for parameters the service committed: returned once, stored nowhere'),
       }),
     ),
+    approvers: z
+      .object({
+        fixedAt: z.string(),
+        leafIndex: z.number().int(),
+        sets: z.array(
+          z.object({
+            stage: z.string(),
+            setId: z.string(),
+            rootSeq: z.number().int(),
+            root: z.string(),
+            size: z.number().int(),
+            rootStatement: z.string(),
+          }),
+        ),
+      })
+      .optional()
+      .describe(
+        'The approver sets fixed now, per approval stage the owner registered one for: the only roots this workflow takes approvals against, logged (kind workflow_approvers) before its first event. Absent where no stage has a set.',
+      ),
   })
   .meta({ id: 'PreparedWorkflow' });
 

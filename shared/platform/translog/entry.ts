@@ -17,6 +17,7 @@ export const logEntryKinds = [
   'trust_root',
   'ceremony_transcript',
   'approver_set',
+  'workflow_approvers',
 ] as const;
 export type LogEntryKind = (typeof logEntryKinds)[number];
 
