@@ -33,6 +33,20 @@ const ballotVerificationKey = fileURLToPath(
 
 const readBallotKey = async () => JSON.parse(readFileSync(ballotVerificationKey, 'utf8')) as unknown;
 
+/** A committed circuit's verification key, to check a bundle's against; undefined for any other name. */
+async function heldKey(circuit: string): Promise<unknown> {
+  const manifest = JSON.parse(
+    readFileSync(fileURLToPath(new URL('../circuits/artifacts/manifest.json', import.meta.url)), 'utf8'),
+  ) as { circuits?: Record<string, { vkey?: { file?: string } }> };
+  const file = Object.hasOwn(manifest.circuits ?? {}, circuit)
+    ? manifest.circuits![circuit]!.vkey?.file
+    : undefined;
+  if (!file) return undefined;
+  return JSON.parse(
+    readFileSync(fileURLToPath(new URL(`../circuits/artifacts/${file}`, import.meta.url)), 'utf8'),
+  ) as unknown;
+}
+
 /** The setup those keys come from, as the manifest beside them states it: its powers of tau, insecure or not. */
 function setupOfKeys(): { ptau: string; insecure: boolean } {
   const manifest = JSON.parse(
@@ -73,7 +87,7 @@ async function main(argv: string[]): Promise<number> {
     process.stderr.write(`${(err as Error).message}\n`);
     return 2;
   }
-  const verdict = await verifyBundle(bundle, root, checkers);
+  const verdict = await verifyBundle(bundle, root, checkers, heldKey);
   // A finding quotes the bundle (its log's origin, its package's names): escaped for the terminal.
   for (const f of verdict.findings)
     process.stdout.write(`${f.ok ? 'valid' : 'INVALID'}: ${printable(f.text)}\n`);

@@ -30,6 +30,8 @@ import {
   verifyOfKind,
 } from './proofs';
 import { insecureSetup } from '../../shared/zk/setup';
+import { loadManifest } from '../../shared/zk/artifacts';
+import { loadVerificationKey } from '../../shared/zk/verify';
 import { assetsRouter, escapeHtml, sendPage, yesNo } from './layout';
 
 export { escapeHtml };
@@ -255,6 +257,10 @@ ${verdictBlock(verdict, verdict === 'verified' && v.approvals === 'asserted' ? a
 ${another}`;
 }
 
+/** The key this service checks a circuit's proofs with: a bundle's must be it (none for an unknown circuit). */
+const heldVerificationKey = async (circuit: string): Promise<unknown> =>
+  Object.hasOwn(loadManifest().circuits, circuit) ? loadVerificationKey(circuit) : undefined;
+
 /** A pasted bundle's checks, each as npm run verify prints it, under one verdict. */
 function bundlePage(v: BundleVerdict, bundled: unknown): string {
   const kind = claimedKind(bundled);
@@ -358,10 +364,12 @@ export function pagesRouter(deps: AppDeps): express.Router {
           200,
           'Bundle verification',
           bundlePage(
-            await verifyBundle(pkg, root, {
-              ...packageCheckers,
-              governance_package: pooledGovernanceChecker({ req }),
-            }),
+            await verifyBundle(
+              pkg,
+              root,
+              { ...packageCheckers, governance_package: pooledGovernanceChecker({ req }) },
+              heldVerificationKey,
+            ),
             (pkg as { package?: unknown }).package,
           ),
         );

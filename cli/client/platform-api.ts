@@ -2419,6 +2419,11 @@ export interface components {
         [key: string]: unknown;
       };
       proof: string;
+      verificationKeys?: {
+        [key: string]: {
+          [key: string]: unknown;
+        };
+      };
     };
     TrustRoot: {
       /** @enum {string} */

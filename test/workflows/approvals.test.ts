@@ -481,18 +481,53 @@ describe('a workflow approved with proofs', () => {
     const bundle = (await app.request.get(`/api/proof-workflows/bundle/${proofId}`).expect(200)).body;
     const trust = parseTrustRoot((await app.request.get('/api/proof-workflows/trust-root').expect(200)).body);
     const none = async () => ({ valid: false, summary: '', reasons: ['not under test'] });
-    const checked = await verifyBundle(bundle, trust, {
+    const checkers = {
       workflow_package: workflowPackageChecker(async () => vkey),
       governance_package: none,
       auction_package: none,
       treasury_package: none,
-    });
+    };
+    const checked = await verifyBundle({ ...bundle, verificationKeys: undefined }, trust, checkers);
     expect(checked.ok, JSON.stringify(checked.findings)).toBe(true);
     const found = checked.findings.map((f) => f.text).join('\n');
     expect(found).toContain('required approvals met yes, approvals proven');
     expect(found).toContain(
       `approver sets fixed at prepare (${verdict.package.approvers.fixedAt}): budget_review 3 members, signer_approval 4 members, execution 3 members`,
     );
+
+    // The bundle carries the key its proofs are checked with, which the verifier holds too.
+    expect(bundle.verificationKeys).toEqual({ ballot: vkey });
+    const held = async (circuit: string) => (circuit === 'ballot' ? vkey : undefined);
+    const withKey = await verifyBundle(bundle, trust, checkers, held);
+    expect(withKey.ok, JSON.stringify(withKey.findings)).toBe(true);
+    expect(withKey.findings.at(-1)!.text).toMatch(
+      /^the bundle's verification key of ballot is the one this verifier holds/,
+    );
+    const swapped = structuredClone(bundle);
+    swapped.verificationKeys.ballot.IC[0][0] = '1';
+    const refusedKey = await verifyBundle(swapped, trust, checkers, held);
+    expect(refusedKey.ok).toBe(false);
+    expect(refusedKey.findings.at(-1)!.text).toContain('is not the one this verifier holds');
+    // With what the bundle carries alone, stock snarkjs checks an approval's proof.
+    const dir = mkdtempSync(join(tmpdir(), 'px-approval-snarkjs-'));
+    try {
+      const first = bundle.package.approvals[0];
+      writeFileSync(join(dir, 'vkey.json'), JSON.stringify(bundle.verificationKeys.ballot));
+      writeFileSync(join(dir, 'proof.json'), JSON.stringify(first.proof));
+      writeFileSync(join(dir, 'public.json'), JSON.stringify(first.publicSignals));
+      const cli = join(process.cwd(), 'node_modules', 'snarkjs', 'build', 'cli.cjs');
+      const { stdout } = await execFileAsync(process.execPath, [
+        cli,
+        'groth16',
+        'verify',
+        join(dir, 'vkey.json'),
+        join(dir, 'public.json'),
+        join(dir, 'proof.json'),
+      ]);
+      expect(stdout).toContain('OK!');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
 
     expect(await verifyPackageApprovals(verdict.package, vkey)).toMatchObject({ approvals: 'proven' });
     // Without the verification key no proof counts.

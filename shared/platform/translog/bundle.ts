@@ -37,6 +37,14 @@ export const bundleSchema = z
       .string()
       .min(1)
       .max(16 * 1024 * 1024),
+    /**
+     * The Groth16 verification keys (snarkjs JSON, as `/circuits/<circuit>.vkey.json` serves them) of
+     * the circuits the package's proofs are of, by circuit: `snarkjs groth16 verify` takes them as
+     * they are. A verifier checks them against the keys it holds. Absent for packages with no proof.
+     */
+    verificationKeys: z
+      .record(z.string().regex(/^[a-z][a-z0-9_]{0,31}$/), z.record(z.string(), z.unknown()))
+      .optional(),
   })
   .strict()
   .meta({ id: 'Bundle', description: 'A published package with its C2SP tlog proof, checkable offline.' });
@@ -92,10 +100,14 @@ const earliest = (times: Iterable<number>): number | null => {
  * Checks a bundle against a trust root, every step that can be taken, each as a finding. Never throws:
  * whatever the input, it is a list of what held and what did not.
  */
+/** The verification key a verifier holds for a circuit (its committed one), to check a bundle's against. */
+export type HeldVerificationKey = (circuit: string) => Promise<unknown>;
+
 export async function verifyBundle(
   input: unknown,
   root: TrustRoot,
   checkers: PackageCheckers,
+  heldKey?: HeldVerificationKey,
 ): Promise<BundleVerdict> {
   const findings: Finding[] = [];
   const valid = (text: string) => findings.push({ ok: true, text });
@@ -212,6 +224,22 @@ export async function verifyBundle(
   }
   valid(`package ${proofId} signed by key ${keyId} (valid from ${key.key.validFrom}) at ${issuedAt}`);
   valid(`package: ${finding.summary}`);
+  // The keys carried for standard tools: each must be the one this verifier checked the proofs with.
+  for (const [circuit, carried] of Object.entries(bundle.verificationKeys ?? {})) {
+    const held = heldKey ? await heldKey(circuit).catch(() => undefined) : undefined;
+    const digest = sha256Hex(canonicalJson(carried));
+    if (held === undefined)
+      return invalid(
+        `the bundle carries a verification key of ${circuit}, a circuit this verifier holds no key of`,
+      );
+    if (sha256Hex(canonicalJson(held)) !== digest)
+      return invalid(
+        `the bundle's verification key of ${circuit} (sha256 ${digest}) is not the one this verifier holds: a proof checked with it proves nothing`,
+      );
+    valid(
+      `the bundle's verification key of ${circuit} is the one this verifier holds (canonical sha256 ${digest})`,
+    );
+  }
   return {
     ok: true,
     findings,
