@@ -12,6 +12,7 @@
 const lines = [
   'chains',
   'zk',
+  'credentials',
   'jobs',
   'deliveries',
   'payments',

@@ -28,6 +28,12 @@ export const delegates: readonly Delegate[] = [
     usage: 'approve …                             npm run approve -- … (identity, prove, submit, approve)',
     load: () => import('../approve'),
   },
+  {
+    name: 'issuer',
+    usage:
+      "issuer …                              an issuer's credentials, offline (keys, issue, revoke, publish, check)",
+    load: () => import('../issuer'),
+  },
 ];
 
 const before: readonly Command[] = [...walletCommands, ...roomCommands, ...proposalCommands];

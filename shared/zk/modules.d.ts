@@ -107,6 +107,32 @@ declare module 'circomlibjs' {
     F: PoseidonField;
   }
   export function buildPoseidon(): Promise<Poseidon>;
+  /** A field element of circomlibjs (Montgomery form). */
+  export type FieldElement = Uint8Array;
+  export interface BabyJubField {
+    e(value: bigint | string): FieldElement;
+    toObject(element: FieldElement): bigint;
+  }
+  export interface Eddsa {
+    F: BabyJubField;
+    prv2pub(privateKey: Uint8Array): [FieldElement, FieldElement];
+    signPoseidon(
+      privateKey: Uint8Array,
+      message: FieldElement,
+    ): { R8: [FieldElement, FieldElement]; S: bigint };
+    verifyPoseidon(
+      message: FieldElement,
+      signature: { R8: [FieldElement, FieldElement]; S: bigint },
+      publicKey: [FieldElement, FieldElement],
+    ): boolean;
+  }
+  export function buildEddsa(): Promise<Eddsa>;
+  export interface SparseMerkleTree {
+    F: BabyJubField;
+    root: FieldElement;
+    insert(key: bigint, value: bigint): Promise<unknown>;
+  }
+  export function newMemEmptyTrie(): Promise<SparseMerkleTree>;
 }
 
 declare module 'circom_runtime' {
