@@ -7,6 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import { env, serviceUrl } from '../shared/platform/env';
 import { printable, printableJson } from '../shared/platform/text';
+import { unreachableLine } from './io';
 
 const usage = `usage: npm run admin -- [--url URL] [--token TOKEN] [--json] <command>
   licenses issue --organization NAME --tier Starter|Business|Enterprise [--expires ISO] [--note TEXT] [--email EMAIL]
@@ -231,6 +232,10 @@ export async function runAdmin(
     token: env.OPERATOR_TOKEN,
   },
 ): Promise<number> {
+  if (args.includes('--help') || args.includes('-h')) {
+    io.out(usage);
+    return 0;
+  }
   let call: Call;
   let parsed: Parsed;
   try {
@@ -254,11 +259,19 @@ export async function runAdmin(
     headers['Content-Type'] = 'application/json';
     headers['Idempotency-Key'] = randomBytes(18).toString('base64url');
   }
-  const res = await fetch(url, {
-    method: call.method,
-    headers,
-    ...(call.method === 'POST' ? { body: JSON.stringify(call.body ?? {}) } : {}),
-  });
+  let res: Response;
+  try {
+    res = await fetch(url, {
+      method: call.method,
+      headers,
+      ...(call.method === 'POST' ? { body: JSON.stringify(call.body ?? {}) } : {}),
+    });
+  } catch (err) {
+    const line = unreachableLine(err, url);
+    if (!line) throw err;
+    io.err(line);
+    return 1;
+  }
   const text = await res.text();
   let body: Json;
   try {

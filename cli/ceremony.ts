@@ -251,6 +251,10 @@ function printProvenance(blake2b512: string): void {
 }
 
 async function main(argv: string[]): Promise<number> {
+  if (argv.includes('--help') || argv.includes('-h')) {
+    process.stdout.write(`${usage}\n`);
+    return 0;
+  }
   const [command, ...rest] = argv;
   const { positional, flags } = options(rest);
   const need = (name: string) => {

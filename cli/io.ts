@@ -35,3 +35,19 @@ export async function commandLine(main: (argv: string[], io: Io) => Promise<numb
   });
   await terminateCurves();
 }
+
+/**
+ * What a failed fetch says to a person: "the service does not answer at <where> (<code>)" where the
+ * connection itself failed (fetch's bare "fetch failed"), the error's own message otherwise.
+ */
+export function unreachableLine(err: unknown, url?: string | URL): string | undefined {
+  if (!(err instanceof TypeError) || err.message !== 'fetch failed') return undefined;
+  const cause = (err as { cause?: { code?: string; message?: string; address?: string; port?: number } })
+    .cause;
+  const where = url
+    ? new URL(String(url)).origin
+    : cause?.address
+      ? `${cause.address}${cause.port ? `:${cause.port}` : ''}`
+      : 'the address given';
+  return `the service does not answer at ${where} (${cause?.code ?? cause?.message ?? 'no connection'})`;
+}

@@ -75,6 +75,10 @@ export function derivedSettings(): string[] {
 
 async function main(): Promise<number> {
   const [command, keyId, ...rest] = process.argv.slice(2);
+  if (command === '--help' || command === '-h' || command === 'help') {
+    process.stdout.write(`${usage}\n`);
+    return 0;
+  }
   if (command === 'derived' && keyId === undefined) {
     const lines = derivedSettings();
     process.stdout.write(

@@ -5,6 +5,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { printableJson } from '../shared/platform/text';
 import { createIdentity, identityFromSecret } from '../shared/zk/anonymity';
 import type { Identity } from '../shared/zk/anonymity';
+import { unreachableLine } from './io';
 import type { Io, Output } from './io';
 
 /** A reply as JSON, what the service stored escaped for the terminal (shared/platform/text.ts). */
@@ -50,7 +51,7 @@ export async function exitCode(io: Io, run: () => Promise<void>): Promise<number
     await run();
     return 0;
   } catch (err) {
-    io.stderr.write(`${err instanceof Error ? err.message : String(err)}\n`);
+    io.stderr.write(`${unreachableLine(err) ?? (err instanceof Error ? err.message : String(err))}\n`);
     return 1;
   }
 }

@@ -17,6 +17,7 @@ import {
 } from '../shared/governance/trustee-client';
 import type { TrusteeFile } from '../shared/governance/trustee-client';
 import { printJson, requireOption } from './member';
+import { unreachableLine } from './io';
 
 const usage = `usage:
   npm run trustee -- keys --out FILE
@@ -100,6 +101,6 @@ async function main(): Promise<void> {
 }
 
 main().catch((err: unknown) => {
-  process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n`);
+  process.stderr.write(`${unreachableLine(err) ?? (err instanceof Error ? err.message : String(err))}\n`);
   process.exitCode = 1;
 });

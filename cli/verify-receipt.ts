@@ -29,6 +29,10 @@ function readJson(file: string, what: string): unknown {
 
 function main(): number {
   const args = process.argv.slice(2);
+  if (args.includes('--help') || args.includes('-h')) {
+    process.stdout.write(`${usage}\n`);
+    return 0;
+  }
   const at = args.indexOf('--trust');
   const trustFile = at >= 0 ? args[at + 1] : undefined;
   const rest = at >= 0 ? [...args.slice(0, at), ...args.slice(at + 2)] : args;

@@ -71,6 +71,10 @@ function readJson(file: string, what: string): unknown {
 }
 
 async function main(argv: string[]): Promise<number> {
+  if (argv.includes('--help') || argv.includes('-h')) {
+    process.stdout.write(`${usage}\n`);
+    return 0;
+  }
   const trustAt = argv.indexOf('--trust');
   const trustFile = trustAt >= 0 ? argv[trustAt + 1] : undefined;
   const rest = trustAt >= 0 ? argv.filter((_, i) => i !== trustAt && i !== trustAt + 1) : argv;

@@ -458,9 +458,13 @@ async function main(): Promise<number> {
     config = witnessConfig(process.argv.slice(2));
   } catch (err) {
     if (!(err instanceof UsageError) && !(err instanceof TypeError)) throw err;
-    if (err.message) process.stderr.write(`witness: ${err.message}\n`);
-    process.stderr.write(`${usage}\n`);
-    return err.message ? 2 : 0;
+    // --help is asked for: the usage on stdout and 0; a mistake: its line and the usage on stderr, 2.
+    if (!err.message) {
+      process.stdout.write(`${usage}\n`);
+      return 0;
+    }
+    process.stderr.write(`witness: ${err.message}\n${usage}\n`);
+    return 2;
   }
   // With --print-vkey, stdout carries the vkey alone (a script reads its last line): the log, which
   // says when a key is made, goes to stderr.

@@ -18,7 +18,7 @@ async function main(): Promise<number> {
     options: { url: { type: 'string' }, timeout: { type: 'string' }, help: { type: 'boolean' } },
   });
   if (values.help || positionals.length !== 2) {
-    process.stderr.write(`${usage}\n`);
+    (values.help ? process.stdout : process.stderr).write(`${usage}\n`);
     return values.help ? 0 : 2;
   }
   const timeout = Number(values.timeout ?? 120);

@@ -289,6 +289,14 @@ async function main() {
   }
 }
 
+// npm start is the development launcher: production runs the Procfile's processes, each with its own
+// settings and refusals. Said before anything else is read, in one line.
+if (isProduction(env)) {
+  refuse(
+    `npm start is the development launcher (embedded Postgres and Redis, a local chain, development keys) and does not run in production (NODE_ENV or APP_ENV is production). Run the Procfile's processes instead: release (node --import tsx workers/release.ts, once per deploy), then web (${processTypes.web}), worker (${processTypes.worker}) and prover (${processTypes.prover}), each as node --import tsx <file>; docs/operations.md lists what each needs.`,
+  );
+  process.exit(78);
+}
 refuseConfig(chainSettingIssues(env));
 // In production, before anything starts: a development switch (DEVNET=on among them) is refused here
 // as each process would refuse it.

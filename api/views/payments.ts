@@ -132,6 +132,12 @@ export const jobPaymentSchema = z
     x402: x402Schema.optional(),
     payments: z.array(paymentSchema),
     links: z.record(z.string(), z.string()),
+    settlement: z
+      .object({ success: z.boolean(), transaction: z.string(), network: z.string() })
+      .optional()
+      .describe(
+        'In the reply to createJob retried with PAYMENT-SIGNATURE: the x402 settlement, as PAYMENT-RESPONSE says it (required is then false; the job moves on once the chain check confirms the transfer)',
+      ),
   })
   .meta({ id: 'JobPayment' });
 
@@ -191,7 +197,9 @@ export function withPaymentPart<J extends JobLinks>(job: J, payment: JobPaymentV
 /**
  * For createJob retried with PAYMENT-SIGNATURE, once the payment settled: 202 with the job, its
  * capability for this payer (the request that settled the payment; a replay gets none), its payment
- * side (`jobPayment` of the paid job) and the settlement's header.
+ * side (`jobPayment` of the paid job) and the settlement's header. The payment side says what the
+ * header says: settled, with its transaction, and no longer required (no x402 offer to pay again); the
+ * job moves on once the chain check confirms the transfer, a moment later.
  */
 export function paidJobReply<J extends JobLinks>(
   job: J,
@@ -202,6 +210,24 @@ export function paidJobReply<J extends JobLinks>(
   return {
     status: 202,
     headers: { Location: job.links.self!, ...paymentResponseHeader(paid.settlement, legacy) },
-    body: { job, accessToken: paid.accessToken, ...(payment ? { payment } : {}) },
+    body: {
+      job,
+      accessToken: paid.accessToken,
+      ...(payment ? { payment: settledView(payment, paid) } : {}),
+    },
+  };
+}
+
+/** A job's payment side once an x402 payment for it settled: required no more, and how it settled. */
+function settledView(payment: JobPaymentView, paid: X402Paid) {
+  const { x402: _offer, ...rest } = payment;
+  return {
+    ...rest,
+    required: false,
+    settlement: {
+      success: paid.settlement.success,
+      transaction: paid.settlement.transaction,
+      network: paid.settlement.network,
+    },
   };
 }

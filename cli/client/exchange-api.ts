@@ -485,6 +485,12 @@ export interface components {
       links: {
         [key: string]: string;
       };
+      /** @description In the reply to createJob retried with PAYMENT-SIGNATURE: the x402 settlement, as PAYMENT-RESPONSE says it (required is then false; the job moves on once the chain check confirms the transfer) */
+      settlement?: {
+        success: boolean;
+        transaction: string;
+        network: string;
+      };
     };
     Quote: {
       reference: string;

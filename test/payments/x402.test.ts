@@ -224,6 +224,13 @@ describe('an unmodified x402 client', () => {
     const [quote] = await db()('quotes').where({ job_id: paidJobId, asset: 'USDC-ETH' });
     expect(await balance(payer.address)).toBe(payerBefore - BigInt(quote.amount));
     expect(await balance(treasury)).toBe(treasuryBefore + BigInt(quote.amount));
+    // The body says what the header says: settled, no longer required, no offer to pay again.
+    expect(reply.payment).toMatchObject({
+      required: false,
+      settlement: { success: true, transaction: settled.transaction, network: 'eip155:1337' },
+    });
+    expect(reply.payment.x402).toBeUndefined();
+    expect(JSON.stringify(reply)).not.toContain('Payment required');
     // Recorded as an ordinary payment of the settling transaction, verified by the payments worker.
     expect(reply.payment.payments).toHaveLength(1);
     const [payment] = await db()('payments').where({ job_id: paidJobId });
