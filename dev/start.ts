@@ -28,7 +28,14 @@ import { resolveRedis } from './stack/redis';
 import { Supervisor } from './stack/supervisor';
 import type { Exit, ProcessSpec } from './stack/supervisor';
 import { chainSettingIssues } from '../shared/chains/settings';
-import { chainConfigured, childProcessEnv, env, isProduction, refuseConfig } from '../shared/platform/env';
+import {
+  chainConfigured,
+  childProcessEnv,
+  env,
+  isProduction,
+  processVariables,
+  refuseConfig,
+} from '../shared/platform/env';
 import { developmentSwitchIssues, refuseStart } from '../shared/platform/startup-checks';
 import { release } from '../workers/release';
 
@@ -44,6 +51,9 @@ export const processTypes = {
 
 /** The slowest first start (prover: circuits and native keys loaded) on a small, busy machine. */
 const READY_TIMEOUT_MS = 180_000;
+
+/** TRIAL licenses a day for one address under npm start (when TRIAL_PER_ADDRESS_PER_DAY is left at its default). */
+const DEV_TRIALS_PER_DAY = 25;
 
 /** A development operator token, kept under DATA_DIR so it survives restarts. */
 function operatorToken(file: string): string {
@@ -239,6 +249,9 @@ async function main() {
       REDIS_URL: redisInfo.url,
       OPERATOR_TOKEN: env.OPERATOR_TOKEN ?? operatorToken(tokenFile),
       WORKER_METRICS_PORT: String(metricsPort),
+      // Every docs walkthrough claims a TRIAL from this machine's one address: on one instance they
+      // run one after another, in any order (production keeps its default of 3).
+      TRIAL_PER_ADDRESS_PER_DAY: processVariables().TRIAL_PER_ADDRESS_PER_DAY ?? String(DEV_TRIALS_PER_DAY),
       ...(standInUrl
         ? {
             PAYMENTS_PROVIDER_URL: standInUrl,

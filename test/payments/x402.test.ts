@@ -229,7 +229,7 @@ describe('an unmodified x402 client', () => {
       required: false,
       settlement: { success: true, transaction: settled.transaction, network: 'eip155:1337' },
     });
-    expect(reply.payment.x402).toBeUndefined();
+    expect((reply.payment as Record<string, unknown>).x402).toBeUndefined();
     expect(JSON.stringify(reply)).not.toContain('Payment required');
     // Recorded as an ordinary payment of the settling transaction, verified by the payments worker.
     expect(reply.payment.payments).toHaveLength(1);

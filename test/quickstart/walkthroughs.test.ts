@@ -49,7 +49,7 @@ beforeAll(async () => {
   // PX_KEYS themselves; each walkthrough claims a TRIAL from this one address.
   started = await npmStart(dataDir, {
     drop: ['OPERATOR_TOKEN', 'PX_URL', 'PX_KEYS'],
-    env: { DEVNET: 'off', TRIAL_PER_ADDRESS_PER_DAY: '10' },
+    env: { DEVNET: 'off' },
   });
   ({ env, port } = started);
 }, 180_000);
