@@ -52,6 +52,12 @@ export const processTypes = {
 /** The slowest first start (prover: circuits and native keys loaded) on a small, busy machine. */
 const READY_TIMEOUT_MS = 180_000;
 
+/**
+ * Said after a production start fails: npm start is the development launcher, and production runs the
+ * Procfile's processes, each with its settings.
+ */
+const PRODUCTION_HINT = `npm start is the development launcher (embedded Postgres and Redis, one of each process); a production deployment runs the Procfile's processes instead: release (workers/release.ts, once per deploy), then web (${processTypes.web}), worker (${processTypes.worker}) and prover (${processTypes.prover}), each as node --import tsx <file> with the settings docs/operations.md lists.`;
+
 /** TRIAL licenses a day for one address under npm start (when TRIAL_PER_ADDRESS_PER_DAY is left at its default). */
 const DEV_TRIALS_PER_DAY = 25;
 
@@ -297,19 +303,13 @@ async function main() {
     const failure = asFailure(err, pgSource, pgUrl ?? env.DATABASE_URL);
     if (env.LOG_LEVEL === 'debug' || env.LOG_LEVEL === 'trace') console.error(err);
     await stopAll();
-    refuse(`cannot start: ${failure.what}. Fix: ${failure.fix}.`);
+    refuse(
+      `cannot start: ${failure.what}. Fix: ${failure.fix}.${isProduction(env) ? ` ${PRODUCTION_HINT}` : ''}`,
+    );
     process.exit(1);
   }
 }
 
-// npm start is the development launcher: production runs the Procfile's processes, each with its own
-// settings and refusals. Said before anything else is read, in one line.
-if (isProduction(env)) {
-  refuse(
-    `npm start is the development launcher (embedded Postgres and Redis, a local chain, development keys) and does not run in production (NODE_ENV or APP_ENV is production). Run the Procfile's processes instead: release (node --import tsx workers/release.ts, once per deploy), then web (${processTypes.web}), worker (${processTypes.worker}) and prover (${processTypes.prover}), each as node --import tsx <file>; docs/operations.md lists what each needs.`,
-  );
-  process.exit(78);
-}
 refuseConfig(chainSettingIssues(env));
 // In production, before anything starts: a development switch (DEVNET=on among them) is refused here
 // as each process would refuse it.

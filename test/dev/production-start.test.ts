@@ -1,35 +1,51 @@
-// `npm start` is the development launcher: under NODE_ENV or APP_ENV=production it starts nothing and
-// says, in one line on stderr with exit 78, to run the Procfile's processes instead, naming them.
+// `npm start` is the development launcher. Started under APP_ENV=production without a production's
+// settings, its processes refuse (each names what is missing) and its last line says, beside the
+// failure, that a production deployment runs the Procfile's processes, naming each and its file.
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 
 const procfile = readFileSync('Procfile', 'utf8');
 
-describe('npm start in production', () => {
-  it.each([{ NODE_ENV: 'production' }, { APP_ENV: 'production' }])(
-    'under %o refuses in one line naming the Procfile processes, and starts nothing',
-    async (settings) => {
+const freePort = () =>
+  new Promise<number>((resolve) => {
+    const probe = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = probe.address() as AddressInfo;
+      probe.close(() => resolve(port));
+    });
+  });
+
+describe('npm start in production without its settings', () => {
+  it('ends with one line that names the failure and the Procfile processes to run instead', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'px-prod-start-'));
+    try {
+      const env: NodeJS.ProcessEnv = { ...process.env, VITEST: '', APP_ENV: 'production' };
+      for (const k of ['BASE_URL', 'SERVICE_SIGNING_KEY', 'LOG_SIGNING_KEY', 'DATABASE_URL', 'REDIS_URL'])
+        delete env[k];
       const child = spawn(process.execPath, ['--import', 'tsx', 'dev/start.ts'], {
-        env: { ...process.env, NODE_ENV: '', APP_ENV: '', VITEST: '', ...settings },
+        env: { ...env, DATA_DIR: dataDir, PORT: String(await freePort()) },
         stdio: ['ignore', 'pipe', 'pipe'],
       });
       let out = '';
-      let err = '';
       child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-      child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+      child.stderr.on('data', (d: Buffer) => (out += d.toString()));
       const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
-      expect(code).toBe(78);
-      expect(out).toBe('');
-      const lines = err.trimEnd().split('\n');
-      expect(lines).toHaveLength(1);
-      expect(lines[0]).toContain('npm start is the development launcher');
+      expect(code).toBe(1);
+      const last = out.trimEnd().split('\n').at(-1)!;
+      expect(last).toMatch(/^\[start\] cannot start: /);
+      expect(last).toContain('npm start is the development launcher');
       for (const [, name, file] of procfile.matchAll(/^(\w+): node --import tsx (\S+)$/gm)) {
-        expect(lines[0]).toContain(name);
-        expect(lines[0]).toContain(file);
+        expect(last).toContain(`${name} (${file}`);
       }
-      expect(lines[0]).not.toContain('unexpected error');
-    },
-    40_000,
-  );
+      expect(last).not.toContain('unexpected error');
+      // What was missing is said by the processes themselves.
+      expect(out).toContain('Refusing to start in production: SERVICE_SIGNING_KEY is not set');
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  }, 120_000);
 });
