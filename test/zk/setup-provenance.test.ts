@@ -49,6 +49,33 @@ afterAll(() => {
   rmSync(renamed, { recursive: true, force: true });
 });
 
+/** A production web on the artifacts in `dir`: its exit code and what it wrote to each stream. */
+async function productionWeb(dir: string, settings: Record<string, string>) {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'api/main.ts'], {
+    cwd: repoRoot,
+    env: {
+      ...process.env,
+      SERVICE_SIGNING_KEY: '7'.repeat(64),
+      LOG_SIGNING_KEY: '8'.repeat(64),
+      BASE_URL: 'https://exchange.example',
+      HOST: '127.0.0.1',
+      PORT: '0',
+      VITEST: '',
+      CIRCUIT_ARTIFACTS_DIR: dir,
+      PTAU_PINNED_HASHES: '',
+      ALLOW_INSECURE_CIRCUITS: 'false',
+      ...settings,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  let err = '';
+  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+  return { code, out, lines: err.trimEnd().split('\n') };
+}
+
 describe('the published list', () => {
   it('holds exactly the hashes of the snarkjs README table, with its source', () => {
     const readme = readFileSync(join(repoRoot, 'node_modules', 'snarkjs', 'README.md'), 'utf8');
@@ -93,36 +120,14 @@ describe('the published list', () => {
 
 describe('in production', () => {
   it('refuses a ptau whose name claims a ceremony but whose hash is unknown, in one line saying what to do', async () => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'api/main.ts'], {
-      cwd: repoRoot,
-      env: {
-        ...process.env,
-        NODE_ENV: 'production',
-        SERVICE_SIGNING_KEY: '7'.repeat(64),
-        LOG_SIGNING_KEY: '8'.repeat(64),
-        BASE_URL: 'https://exchange.example',
-        HOST: '127.0.0.1',
-        PORT: '0',
-        VITEST: '',
-        CIRCUIT_ARTIFACTS_DIR: renamed,
-        PTAU_PINNED_HASHES: '',
-        ALLOW_INSECURE_CIRCUITS: 'false',
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    const out: string[] = [];
-    const err: string[] = [];
-    child.stdout.on('data', (d: Buffer) => out.push(d.toString()));
-    child.stderr.on('data', (d: Buffer) => err.push(d.toString()));
-    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+    const { code, out, lines } = await productionWeb(renamed, { NODE_ENV: 'production' });
     expect(code).toBe(1);
-    const lines = err.join('').trimEnd().split('\n');
     expect(lines).toHaveLength(1);
     expect(lines[0]).toContain(`the powers of tau ${renamedFile}`);
     expect(lines[0]).toContain('is not a published ceremony file');
     expect(lines[0]).toContain(`PTAU_PINNED_HASHES=${devHash}`);
     expect(lines[0]).toContain('CIRCUIT_PTAU=');
-    expect(out.join('')).toBe('');
+    expect(out).toBe('');
   }, 40_000);
 
   it('the same keys, readiness and status say insecure (the name does not count)', async () => {
@@ -266,34 +271,12 @@ describe('in production, the keys checked against the ceremony, not the manifest
     );
 
     // As the issue found it: started under APP_ENV=production, it now ends with one line saying so.
-    const child = spawn(process.execPath, ['--import', 'tsx', 'api/main.ts'], {
-      cwd: repoRoot,
-      env: {
-        ...process.env,
-        APP_ENV: 'production',
-        SERVICE_SIGNING_KEY: '7'.repeat(64),
-        LOG_SIGNING_KEY: '8'.repeat(64),
-        BASE_URL: 'https://exchange.example',
-        HOST: '127.0.0.1',
-        PORT: '0',
-        VITEST: '',
-        CIRCUIT_ARTIFACTS_DIR: forged,
-        PTAU_PINNED_HASHES: '',
-        ALLOW_INSECURE_CIRCUITS: 'false',
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    const out: string[] = [];
-    const err: string[] = [];
-    child.stdout.on('data', (d: Buffer) => out.push(d.toString()));
-    child.stderr.on('data', (d: Buffer) => err.push(d.toString()));
-    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+    const { code, out, lines } = await productionWeb(forged, { APP_ENV: 'production' });
     expect(code).toBe(1);
-    const lines = err.join('').trimEnd().split('\n');
     expect(lines).toHaveLength(1);
     expect(lines[0]).toContain('Refusing to start in production: the manifest says the circuit keys');
     expect(lines[0]).toContain('is another file');
-    expect(out.join('')).toBe('');
+    expect(out).toBe('');
   }, 60_000);
 
   it('refuses keys that do not come from the pinned file they name (snarkjs zkey verify refuses them)', async () => {
