@@ -4,6 +4,17 @@ import { logger } from './log';
 
 type Closer = { name: string; close: () => Promise<unknown> | unknown };
 
+/** Exits once the log has written what it holds (its last line among it), or after a second at most. */
+function exitFlushed(code: number): void {
+  const exit = () => process.exit(code);
+  setTimeout(exit, 1000).unref();
+  try {
+    logger.flush(exit);
+  } catch {
+    exit();
+  }
+}
+
 export class Shutdown {
   private readonly closers: Closer[] = [];
   private running: Promise<void> | undefined;
@@ -15,6 +26,7 @@ export class Shutdown {
   /** Runs every closer (latest registered first); idempotent. */
   run(reason: string): Promise<void> {
     this.running ??= (async () => {
+      const started = performance.now();
       logger.info({ reason }, 'shutting down');
       const timeout = new Promise<'timeout'>((r) =>
         setTimeout(() => r('timeout'), env.SHUTDOWN_TIMEOUT_MS).unref(),
@@ -30,8 +42,10 @@ export class Shutdown {
           }
         }
       })();
-      if ((await Promise.race([all, timeout])) === 'timeout')
-        logger.warn('shutdown timed out; exiting anyway');
+      const timedOut = (await Promise.race([all, timeout])) === 'timeout';
+      if (timedOut) logger.warn('shutdown timed out; exiting anyway');
+      // The process's last line: an operator (or a supervisor's log) sees it ended, and how.
+      logger.info({ reason, ms: Math.round(performance.now() - started), timedOut }, 'stopped');
     })();
     return this.running;
   }
@@ -49,7 +63,7 @@ export class Shutdown {
         logger.warn({ signal: sig }, 'second signal: exiting now');
         process.exit(1);
       }
-      void this.run(sig).then(() => process.exit(0));
+      void this.run(sig).then(() => exitFlushed(0));
     };
     process.on('SIGTERM', onSignal);
     process.on('SIGINT', onSignal);

@@ -73,6 +73,8 @@ describe('the supervisor', () => {
     const lines = logLines('worker');
     expect(lines.map((l) => l.msg)).toContain('worker started');
     expect(lines.filter((l) => l.msg === 'shutting down').map((l) => l.reason)).toEqual(['SIGTERM']);
+    // Its last line says it stopped, why, and how long stopping took.
+    expect(lines.at(-1)).toMatchObject({ msg: 'stopped', reason: 'SIGTERM', timedOut: false });
     expect(lines.some((l) => l.msg.startsWith('second signal'))).toBe(false);
     expect(exits).toEqual([]); // a stop that was asked for is not reported as a crash
   });
