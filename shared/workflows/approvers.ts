@@ -63,6 +63,10 @@ interface SetRow {
   stage: string;
 }
 
+/** Whether a template stage takes approvals (and so may have an approver set). */
+const takesApprovals = (spec: WorkflowTemplate['stages'][number]): boolean =>
+  spec.requiredApprovals > 0 && spec.actions.includes('approve');
+
 function approvalStage(templateName: string, stage: string): { template: WorkflowTemplate } {
   const template = findTemplate(templateName);
   if (!template) throw unprocessable('unknown_template', `There is no template ${templateName}.`);
@@ -71,7 +75,7 @@ function approvalStage(templateName: string, stage: string): { template: Workflo
     throw unprocessable('unknown_stage', `${template.name} has no stage '${stage}'.`, {
       stages: template.stages.map((s) => s.key),
     });
-  if (spec.requiredApprovals === 0 || !spec.actions.includes('approve'))
+  if (!takesApprovals(spec))
     throw unprocessable('not_an_approval_stage', `Stage '${stage}' of ${template.name} takes no approvals.`);
   return { template };
 }
@@ -220,7 +224,7 @@ export async function fixApproverSets(
   fixedAt: Date,
 ): Promise<FixedApprovers | undefined> {
   const stages = workflow.template.stages.flatMap((s, idx) =>
-    s.requiredApprovals > 0 && s.actions.includes('approve') ? [{ key: s.key, idx }] : [],
+    takesApprovals(s) ? [{ key: s.key, idx }] : [],
   );
   if (stages.length === 0) return undefined;
   const rows = (await trx('approver_sets as a')

@@ -34,6 +34,7 @@ export interface CircuitSetup {
 export function circuitSetup(): CircuitSetup {
   const manifest = loadManifest();
   const provenance = ptauProvenance(manifest.ptau.blake2b512);
+  const checked = currentKeysCheck(manifest);
   return {
     insecure: !provenance.accepted,
     allowInsecureCircuits: env.ALLOW_INSECURE_CIRCUITS,
@@ -43,7 +44,7 @@ export function circuitSetup(): CircuitSetup {
       blake2b512: manifest.ptau.blake2b512,
       provenance: provenance.accepted ? provenance.by : 'unaccepted',
     },
-    ...(keysChecked && checkedDigest === setupDigest(manifest) ? { keysChecked } : {}),
+    ...(checked ? { keysChecked: checked } : {}),
   };
 }
 
@@ -169,13 +170,17 @@ export interface KeysCheck {
   ms: number;
 }
 
-let keysChecked: KeysCheck | undefined;
+// The last check of the keys and the manifest it covered: the loaded manifest is one object until it is
+// read again, and another manifest is checked anew.
+let keysChecked: { manifest: Manifest; check: KeysCheck } | undefined;
 
-/** This process's check of its keys against their r1cs and powers of tau, once it ran. */
-export const lastKeysCheck = (): KeysCheck | undefined => keysChecked;
+/** This process's check of its keys, when it covers the manifest loaded now. */
+function currentKeysCheck(manifest: Manifest): KeysCheck | undefined {
+  return keysChecked?.manifest === manifest ? keysChecked.check : undefined;
+}
 
 /** Where the powers of tau file the keys are checked against is read: CIRCUIT_PTAU, or beside the artifacts. */
-export const ptauPathOf = (m: Manifest): string =>
+const ptauPathOf = (m: Manifest): string =>
   env.CIRCUIT_PTAU ? resolve(env.CIRCUIT_PTAU) : join(artifactsDir(), m.ptau.file);
 
 const refusedLine = (what: string) =>
@@ -230,14 +235,15 @@ export async function checkKeysAgainstCeremony(manifest: Manifest = loadManifest
         ),
       );
   }
-  keysChecked = {
+  const check: KeysCheck = {
     checkedAt: new Date().toISOString(),
     tool: 'snarkjs zKey.verifyFromR1cs',
     ptau: { file: manifest.ptau.file, blake2b512: actual },
     circuits,
     ms: Math.round(performance.now() - started),
   };
-  return keysChecked;
+  keysChecked = { manifest, check };
+  return check;
 }
 
 /**
@@ -265,24 +271,10 @@ export async function assertCircuitSetup(): Promise<CircuitSetup> {
     if (setup.insecure) throw new CircuitSetupRefused(insecureLine(manifest));
     const ceremony = ceremonyProblems(manifest);
     if (ceremony.length > 0) throw new CircuitSetupRefused(ceremonyLine(ceremony));
-    const digest = setupDigest(manifest);
-    if (keysChecked === undefined || checkedDigest !== digest) {
-      await checkKeysAgainstCeremony(manifest);
-      checkedDigest = digest;
-    }
+    if (!currentKeysCheck(manifest)) await checkKeysAgainstCeremony(manifest);
   }
   return setup;
 }
-
-// What the last check covered: the manifest's keys and powers of tau (another manifest is checked anew).
-let checkedDigest: string | undefined;
-
-const setupDigest = (m: Manifest): string =>
-  JSON.stringify([
-    artifactsDir(),
-    m.ptau.blake2b512,
-    Object.entries(m.circuits).map(([c, e]) => [c, e.zkey.sha256, e.r1csSha256]),
-  ]);
 
 /**
  * The readiness check: hashes (re-read when a file changes), the production setup rule, and, in
@@ -309,7 +301,7 @@ export async function circuitReadiness(): Promise<{
   if (!setup.insecure) {
     const ceremony = enforced ? ceremonyProblems() : [];
     if (ceremony.length > 0) return { ok: false, detail: ceremony.join('; '), ...flags };
-    const checked = checkedDigest === setupDigest(loadManifest()) ? keysChecked : undefined;
+    const checked = currentKeysCheck(loadManifest());
     if (enforced && !checked)
       return {
         ok: false,
