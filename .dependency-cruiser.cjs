@@ -11,8 +11,8 @@
 /** Product lines of shared/, lowest first. */
 const lines = [
   'chains',
-  'zk',
   'credentials',
+  'zk',
   'jobs',
   'deliveries',
   'payments',

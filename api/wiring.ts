@@ -18,6 +18,7 @@ import type { PackageCheckers } from '../shared/platform/translog/bundle';
 import { chainNetworkReadiness, chainReadiness } from '../shared/providers/probes';
 import { checkTreasuryPackage } from '../shared/treasury/package';
 import { workflowPackageChecker } from '../shared/workflows/package';
+import { CREDENTIAL_CIRCUIT } from '../shared/credentials/query';
 import { loadVerificationKey } from '../shared/zk/verify';
 import { circuitReadiness } from '../shared/zk/setup';
 import type { KeyResolvers } from './http/auth';
@@ -59,7 +60,10 @@ export const databaseChecks: readonly DatabaseCheck[] = [
 
 /** Each published package kind's offline verifier, for bundles (cli/verify.ts lists the same). */
 export const packageCheckers: PackageCheckers = {
-  workflow_package: workflowPackageChecker(() => loadVerificationKey(BALLOT_CIRCUIT)),
+  workflow_package: workflowPackageChecker(
+    () => loadVerificationKey(BALLOT_CIRCUIT),
+    () => loadVerificationKey(CREDENTIAL_CIRCUIT),
+  ),
   governance_package: governancePackageChecker(() => loadVerificationKey(BALLOT_CIRCUIT)),
   auction_package: checkAuctionPackage,
   treasury_package: checkTreasuryPackage,

@@ -19,11 +19,13 @@ import {
 import type { PolicyId } from '../shared/zk/index';
 import { defaultLinks, ensureLargeCircuit } from './large-circuit';
 import { witnessFor } from './proving';
+import { sampleQueryInput } from '../shared/credentials/sample';
 
 const inputs: Record<PolicyId, Record<string, unknown>> = {
   threshold: { value: '720', threshold: '650' },
   range: { value: 42, low: 18, high: 65 },
   membership: { value: '840', set: ['124', '250', '840', '276', '991', '12'] },
+  credential: sampleQueryInput,
 };
 
 async function writeKit(dir: string): Promise<void> {

@@ -25,6 +25,7 @@ import { formatSideBySide, sideBySide, sideBySideFigures, witnessFor } from './p
 import type { SideBySide } from './proving';
 import { printReport } from './report';
 import { benchStack, percentile, pool } from './stack';
+import { sampleQueryInput } from '../shared/credentials/sample';
 
 const N = Number(process.env.BENCH_PROOFS ?? 24);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? Math.max(2, cpus().length * 2));
@@ -44,6 +45,7 @@ const inputs: Record<PolicyId, Record<string, unknown>> = {
   threshold: { value: '720', threshold: '650' },
   range: { value: 42, low: 18, high: 65 },
   membership: { value: '840', set: ['124', '250', '840', '276', '991', '12'] },
+  credential: sampleQueryInput,
 };
 
 /** A port nobody listens on now, so the bench never talks to another process's server. */

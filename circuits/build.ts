@@ -26,6 +26,7 @@ import type { PolicyDefinition, PolicyId } from '../shared/zk/policies';
 import { ballotCircuitInput, createIdentity } from '../shared/governance/ballot-client';
 import { BALLOT_CIRCUIT, BALLOT_PUBLIC_SIGNALS } from '../shared/governance/ballot-protocol';
 import { terminateCurves } from '../shared/zk';
+import { sampleQueryInput } from '../shared/credentials/sample';
 import {
   blake2b512File,
   makeTranscript,
@@ -65,6 +66,7 @@ const samples: Record<PolicyId, unknown> = {
   threshold: { value: 10, threshold: 7 },
   range: { value: 5, low: 1, high: 9 },
   membership: { value: 3, set: [1, 2, 3] },
+  credential: sampleQueryInput,
 };
 
 /** A context for the samples: any non-zero value, so zeroing it in the witness is a change. */
@@ -85,8 +87,19 @@ const targets: Target[] = [
   ...Object.values(policies).map((policy) => ({
     circuit: policy.circuit,
     publicSignals: policy.publicSignals,
-    // context wherever the policy takes one: it must be part of the constrained statement.
-    pins: ['result', 'policyId', 'context'].filter((n) => policy.publicSignals.includes(n)),
+    // context wherever the policy takes one: it must be part of the constrained statement; a
+    // credential query's issuer, schema, subject, time, revocation root and parameters too.
+    pins: [
+      'result',
+      'policyId',
+      'context',
+      'issuerAx',
+      'schemaId',
+      'subject',
+      'now',
+      'revocationRoot',
+      'parameterCommitments[0]',
+    ].filter((n) => policy.publicSignals.includes(n)),
     sample: async () =>
       (await preparePolicyInput(policy.id, samples[policy.id], { context: SAMPLE_CONTEXT })).circuitInput,
     policy,

@@ -22,6 +22,8 @@ import {
   revoke,
 } from '../shared/credentials/issuer';
 import type { Revocations } from '../shared/credentials/issuer';
+import { revocationPath } from '../shared/credentials/query';
+import { creditReportSchema } from '../shared/credentials/schemas';
 import { commandLine } from './io';
 import type { Io } from './io';
 import { exitCode, output, printJson, requireOption } from './member';
@@ -38,7 +40,13 @@ const usage = `usage:
   npm run px -- issuer publish --key FILE [--revocations FILE] [--schema FILE]... [--out FILE]
       What the issuer publishes: its key, the schemas it signs, its revocation root and when.
   npm run px -- issuer check CREDENTIAL
-      Checks a credential on its own: ids, claim hash, signature (not who the issuer is).`;
+      Checks a credential on its own: ids, claim hash, signature (not who the issuer is).
+  npm run px -- issuer schema NAME [--out FILE]
+      A schema the templates name, as an issuer signs it (credit-report).
+  npm run px -- issuer path CREDENTIAL --published FILE [--out FILE]
+      The credential's non-membership path in the issuer's revocation tree, from the nonces its
+      publication lists (or GET /api/proof-workflows/issuers/{keyId}/revocations): what a proof takes,
+      made here so that no one learns which credential it is for.`;
 
 const options = {
   name: { type: 'string' },
@@ -51,8 +59,21 @@ const options = {
   nonce: { type: 'string' },
   field: { type: 'string', multiple: true },
   revocations: { type: 'string' },
+  published: { type: 'string' },
   help: { type: 'boolean' },
 } as const;
+
+/** The schemas the templates name, by name. */
+const knownSchemas: Record<string, CredentialSchema> = { [creditReportSchema.name]: creditReportSchema };
+
+/** The revoked nonces of a publication, or of the revocations route's answer. */
+function publishedNonces(value: unknown): string[] {
+  const v = value as { revocation?: { nonces?: unknown }; nonces?: unknown } | null;
+  const nonces = v?.revocation?.nonces ?? v?.nonces;
+  if (!Array.isArray(nonces) || nonces.some((n) => typeof n !== 'string'))
+    throw new Error('the published file lists no revoked nonces (revocation.nonces, or nonces)');
+  return nonces as string[];
+}
 
 const readJson = (path: string): unknown => JSON.parse(readFileSync(path, 'utf8')) as unknown;
 
@@ -157,6 +178,26 @@ async function run(argv: string[], io: Io): Promise<void> {
       const checked = await checkCredential(readJson(file));
       printJson(io.stdout, { ok: checked.ok, keyId: checked.keyId, problems: checked.problems });
       if (!checked.ok) throw new Error(`the credential does not hold: ${checked.problems.join('; ')}`);
+      return;
+    }
+    case 'schema': {
+      const name = positionals[1];
+      const schema = name ? knownSchemas[name] : undefined;
+      if (!schema) throw new Error(`give a schema name: ${Object.keys(knownSchemas).join(', ')}`);
+      output(io.stdout, values.out, schema);
+      return;
+    }
+    case 'path': {
+      const file = positionals[1];
+      if (!file) throw new Error(`give the credential file.\n\n${usage}`);
+      const checked = await checkCredential(readJson(file));
+      if (!checked.ok || !checked.claim)
+        throw new Error(`the credential does not hold: ${checked.problems.join('; ')}`);
+      const path = await revocationPath(
+        publishedNonces(readJson(need('published'))),
+        checked.claim.revocationNonce,
+      );
+      output(io.stdout, values.out, path);
       return;
     }
     default:

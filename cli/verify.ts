@@ -18,10 +18,13 @@ import { checkTreasuryPackage } from '../shared/treasury/package';
 import { workflowPackageChecker } from '../shared/workflows/package';
 import { printable } from '../shared/platform/text';
 
-const usage = `usage: npm run verify -- <bundle.json> --trust <trust-root.json>
+const usage = `usage: npm run verify -- <bundle.json> --trust <trust-root.json> [--issuers <issuers.json>]
   bundle.json      a package's bundle (GET /api/proof-workflows/bundle/{proofId}, or a governance,
                    auction or treasury package's /bundle route); - reads stdin
-  trust-root.json  the trust root you pinned (GET /api/proof-workflows/trust-root)`;
+  trust-root.json  the trust root you pinned (GET /api/proof-workflows/trust-root)
+  issuers.json     your own list of credential issuers: a JSON array of issuer key ids (64 hex) or of
+                   issuers' publications; a credential proof by any other issuer is refused. Without
+                   it, the organization's acceptance of the issuer, as its log statement says, stands.`;
 
 /**
  * The ballot circuit's verification key, committed with the circuits: governance ballots and workflow
@@ -55,12 +58,23 @@ function setupOfKeys(): { ptau: string; insecure: boolean } {
   return { ptau: String(manifest.ptau?.file), insecure: manifest.ptau?.insecure === true };
 }
 
-const checkers: PackageCheckers = {
-  workflow_package: workflowPackageChecker(readBallotKey),
+const checkersFor = (issuers?: readonly string[]): PackageCheckers => ({
+  workflow_package: workflowPackageChecker(readBallotKey, () => heldKey('credential'), issuers),
   governance_package: governancePackageChecker(readBallotKey),
   auction_package: checkAuctionPackage,
   treasury_package: checkTreasuryPackage,
-};
+});
+
+/** The issuer key ids of an issuers file: ids, or publications (their keyId). */
+function issuerIds(value: unknown): string[] {
+  if (!Array.isArray(value)) throw new Error('verify: the issuers file is a JSON array');
+  return value.map((v) => {
+    const id = typeof v === 'string' ? v : (v as { keyId?: unknown } | null)?.keyId;
+    if (typeof id !== 'string' || !/^[0-9a-f]{64}$/.test(id))
+      throw new Error('verify: each issuer is a key id (64 hex) or a publication with one');
+    return id;
+  });
+}
 
 function readJson(file: string, what: string): unknown {
   try {
@@ -77,21 +91,30 @@ async function main(argv: string[]): Promise<number> {
   }
   const trustAt = argv.indexOf('--trust');
   const trustFile = trustAt >= 0 ? argv[trustAt + 1] : undefined;
-  const rest = trustAt >= 0 ? argv.filter((_, i) => i !== trustAt && i !== trustAt + 1) : argv;
+  const issuersAt = argv.indexOf('--issuers');
+  const issuersFile = issuersAt >= 0 ? argv[issuersAt + 1] : undefined;
+  const options = [trustAt, issuersAt].filter((i) => i >= 0).flatMap((i) => [i, i + 1]);
+  const rest = argv.filter((_, i) => !options.includes(i));
+  if (issuersAt >= 0 && !issuersFile) {
+    process.stderr.write(`${usage}\n`);
+    return 2;
+  }
   if (!trustFile || rest.length !== 1) {
     process.stderr.write(`${usage}\n`);
     return 2;
   }
   let bundle: unknown;
   let root;
+  let issuers: string[] | undefined;
   try {
     bundle = readJson(rest[0]!, 'bundle');
     root = parseTrustRoot(readJson(trustFile, 'trust root'));
+    if (issuersFile) issuers = issuerIds(readJson(issuersFile, 'issuers'));
   } catch (err) {
     process.stderr.write(`${(err as Error).message}\n`);
     return 2;
   }
-  const verdict = await verifyBundle(bundle, root, checkers, heldKey);
+  const verdict = await verifyBundle(bundle, root, checkersFor(issuers), heldKey);
   // A finding quotes the bundle (its log's origin, its package's names): escaped for the terminal.
   for (const f of verdict.findings)
     process.stdout.write(`${f.ok ? 'valid' : 'INVALID'}: ${printable(f.text)}\n`);

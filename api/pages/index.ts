@@ -225,6 +225,16 @@ function resultPage(v: Verification, pasted?: unknown): string {
         )
         .join('')}</tbody></table></div>`
     : '';
+  const credentials = v.credentials?.length
+    ? `<h2>Credentials</h2><ul id="credentials">${v.credentials
+        .map(
+          (c) =>
+            `<li data-stage="${escapeHtml(c.stage)}" data-proven="${c.proven}">${escapeHtml(
+              `At stage ${c.stage}: ${c.what} signed by ${c.issuer.name} (key ${c.issuer.keyId.slice(0, 12)}…, accepted from ${c.issuer.acceptedSince}) for this application's applicant shows: ${c.terms.join('; ')}; not revoked as of ${c.revocationPublishedAt}; not expired at ${c.at}. `,
+            )}${c.proven ? '<span class="yes">Proven.</span>' : `<span class="no">Not proven:</span> ${escapeHtml(c.reasons.join('; '))}`}</li>`,
+        )
+        .join('')}</ul>`
+    : '';
   const chain = v.chain ?? v.package?.chain;
   const pkg = v.package;
   const chainBlock = chain
@@ -253,7 +263,7 @@ function resultPage(v: Verification, pasted?: unknown): string {
   const template = v.template ?? pkg?.subject.template;
   return `<h1>${heading}</h1>${kindBadge('workflow')}${template ? `<p>Template: <strong>${escapeHtml(template)}</strong></p>` : ''}
 ${verdictBlock(verdict, verdict === 'verified' && v.approvals === 'asserted' ? assertedNote : '')}
-<h2>Public facts</h2><table id="facts"><tbody>${facts}</tbody></table>${reasons}${timeline}${approverSets}${chainBlock}${signature}${log}${download}
+<h2>Public facts</h2><table id="facts"><tbody>${facts}</tbody></table>${reasons}${timeline}${approverSets}${credentials}${chainBlock}${signature}${log}${download}
 ${another}`;
 }
 

@@ -780,6 +780,71 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/proof-workflows/issuers': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** The credential issuers the organization accepts */
+    get: operations['listCredentialIssuers'];
+    put?: never;
+    /**
+     * Accept a credential issuer: its key, the schemas it signs, its revocation root
+     * @description The issuer’s own signed publication (its key id must be its key’s, its schemas’ ids theirs, its root the tree of the nonces it lists, its signature valid). An admin action: the license key or an admin-scope organization key. The acceptance (kind credential_issuer) and the publication’s revocation root (kind revocation_root) are logged in one transaction, with their times. Accepting it again updates its schemas and validity, logged as its next version. A stage prepared for a credential proof takes credentials of the issuers its owner accepts, for the schemas it accepts them for, valid at the proof’s time.
+     */
+    post: operations['acceptCredentialIssuer'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/proof-workflows/issuers/{keyId}/revocations': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * An issuer’s latest logged revocation root, with the revoked nonces
+     * @description Public, as the issuer publishes it: a prover builds its credential’s non-membership path from the nonces (`npm run px -- credential path`), on its own machine, so the service never learns which credential it holds.
+     */
+    get: operations['getIssuerRevocations'];
+    put?: never;
+    /**
+     * Log an accepted issuer’s newer publication: its revocation root
+     * @description Checked as at acceptance; its time must be after the last one logged (409 revocation_root_stale) and it must keep every nonce revoked before (409 revocation_withdrawn). Republishing the same root with a newer time keeps proofs against it fresh. An admin action.
+     */
+    post: operations['publishIssuerRevocations'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/proof-workflows/issuers/{keyId}/revoke': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Stop accepting an issuer’s key from a time on
+     * @description A compromised key: proofs whose time is at or after `from` are refused, and a verifier of a package refuses them too. Logged as the issuer’s next version. An admin action.
+     */
+    post: operations['revokeCredentialIssuer'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/api/proof-workflows/log': {
     parameters: {
       query?: never;
@@ -2291,6 +2356,26 @@ export interface components {
         detail: string;
         stage: string;
       }[];
+      /** @description The credential query proofs of the package, each checked as `npm run verify` checks it (docs/credentials.md) */
+      credentials?: {
+        stage: string;
+        proven: boolean;
+        /** @description The credential in words: "a credit report" */
+        what: string;
+        issuer: {
+          name: string;
+          keyId: string;
+          acceptedSince: string;
+        };
+        /** @description The proof’s time: valid and unrevoked then */
+        at: string;
+        revocationPublishedAt: string;
+        /** @description The query in words; the parameters stay hidden */
+        terms: string[];
+        /** @description The applicant’s subject commitment the credential is about */
+        subject: string;
+        reasons: string[];
+      }[];
       /** @description The blind policy proofs this service accepts are checked with keys from the insecure development setup (forgeable) */
       insecureSetup: boolean;
     };
@@ -2386,6 +2471,32 @@ export interface components {
       proof?: unknown;
       publicSignals?: unknown;
     };
+    CredentialIssuer: {
+      keyId: string;
+      name: string;
+      publicKey: string[];
+      schemas: {
+        name: string;
+        version: number;
+        fields: string[];
+      }[];
+      validFrom: string;
+      validUntil: string | null;
+      revokedFrom: string | null;
+      /** @description Bumped by each logged statement about the issuer */
+      version: number;
+      /** @description Where the latest statement sits in the log */
+      leafIndex: number;
+    };
+    RevocationRoot: {
+      seq: number;
+      root: string;
+      /** @description The issuer’s time for the root */
+      publishedAt: string;
+      /** @description When the log recorded it */
+      loggedAt: string;
+      leafIndex: number;
+    };
     LogDescription: {
       /** @description The checkpoint origin, and the name of the log key */
       origin: string;
@@ -2424,6 +2535,7 @@ export interface components {
           [key: string]: unknown;
         };
       };
+      statements?: string[];
     };
     TrustRoot: {
       /** @enum {string} */
@@ -2668,6 +2780,10 @@ export interface components {
               keyId: string;
               signature: string;
             };
+            statements?: {
+              leafIndex: number;
+              path: string[];
+            }[];
           };
           /** @enum {string} */
           phase: 'tallied' | 'executed';
@@ -2765,6 +2881,10 @@ export interface components {
               keyId: string;
               signature: string;
             };
+            statements?: {
+              leafIndex: number;
+              path: string[];
+            }[];
           };
           /** @enum {string} */
           phase: 'tallied' | 'executed';
@@ -2886,6 +3006,10 @@ export interface components {
               keyId: string;
               signature: string;
             };
+            statements?: {
+              leafIndex: number;
+              path: string[];
+            }[];
           };
           /** @enum {string} */
           phase: 'tallied' | 'executed';
@@ -3077,6 +3201,10 @@ export interface components {
           keyId: string;
           signature: string;
         };
+        statements?: {
+          leafIndex: number;
+          path: string[];
+        }[];
       };
       subject: {
         requestId: string;
@@ -3191,6 +3319,10 @@ export interface components {
           keyId: string;
           signature: string;
         };
+        statements?: {
+          leafIndex: number;
+          path: string[];
+        }[];
       };
       subject: {
         auctionId: string;
@@ -8962,6 +9094,745 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
             code?: 'not_an_approval_stage' | 'unknown_stage';
+          };
+        };
+      };
+      /** @description Too Many Requests. Problem codes: `rate_limited`. */
+      429: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'rate_limited';
+          };
+        };
+      };
+      /** @description Service Unavailable. Problem codes: `overloaded`. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'overloaded';
+          };
+        };
+      };
+      /** @description Any other failure, as an RFC 9457 problem document (5xx: try again later). */
+      default: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+    };
+  };
+  listCredentialIssuers: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The issuers, oldest first; an empty list when none is accepted yet */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            issuers: components['schemas']['CredentialIssuer'][];
+          };
+        };
+      };
+      /** @description Bad Request. Problem codes: `validation_failed`. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'validation_failed';
+          };
+        };
+      };
+      /** @description Unauthorized. Problem codes: `key_revoked`, `license_expired`, `license_key_revoked`, `license_revoked`, `license_suspended`, `unauthorized`. */
+      401: {
+        headers: {
+          /** @description The scheme to authenticate with (Bearer) */
+          'WWW-Authenticate'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?:
+              | 'key_revoked'
+              | 'license_expired'
+              | 'license_key_revoked'
+              | 'license_revoked'
+              | 'license_suspended'
+              | 'unauthorized';
+          };
+        };
+      };
+      /** @description Forbidden. Problem codes: `insufficient_scope`, `license_product_not_included`. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'insufficient_scope' | 'license_product_not_included';
+          };
+        };
+      };
+      /** @description Too Many Requests. Problem codes: `rate_limited`. */
+      429: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'rate_limited';
+          };
+        };
+      };
+      /** @description Service Unavailable. Problem codes: `overloaded`. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'overloaded';
+          };
+        };
+      };
+      /** @description Any other failure, as an RFC 9457 problem document (5xx: try again later). */
+      default: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+    };
+  };
+  acceptCredentialIssuer: {
+    parameters: {
+      query?: never;
+      header?: {
+        'Idempotency-Key'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    /** @description At most BODY_LIMIT_BYTES (65,536 by default); a longer body is 413 payload_too_large before it is read. */
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description The issuer’s publication as `npm run px -- issuer publish` prints it (proof-exchange/issuer/v1), signed by its key */
+          publication: {
+            [key: string]: unknown;
+          };
+          /**
+           * Format: date-time
+           * @description From when its credentials count (default now)
+           */
+          validFrom?: string;
+          /** Format: date-time */
+          validUntil?: string;
+        };
+      };
+    };
+    responses: {
+      /** @description The issuer as accepted, and its latest revocation root */
+      201: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            issuer: components['schemas']['CredentialIssuer'];
+            revocation: components['schemas']['RevocationRoot'];
+          };
+        };
+      };
+      /** @description Bad Request. Problem codes: `invalid_idempotency_key`, `json_too_deep`, `malformed_json`, `validation_failed`. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'invalid_idempotency_key' | 'json_too_deep' | 'malformed_json' | 'validation_failed';
+          };
+        };
+      };
+      /** @description Unauthorized. Problem codes: `key_revoked`, `license_expired`, `license_key_revoked`, `license_revoked`, `license_suspended`, `unauthorized`. */
+      401: {
+        headers: {
+          /** @description The scheme to authenticate with (Bearer) */
+          'WWW-Authenticate'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?:
+              | 'key_revoked'
+              | 'license_expired'
+              | 'license_key_revoked'
+              | 'license_revoked'
+              | 'license_suspended'
+              | 'unauthorized';
+          };
+        };
+      };
+      /** @description Forbidden. Problem codes: `insufficient_scope`, `license_product_not_included`. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'insufficient_scope' | 'license_product_not_included';
+          };
+        };
+      };
+      /** @description Conflict. Problem codes: `idempotency_conflict`, `idempotency_in_progress`, `revocation_root_stale`, `revocation_withdrawn`. */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?:
+              | 'idempotency_conflict'
+              | 'idempotency_in_progress'
+              | 'revocation_root_stale'
+              | 'revocation_withdrawn';
+          };
+        };
+      };
+      /** @description Payload Too Large. Problem codes: `payload_too_large`. */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'payload_too_large';
+          };
+        };
+      };
+      /** @description Unsupported Media Type. Problem codes: `unsupported_media_type`. */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'unsupported_media_type';
+          };
+        };
+      };
+      /** @description Unprocessable Content. Problem codes: `invalid_issuer_publication`, `issuer_validity_invalid`, `revocation_root_stale`, `revocation_withdrawn`, `too_many_revocations`. */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?:
+              | 'invalid_issuer_publication'
+              | 'issuer_validity_invalid'
+              | 'revocation_root_stale'
+              | 'revocation_withdrawn'
+              | 'too_many_revocations';
+          };
+        };
+      };
+      /** @description Too Many Requests. Problem codes: `rate_limited`. */
+      429: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'rate_limited';
+          };
+        };
+      };
+      /** @description Service Unavailable. Problem codes: `overloaded`. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'overloaded';
+          };
+        };
+      };
+      /** @description Any other failure, as an RFC 9457 problem document (5xx: try again later). */
+      default: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+    };
+  };
+  getIssuerRevocations: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        keyId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The latest root and its nonces */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            keyId: string;
+            revocation: components['schemas']['RevocationRoot'];
+            nonces: string[];
+          };
+        };
+      };
+      /** @description Bad Request. Problem codes: `bad_request`, `validation_failed`. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'bad_request' | 'validation_failed';
+          };
+        };
+      };
+      /** @description Unauthorized. Problem codes: `unauthorized`. */
+      401: {
+        headers: {
+          /** @description The scheme to authenticate with (Bearer) */
+          'WWW-Authenticate'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'unauthorized';
+          };
+        };
+      };
+      /** @description Not Found. Problem codes: `not_found`. */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'not_found';
+          };
+        };
+      };
+      /** @description Too Many Requests. Problem codes: `rate_limited`. */
+      429: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'rate_limited';
+          };
+        };
+      };
+      /** @description Service Unavailable. Problem codes: `overloaded`. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'overloaded';
+          };
+        };
+      };
+      /** @description Any other failure, as an RFC 9457 problem document (5xx: try again later). */
+      default: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+    };
+  };
+  publishIssuerRevocations: {
+    parameters: {
+      query?: never;
+      header?: {
+        'Idempotency-Key'?: string;
+      };
+      path: {
+        keyId: string;
+      };
+      cookie?: never;
+    };
+    /** @description At most BODY_LIMIT_BYTES (65,536 by default); a longer body is 413 payload_too_large before it is read. */
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description The issuer’s publication as `npm run px -- issuer publish` prints it (proof-exchange/issuer/v1), signed by its key */
+          publication: {
+            [key: string]: unknown;
+          };
+        };
+      };
+    };
+    responses: {
+      /** @description The root as logged */
+      201: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RevocationRoot'];
+        };
+      };
+      /** @description Bad Request. Problem codes: `bad_request`, `invalid_idempotency_key`, `json_too_deep`, `malformed_json`, `validation_failed`. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?:
+              | 'bad_request'
+              | 'invalid_idempotency_key'
+              | 'json_too_deep'
+              | 'malformed_json'
+              | 'validation_failed';
+          };
+        };
+      };
+      /** @description Unauthorized. Problem codes: `key_revoked`, `license_expired`, `license_key_revoked`, `license_revoked`, `license_suspended`, `unauthorized`. */
+      401: {
+        headers: {
+          /** @description The scheme to authenticate with (Bearer) */
+          'WWW-Authenticate'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?:
+              | 'key_revoked'
+              | 'license_expired'
+              | 'license_key_revoked'
+              | 'license_revoked'
+              | 'license_suspended'
+              | 'unauthorized';
+          };
+        };
+      };
+      /** @description Forbidden. Problem codes: `insufficient_scope`, `license_product_not_included`. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'insufficient_scope' | 'license_product_not_included';
+          };
+        };
+      };
+      /** @description Not Found. Problem codes: `not_found`. */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'not_found';
+          };
+        };
+      };
+      /** @description Conflict. Problem codes: `idempotency_conflict`, `idempotency_in_progress`, `revocation_root_stale`, `revocation_withdrawn`. */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?:
+              | 'idempotency_conflict'
+              | 'idempotency_in_progress'
+              | 'revocation_root_stale'
+              | 'revocation_withdrawn';
+          };
+        };
+      };
+      /** @description Payload Too Large. Problem codes: `payload_too_large`. */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'payload_too_large';
+          };
+        };
+      };
+      /** @description Unsupported Media Type. Problem codes: `unsupported_media_type`. */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'unsupported_media_type';
+          };
+        };
+      };
+      /** @description Unprocessable Content. Problem codes: `invalid_issuer_publication`, `issuer_validity_invalid`, `revocation_root_stale`, `revocation_withdrawn`, `too_many_revocations`. */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?:
+              | 'invalid_issuer_publication'
+              | 'issuer_validity_invalid'
+              | 'revocation_root_stale'
+              | 'revocation_withdrawn'
+              | 'too_many_revocations';
+          };
+        };
+      };
+      /** @description Too Many Requests. Problem codes: `rate_limited`. */
+      429: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'rate_limited';
+          };
+        };
+      };
+      /** @description Service Unavailable. Problem codes: `overloaded`. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'overloaded';
+          };
+        };
+      };
+      /** @description Any other failure, as an RFC 9457 problem document (5xx: try again later). */
+      default: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+    };
+  };
+  revokeCredentialIssuer: {
+    parameters: {
+      query?: never;
+      header?: {
+        'Idempotency-Key'?: string;
+      };
+      path: {
+        keyId: string;
+      };
+      cookie?: never;
+    };
+    /** @description At most 16384 bytes; a longer body is 413 payload_too_large before it is read. */
+    requestBody: {
+      content: {
+        'application/json': {
+          /** Format: date-time */
+          from: string;
+        };
+      };
+    };
+    responses: {
+      /** @description The issuer as it now stands */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['CredentialIssuer'];
+        };
+      };
+      /** @description Bad Request. Problem codes: `bad_request`, `invalid_idempotency_key`, `json_too_deep`, `malformed_json`, `validation_failed`. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?:
+              | 'bad_request'
+              | 'invalid_idempotency_key'
+              | 'json_too_deep'
+              | 'malformed_json'
+              | 'validation_failed';
+          };
+        };
+      };
+      /** @description Unauthorized. Problem codes: `key_revoked`, `license_expired`, `license_key_revoked`, `license_revoked`, `license_suspended`, `unauthorized`. */
+      401: {
+        headers: {
+          /** @description The scheme to authenticate with (Bearer) */
+          'WWW-Authenticate'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?:
+              | 'key_revoked'
+              | 'license_expired'
+              | 'license_key_revoked'
+              | 'license_revoked'
+              | 'license_suspended'
+              | 'unauthorized';
+          };
+        };
+      };
+      /** @description Forbidden. Problem codes: `insufficient_scope`, `license_product_not_included`. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'insufficient_scope' | 'license_product_not_included';
+          };
+        };
+      };
+      /** @description Not Found. Problem codes: `not_found`. */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'not_found';
+          };
+        };
+      };
+      /** @description Conflict. Problem codes: `idempotency_conflict`, `idempotency_in_progress`. */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'idempotency_conflict' | 'idempotency_in_progress';
+          };
+        };
+      };
+      /** @description Payload Too Large. Problem codes: `payload_too_large`. */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'payload_too_large';
+          };
+        };
+      };
+      /** @description Unsupported Media Type. Problem codes: `unsupported_media_type`. */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'unsupported_media_type';
           };
         };
       };

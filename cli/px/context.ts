@@ -68,6 +68,14 @@ export const options = {
   stage: { type: 'string' },
   action: { type: 'string' },
   actor: { type: 'string' },
+  subject: { type: 'string' },
+  param: { type: 'string', multiple: true },
+  credential: { type: 'string' },
+  prepared: { type: 'string' },
+  publication: { type: 'string' },
+  'valid-from': { type: 'string' },
+  'valid-until': { type: 'string' },
+  from: { type: 'string' },
   help: { type: 'boolean' },
 } as const;
 

@@ -7,7 +7,7 @@ import type { Eddsa } from 'circomlibjs';
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { canonicalJson } from '../platform/canonical';
-import { FIELD_PRIME, MAX_VALUE, poseidonHash } from '../zk/field';
+import { FIELD_PRIME, MAX_VALUE, poseidonHash } from '../platform/field';
 
 export const SCHEMA_TYPE = 'proof-exchange/credential-schema/v1';
 export const VC_CONTEXT = 'https://www.w3.org/ns/credentials/v2';

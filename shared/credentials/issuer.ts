@@ -1,11 +1,13 @@
 // The issuer's side, on the issuer's machine: a BabyJubjub key, credentials signed with it, and the
 // revocation state it publishes (the revoked nonces, as a Poseidon sparse Merkle tree whose root a proof
 // shows non-membership against). Needs nothing of the service running; docs/credentials.md.
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
+import { canonicalJson } from '../platform/canonical';
 import { z } from 'zod';
 import {
   CREDENTIAL_TYPE,
   PROOF_TYPE,
+  SCHEMA_TYPE,
   STATUS_TYPE,
   VC_CONTEXT,
   claimHash,
@@ -15,7 +17,8 @@ import {
   schemaId,
 } from './format';
 import type { Claim, CredentialDocument, CredentialSchema } from './format';
-import { randomFieldElement } from '../zk/field';
+import type { SMT, SMTMemDb, SparseMerkleTree } from 'circomlibjs';
+import { labelToField, poseidonHash, randomFieldElement } from '../platform/field';
 
 export const ISSUER_KEY_TYPE = 'proof-exchange/issuer-key/v1';
 export const REVOCATIONS_TYPE = 'proof-exchange/issuer-revocations/v1';
@@ -115,6 +118,35 @@ export async function issueCredential(
   };
 }
 
+let trieParts:
+  | Promise<{
+      SMT: typeof SMT;
+      SMTMemDb: typeof SMTMemDb;
+      first: SparseMerkleTree;
+    }>
+  | undefined;
+
+/**
+ * An empty Poseidon sparse Merkle tree (circomlibjs's). Its hash functions are built once a process:
+ * circomlibjs's own `newMemEmptyTrie` builds Poseidon afresh each time (~0.5 s).
+ */
+export async function emptyTrie(): Promise<SparseMerkleTree> {
+  trieParts ??= import('circomlibjs').then(async (lib) => ({
+    SMT: lib.SMT,
+    SMTMemDb: lib.SMTMemDb,
+    first: await lib.newMemEmptyTrie(),
+  }));
+  const parts = await trieParts;
+  const db = new parts.SMTMemDb(parts.first.F);
+  return new parts.SMT(
+    db,
+    await db.getRoot(),
+    parts.first.hash0,
+    parts.first.hash1,
+    parts.first.F,
+  ) as unknown as SparseMerkleTree;
+}
+
 /** The issuer's revocations: the nonces it revoked, and when, kept beside its key. */
 export const revocationsSchema = z
   .object({
@@ -143,26 +175,129 @@ export function revoke(state: Revocations, nonce: string, at: Date): Revocations
  * SMTVerifier in a circuit: key the nonce, value 1), decimal; "0" for none.
  */
 export async function revocationRoot(state: Revocations): Promise<string> {
-  const { newMemEmptyTrie } = await import('circomlibjs');
-  const tree = await newMemEmptyTrie();
+  const tree = await emptyTrie();
   for (const r of state.revoked) await tree.insert(BigInt(r.nonce), 1n);
   return String(tree.F.toObject(tree.root));
 }
 
-/** What an issuer publishes: its key, the schemas it signs, and its revocation root as of `at`. */
+/** What an issuer publishes, signed by its key (docs/credentials.md, "What an issuer publishes"). */
+export const issuerPublicationSchema = z
+  .object({
+    type: z.literal(ISSUER_PUBLICATION_TYPE),
+    name: z.string().min(1).max(200),
+    keyId: z.string().regex(/^[0-9a-f]{64}$/),
+    publicKey: z.tuple([decimal, decimal]),
+    schemas: z
+      .array(
+        z
+          .object({
+            id: decimal,
+            name: z.string(),
+            version: z.number().int(),
+            fields: credentialSchemaSchema.shape.fields,
+          })
+          .strict(),
+      )
+      .max(32),
+    revocation: z
+      .object({
+        root: decimal,
+        revoked: z.number().int().nonnegative(),
+        at: z.iso.datetime(),
+        nonces: z.array(decimal).max(1_000_000),
+      })
+      .strict(),
+    signature: z.object({ R8: z.tuple([decimal, decimal]), S: decimal }).strict(),
+  })
+  .strict();
+export type IssuerPublication = z.infer<typeof issuerPublicationSchema>;
+
+/** The message an issuer signs: Poseidon(tag, sha256 of the publication without its signature, >> 8). */
+async function publicationMessage(unsigned: Omit<IssuerPublication, 'signature'>): Promise<bigint> {
+  const digest =
+    BigInt(`0x${createHash('sha256').update(canonicalJson(unsigned), 'utf8').digest('hex')}`) >> 8n;
+  return poseidonHash([labelToField('px.issuer.publication.v1'), digest]);
+}
+
+/**
+ * What an issuer publishes, signed with its key: its key, the schemas it signs, its revoked nonces and
+ * their tree's root as of `at` (a prover needs the nonces to show its own is not among them).
+ */
 export async function issuerPublication(
   key: IssuerKeyFile,
   state: Revocations,
   schemas: readonly CredentialSchema[],
   at: Date,
-) {
+): Promise<IssuerPublication> {
   if (state.keyId !== key.keyId) throw new Error('the revocations are another key’s');
-  return {
+  const unsigned = {
     type: ISSUER_PUBLICATION_TYPE,
     name: key.name,
     keyId: key.keyId,
     publicKey: key.publicKey,
-    schemas: schemas.map((s) => ({ id: schemaId(s), name: s.name, version: s.version })),
-    revocation: { root: await revocationRoot(state), revoked: state.revoked.length, at: at.toISOString() },
+    schemas: schemas.map((s) => ({ id: schemaId(s), name: s.name, version: s.version, fields: s.fields })),
+    revocation: {
+      root: await revocationRoot(state),
+      revoked: state.revoked.length,
+      at: at.toISOString(),
+      nonces: state.revoked.map((r) => r.nonce),
+    },
+  } as const;
+  const e = await getEddsa();
+  const sig = e.signPoseidon(Buffer.from(key.privateKey, 'hex'), e.F.e(await publicationMessage(unsigned)));
+  return {
+    ...unsigned,
+    schemas: [...unsigned.schemas],
+    signature: {
+      R8: [String(e.F.toObject(sig.R8[0])), String(e.F.toObject(sig.R8[1]))],
+      S: String(sig.S),
+    },
   };
+}
+
+/** A publication's problems: its shape, its key id, its schemas' ids, its root and its signature. */
+export async function checkPublication(
+  input: unknown,
+): Promise<{ problems: string[]; publication?: IssuerPublication; schemas: CredentialSchema[] }> {
+  const parsed = issuerPublicationSchema.safeParse(input);
+  if (!parsed.success)
+    return {
+      problems: parsed.error.issues
+        .slice(0, 5)
+        .map((i) => `${i.path.join('.') || 'publication'}: ${i.message}`),
+      schemas: [],
+    };
+  const pub = parsed.data;
+  const problems: string[] = [];
+  if (issuerKeyId(pub.publicKey) !== pub.keyId) problems.push('keyId is not the id of publicKey');
+  const schemas: CredentialSchema[] = [];
+  for (const [i, s] of pub.schemas.entries()) {
+    const schema = credentialSchemaSchema.safeParse({
+      type: SCHEMA_TYPE,
+      name: s.name,
+      version: s.version,
+      fields: s.fields,
+    });
+    if (!schema.success || schemaId(schema.data) !== s.id)
+      problems.push(`schemas.${i}: its id is not its schema's`);
+    else schemas.push(schema.data);
+  }
+  if (pub.revocation.nonces.length !== pub.revocation.revoked)
+    problems.push('revocation.revoked is not the number of nonces');
+  if (new Set(pub.revocation.nonces).size !== pub.revocation.nonces.length)
+    problems.push('revocation.nonces repeat');
+  const { signature, ...unsigned } = pub;
+  const e = await getEddsa();
+  let signed = false;
+  try {
+    signed = e.verifyPoseidon(
+      e.F.e(await publicationMessage(unsigned)),
+      { R8: [e.F.e(signature.R8[0]), e.F.e(signature.R8[1])], S: BigInt(signature.S) },
+      [e.F.e(pub.publicKey[0]), e.F.e(pub.publicKey[1])],
+    );
+  } catch {
+    signed = false;
+  }
+  if (!signed) problems.push('the signature does not verify under publicKey');
+  return { problems, publication: pub, schemas };
 }

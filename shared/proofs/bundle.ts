@@ -7,6 +7,9 @@ import { conflict, notFound } from '../platform/errors';
 import { BUNDLE_FORMAT } from '../platform/translog/bundle';
 import type { Bundle } from '../platform/translog/bundle';
 import { logProofFor } from '../platform/translog/service-log';
+import { leafKey } from '../platform/translog/entry';
+import type { LogEntryKind } from '../platform/translog/entry';
+import { CREDENTIAL_CIRCUIT } from '../credentials/query';
 import { ANONYMITY_CIRCUIT } from '../zk/anonymity';
 import { loadVerificationKey } from '../zk/verify';
 import { packageEntryKind, packageLeafData } from './envelope';
@@ -17,11 +20,37 @@ import type { Envelope } from './envelope';
  * and a vote's anonymous ballots (membership proofs), none for the rest.
  */
 function provenCircuits(pkg: Envelope): string[] {
-  const p = pkg as Envelope & { approvals?: unknown[]; ballots?: Array<{ proof?: unknown }> };
-  if (pkg.kind === 'workflow' && (p.approvals?.length ?? 0) > 0) return [ANONYMITY_CIRCUIT];
+  const p = pkg as Envelope & {
+    approvals?: unknown[];
+    ballots?: Array<{ proof?: unknown }>;
+    credentialProofs?: unknown[];
+  };
+  if (pkg.kind === 'workflow')
+    return [
+      ...((p.approvals?.length ?? 0) > 0 ? [ANONYMITY_CIRCUIT] : []),
+      ...((p.credentialProofs?.length ?? 0) > 0 ? [CREDENTIAL_CIRCUIT] : []),
+    ];
   if (pkg.kind === 'governance' && (p.ballots ?? []).some((b) => b.proof !== undefined))
     return [ANONYMITY_CIRCUIT];
   return [];
+}
+
+/** The log statements a package rests on beyond its own entry: a workflow's credential proofs' two each. */
+function statementsOf(pkg: Envelope): Array<{ kind: LogEntryKind; id: string }> {
+  const p = pkg as Envelope & {
+    credentialProofs?: Array<{
+      issuer: { statement: { owner: string; keyId: string; version: number } };
+      revocation: { statement: { keyId: string; seq: number } };
+    }>;
+  };
+  if (pkg.kind !== 'workflow') return [];
+  return (p.credentialProofs ?? []).flatMap((c) => [
+    {
+      kind: 'credential_issuer' as const,
+      id: `${c.issuer.statement.owner}:${c.issuer.statement.keyId}:${c.issuer.statement.version}`,
+    },
+    { kind: 'revocation_root' as const, id: `${c.revocation.statement.keyId}:${c.revocation.statement.seq}` },
+  ]);
 }
 
 export async function bundleOf(db: Knex, pkg: Envelope): Promise<Bundle> {
@@ -33,6 +62,19 @@ export async function bundleOf(db: Knex, pkg: Envelope): Promise<Bundle> {
     throw conflict('checkpoint_pending', 'The log has not signed a checkpoint covering this package yet.');
   const circuits = provenCircuits(pkg);
   const keys = await Promise.all(circuits.map(async (c) => [c, await loadVerificationKey(c)] as const));
+  const statements = await Promise.all(
+    statementsOf(pkg).map(async (s) => {
+      const got = await logProofFor(db, leafKey(s.kind, s.id), () => {
+        throw new Error(`the log holds no entry bytes for ${s.kind} ${s.id}`);
+      });
+      if (got.status !== 'proved')
+        throw conflict(
+          'checkpoint_pending',
+          'The log has not signed a checkpoint covering what the package rests on yet.',
+        );
+      return got.proof;
+    }),
+  );
   return {
     format: BUNDLE_FORMAT,
     kind: packageEntryKind(pkg.kind) as Bundle['kind'],
@@ -41,5 +83,6 @@ export async function bundleOf(db: Knex, pkg: Envelope): Promise<Bundle> {
     ...(keys.length
       ? { verificationKeys: Object.fromEntries(keys) as NonNullable<Bundle['verificationKeys']> }
       : {}),
+    ...(statements.length ? { statements } : {}),
   };
 }

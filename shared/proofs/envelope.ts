@@ -25,8 +25,21 @@ export const issuerSchema = z
   .object({ alg: z.literal('ed25519'), keyId: z.string().regex(/^[0-9a-f]{16}$/) })
   .strict();
 
+/** A statement the package rests on (an issuer's acceptance, a revocation root), in the same tree. */
+export const statementInclusionSchema = z
+  .object({
+    leafIndex: z.number().int().nonnegative(),
+    path: z.array(z.string().regex(/^[0-9a-f]{64}$/)).max(64),
+  })
+  .strict();
+
 export const logProofSchema = z
-  .object({ inclusion: inclusionProofSchema, treeHead: signedTreeHeadSchema })
+  .object({
+    inclusion: inclusionProofSchema,
+    treeHead: signedTreeHeadSchema,
+    /** The inclusion, at the same tree head, of log statements the package names (kinds say which). */
+    statements: z.array(statementInclusionSchema).max(64).optional(),
+  })
   .strict();
 export type LogProof = z.infer<typeof logProofSchema>;
 
@@ -97,6 +110,7 @@ export function attachLogProof<P extends Envelope>(
     /** The leaf's hash, hex: of the package's log entry. */
     leafHash: string;
   },
+  statements?: ReadonlyArray<{ leafIndex: number; path: readonly string[] }>,
 ): P {
   const inclusion: InclusionProof = {
     leafIndex: proof.leafIndex,
@@ -104,7 +118,16 @@ export function attachLogProof<P extends Envelope>(
     leafHash: proof.leafHash,
     path: [...proof.path],
   };
-  return { ...pkg, log: { inclusion, treeHead: proof.treeHead } };
+  return {
+    ...pkg,
+    log: {
+      inclusion,
+      treeHead: proof.treeHead,
+      ...(statements?.length
+        ? { statements: statements.map((st) => ({ leafIndex: st.leafIndex, path: [...st.path] })) }
+        : {}),
+    },
+  };
 }
 
 export type CheckName =

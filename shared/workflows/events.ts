@@ -16,6 +16,7 @@ import type { ApprovalBody } from './approvers';
 import type { GatedProof, Principal, RecordedEvent } from './append';
 import { templateOrThrow } from './load';
 import type { WorkflowRow } from './load';
+import { checkCredentialGate } from './credential-proofs';
 import { checkPolicyProof, loadStageGates } from './policy-gate';
 import { WORKFLOW_PACKAGE_KIND } from './publish';
 import type { WorkflowEvent } from './records';
@@ -47,6 +48,20 @@ async function gatePolicyProof(
     },
     event.policyProof,
   );
+  const requirement = template.stages[stageIndex]!.credential;
+  if (gate?.policy === 'credential' && requirement) {
+    const publicSignals = event.policyProof.publicSignals as string[];
+    accepted.credential = {
+      proof: event.policyProof.proof,
+      publicSignals,
+      accepted: await checkCredentialGate(db, {
+        owner: wf.owner,
+        requirement,
+        publicSignals,
+        at: new Date(),
+      }),
+    };
+  }
   return { accepted, stageIndex };
 }
 

@@ -15,6 +15,12 @@ import { countedApprovers, genesisOf, replay, workflowStatus } from './engine';
 import type { WorkflowContext } from './engine';
 import { PACKAGE_VERSION, checkEnvelope, envelopeShape, signPackage } from '../proofs/envelope';
 import type { Envelope, Reason } from '../proofs/envelope';
+import {
+  checkCredentialProofs,
+  credentialStatements,
+  packagedCredentialProofSchema,
+} from './credential-proofs';
+import type { CredentialsVerdict, PackagedCredentialProof } from './credential-proofs';
 import { chainedEntrySchema, stageRecordSchema, stageStatuses } from './records';
 import type { ChainedEntry, StageRecord } from './records';
 import { findTemplate, stageActions, stagePhases, stageRequirements, templateNameSchema } from './templates';
@@ -83,6 +89,12 @@ export const workflowPackageSchema = z
      * Absent where no stage had a set at prepare, and in every older package.
      */
     approvers: fixedApproversSchema.optional(),
+    /**
+     * The credential query proofs the stages took, each with the issuer's and the revocation root's
+     * logged statements it was accepted on (their inclusion is in `log.statements`, two per proof, in
+     * order). Absent where none was taken, and in every older package.
+     */
+    credentialProofs: z.array(packagedCredentialProofSchema).max(32).optional(),
   })
   .strict();
 export type WorkflowPackage = z.infer<typeof workflowPackageSchema> & Envelope;
@@ -160,6 +172,8 @@ export interface BuildPackageInput {
   approvals?: readonly PackagedApproval[];
   /** The approver sets fixed at prepare. */
   approvers?: FixedApprovers | undefined;
+  /** The credential proofs the stages took, with their facts. */
+  credentialProofs?: readonly PackagedCredentialProof[];
 }
 
 /**
@@ -196,6 +210,7 @@ export function buildWorkflowPackage(input: BuildPackageInput, key: Signer): Wor
     facts: factsOf(template, replayed.stages, true),
     ...(input.approvals?.length ? { approvals: [...input.approvals] } : {}),
     ...(input.approvers ? { approvers: input.approvers } : {}),
+    ...(input.credentialProofs?.length ? { credentialProofs: [...input.credentialProofs] } : {}),
   };
   return signPackage<WorkflowPackage>(body, key);
 }
@@ -491,6 +506,35 @@ export async function verifyPackageApprovals(input: unknown, vkey: unknown): Pro
   });
 }
 
+/**
+ * Checks a package's credential proofs (credential-proofs.ts): `vkey` the credential circuit's key,
+ * `issuers` a verifier's own list of issuer key ids. The statements' log inclusion counts only under a
+ * tree head the envelope check accepted (`logVerified`). A package that does not parse has none.
+ */
+export async function verifyPackageCredentials(
+  input: unknown,
+  vkey: unknown,
+  opts: { logVerified?: boolean; issuers?: readonly string[] | undefined } = {},
+): Promise<CredentialsVerdict> {
+  const parsed = workflowPackageSchema.safeParse(input);
+  if (!parsed.success || !parsed.data.credentialProofs?.length) return { credentials: [], allProven: true };
+  const pkg = parsed.data;
+  const catalog = findTemplate(pkg.subject.template);
+  const log = pkg.log;
+  return checkCredentialProofs({
+    proofId: pkg.proofId,
+    trail: pkg.auditTrail,
+    proofs: pkg.credentialProofs ?? [],
+    template: catalog && catalog.version === pkg.subject.templateVersion ? catalog : undefined,
+    vkey,
+    log:
+      log && opts.logVerified
+        ? { root: log.treeHead.rootHash, treeSize: log.treeHead.treeSize, proofs: log.statements ?? [] }
+        : undefined,
+    issuers: opts.issuers,
+  });
+}
+
 /** The approvals verdict of stage records and the proofs kept for them (a package's or the rows'). */
 export function approvalsOf(input: {
   template: WorkflowTemplate;
@@ -526,6 +570,15 @@ const yn = (b: boolean) => (b ? 'yes' : 'no');
 
 const approvalsText = { proven: 'proven', asserted: 'asserted, not proven', none: 'none' } as const;
 
+/** The credential proofs, as the offline summary says them. */
+const credentialsText = (c: CredentialsVerdict): string =>
+  c.credentials
+    .map(
+      (cr) =>
+        `; stage ${cr.stage}: ${cr.what} signed by ${cr.issuer.name} (key ${cr.issuer.keyId.slice(0, 12)}…) shows ${cr.terms.join(', ')}; not revoked as of ${cr.revocationPublishedAt}, not expired at ${cr.at}: ${cr.proven ? 'proven' : 'NOT proven'}`,
+    )
+    .join('');
+
 /** The approver sets fixed at prepare, as the offline summary says them. */
 const fixedText = (a: ApprovalsVerdict): string =>
   a.approverSets.length === 0
@@ -539,18 +592,32 @@ const fixedText = (a: ApprovalsVerdict): string =>
  * the approvals' membership proofs.
  */
 export const workflowPackageChecker =
-  (vkey: () => Promise<unknown>): PackageChecker =>
+  (
+    vkey: () => Promise<unknown>,
+    credentialKey: () => Promise<unknown> = async () => undefined,
+    issuers?: readonly string[],
+  ): PackageChecker =>
   async (pkg, keys) => {
     const v = verifyPackage(pkg, keys);
     const a = await verifyPackageApprovals(pkg, await vkey());
+    const parsed = workflowPackageSchema.safeParse(pkg);
+    const proofs = parsed.success ? (parsed.data.credentialProofs ?? []) : [];
+    // The statements' log inclusion is the bundle's to prove (PackageFinding.statements).
+    const c = proofs.length
+      ? await verifyPackageCredentials(pkg, await credentialKey(), { issuers })
+      : { credentials: [], allProven: true };
     const template = (pkg as { subject?: { template?: unknown } } | null)?.subject?.template;
     return {
-      valid: v.signatureValid && v.notAltered,
-      summary: `workflow ${typeof template === 'string' ? template : ''}: existed ${yn(v.existed)}, completed ${yn(v.completed)}, required approvals ${a.approvals === 'asserted' ? 'recorded' : 'met'} ${yn(v.approvalsMet)}, approvals ${approvalsText[a.approvals]}, sequence respected ${yn(v.sequenceRespected)}, not altered ${yn(v.notAltered)}${fixedText(a)}`,
-      reasons: v.reasons
-        .filter((r) => !r.code.startsWith('not_'))
-        .map((r) => `${r.check}: ${r.code}${r.stage ? ` (stage ${r.stage})` : ''}: ${r.detail}`),
-      restsOnProofs: a.approvalStages.some((stage) => stage.proven > 0),
+      valid: v.signatureValid && v.notAltered && c.allProven,
+      summary: `workflow ${typeof template === 'string' ? template : ''}: existed ${yn(v.existed)}, completed ${yn(v.completed)}, required approvals ${a.approvals === 'asserted' ? 'recorded' : 'met'} ${yn(v.approvalsMet)}, approvals ${approvalsText[a.approvals]}, sequence respected ${yn(v.sequenceRespected)}, not altered ${yn(v.notAltered)}${fixedText(a)}${credentialsText(c)}`,
+      reasons: [
+        ...v.reasons
+          .filter((r) => !r.code.startsWith('not_'))
+          .map((r) => `${r.check}: ${r.code}${r.stage ? ` (stage ${r.stage})` : ''}: ${r.detail}`),
+        ...c.credentials.flatMap((cr) => cr.reasons.map((r) => `credential (stage ${cr.stage}): ${r}`)),
+      ],
+      ...(proofs.length ? { statements: credentialStatements(proofs) } : {}),
+      restsOnProofs: a.approvalStages.some((stage) => stage.proven > 0) || c.credentials.length > 0,
       warnings:
         a.approvals === 'asserted'
           ? [

@@ -15,7 +15,10 @@ import { insecureSetup } from '../zk/setup';
 import { groth16ProofSchema, publicSignalsSchema, verifyPolicyProof } from '../zk/verify';
 import type { PolicyProofEvidence } from './records';
 import { findTemplate, policyStages } from './templates';
-import type { WorkflowTemplate } from './templates';
+import type { CredentialRequirement, WorkflowTemplate } from './templates';
+import { z } from 'zod';
+import { FIELD_PRIME } from '../platform/field';
+import { commitQuery, termParametersSchema } from '../credentials/query';
 
 type Conn = Db | Knex.Transaction;
 
@@ -92,9 +95,22 @@ export async function commitPolicyParameters(
   const gates: Array<Omit<PreparedGate, 'context'>> = [];
   const errors: FieldError[] = [];
   for (const { index, stage, policy } of stages) {
-    const params = getPolicy(policy).parameters;
     const value = given[stage.key];
     const path = `policyParameters.${stage.key}`;
+    if (stage.credential && value && typeof value === 'object' && 'credential' in value) {
+      try {
+        gates.push({
+          index,
+          stage: stage.key,
+          ...(await commitCredentialQuery(stage.credential, value, path)),
+        });
+      } catch (err) {
+        if (!(err instanceof AppError) || !Array.isArray(err.extra?.errors)) throw err;
+        errors.push(...(err.extra.errors as FieldError[]));
+      }
+      continue;
+    }
+    const params = getPolicy(policy).parameters;
     const keys = value && typeof value === 'object' && !Array.isArray(value) ? Object.keys(value) : [];
     const asCommitments = keys.length > 0 && keys.every((k) => params.commitmentSignals.includes(k));
     if (asCommitments) {
@@ -119,6 +135,55 @@ export async function commitPolicyParameters(
   }
   if (errors.length > 0) throw validationFailed(errors, 'The policy parameters are not valid.');
   return gates;
+}
+
+const credentialChoiceSchema = z.strictObject({
+  credential: z.strictObject({
+    subject: z
+      .string()
+      .regex(/^(0|[1-9]\d{0,77})$/, 'a decimal field element')
+      .refine((v) => BigInt(v) < FIELD_PRIME, 'below the BN254 field prime')
+      .describe('The applicant’s subject commitment: what the issuer’s credential names'),
+    parameters: z.record(z.string(), termParametersSchema),
+  }),
+});
+
+/**
+ * A stage prepared for a credential query: the schema, the template's fields and operators, the
+ * owner's parameters (committed; salts back once) and the applicant's subject commitment.
+ */
+async function commitCredentialQuery(
+  requirement: CredentialRequirement,
+  raw: unknown,
+  path: string,
+): Promise<{ policy: 'credential'; commitments: Record<string, string>; salts: Record<string, string> }> {
+  const parsed = credentialChoiceSchema.safeParse(raw);
+  if (!parsed.success) throw validationFailed(prefixed(path, parsed.error.issues));
+  const { subject, parameters } = parsed.data.credential;
+  const unexpected = Object.keys(parameters).filter((f) => !requirement.query.some((t) => t.field === f));
+  const missing = requirement.query.filter((t) => parameters[t.field] === undefined);
+  if (unexpected.length || missing.length)
+    throw validationFailed([
+      ...unexpected.map((f) => ({
+        path: `${path}.credential.parameters.${f}`,
+        message: 'not a field of the query',
+      })),
+      ...missing.map((t) => ({
+        path: `${path}.credential.parameters.${t.field}`,
+        message: `the parameter of ${t.field} ${t.op}`,
+      })),
+    ]);
+  const { signals, salts } = await commitQuery(
+    requirement.schema,
+    requirement.query,
+    requirement.query.map((t) => parameters[t.field]!),
+    `${path}.credential.parameters`,
+  );
+  return {
+    policy: 'credential',
+    commitments: { ...signals, subject },
+    salts: Object.fromEntries(requirement.query.map((t, i) => [`${t.field}Salt`, salts[i]!])),
+  };
 }
 
 /** The gates a workflow fixed, by stage index. */
@@ -172,6 +237,8 @@ export interface AcceptedPolicyProof {
   evidenceHash: string;
   statementHash: string;
   insecureSetup: boolean;
+  /** A credential proof's own part: the proof and the facts it was accepted on, for the package. */
+  credential?: { proof: unknown; publicSignals: string[]; accepted: AcceptedCredential };
 }
 
 /**
@@ -271,6 +338,22 @@ export async function claimPolicyProof(
   if (inserted.length === 0) {
     throw refuse('policy_proof_reused', 'This policy proof was already used as evidence; make a new one.');
   }
+  if (accepted.credential)
+    await trx('workflow_credential_proofs').insert({
+      workflow_id: workflowId,
+      stage_idx: stageIndex,
+      evidence_hash: accepted.evidenceHash,
+      proof: JSON.stringify(accepted.credential.proof),
+      public_signals: JSON.stringify(accepted.credential.publicSignals),
+      facts: JSON.stringify(accepted.credential.accepted),
+    });
+}
+
+/** The facts a credential proof was accepted on (credential-proofs.ts): its requirement, issuer, root. */
+export interface AcceptedCredential {
+  requirement: unknown;
+  issuer: { statement: unknown; leafIndex: number };
+  revocation: { statement: unknown; leafIndex: number; loggedAt: string };
 }
 
 export interface StageBinding {

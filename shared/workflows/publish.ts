@@ -7,6 +7,7 @@ import { leafHashHex } from '../platform/translog/tree-head';
 import { findLeaf, inclusionProofAt, lockLog } from '../platform/translog/pg-log';
 import { appendEntries } from '../platform/translog/service-log';
 import { loadApprovals, loadFixedApprovers } from './approvers';
+import { loadCredentialProofs } from './credential-proofs';
 import { attachLogProof, packageEntry } from '../proofs/envelope';
 import type { WorkflowPackage } from './package';
 import { sealWorkflowPackage } from './seal';
@@ -39,9 +40,10 @@ export async function publishWorkflowPackage(db: Db, proofId: string): Promise<P
     const wf = (await trx('workflows').where('id', row.workflow_id).first()) as WorkflowRow;
     const template = templateOrThrow(wf.template);
     const stages = await loadRecords(trx, wf.id);
-    const [approvals, approvers] = await Promise.all([
+    const [approvals, approvers, credentialProofs] = await Promise.all([
       loadApprovals(trx, wf.id),
       loadFixedApprovers(trx, wf.id),
+      loadCredentialProofs(trx, wf.id, template),
     ]);
     let pkg: WorkflowPackage;
     try {
@@ -52,6 +54,7 @@ export async function publishWorkflowPackage(db: Db, proofId: string): Promise<P
         issuedAt: new Date(),
         approvals,
         approvers,
+        credentialProofs,
       });
     } catch (err) {
       // A key the history retired is this process's problem, not the records': the job retries.
@@ -61,13 +64,26 @@ export async function publishWorkflowPackage(db: Db, proofId: string): Promise<P
     const entry = packageEntry(pkg);
     const { start: index, treeSize, treeHead } = await appendEntries(trx, [{ key: proofId, entry }]);
     const inclusion = await inclusionProofAt(trx, index, treeSize);
-    pkg = attachLogProof(pkg, {
-      leafIndex: index,
-      treeSize,
-      path: inclusion.path,
-      treeHead,
-      leafHash: leafHashHex(entry),
-    });
+    // Each credential proof's issuer and revocation-root statements, at the package's tree head.
+    const statements = await Promise.all(
+      credentialProofs
+        .flatMap((p) => [p.issuer.leafIndex, p.revocation.leafIndex])
+        .map(async (leafIndex) => ({
+          leafIndex,
+          path: (await inclusionProofAt(trx, leafIndex, treeSize)).path,
+        })),
+    );
+    pkg = attachLogProof(
+      pkg,
+      {
+        leafIndex: index,
+        treeSize,
+        path: inclusion.path,
+        treeHead,
+        leafHash: leafHashHex(entry),
+      },
+      statements,
+    );
     await trx('proof_packages')
       .where({ id: proofId })
       .whereIn('status', ['pending', 'failed'])

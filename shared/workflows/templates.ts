@@ -1,6 +1,9 @@
 // The six proof workflow templates as data: ordered stages, each with its required approvals and
 // allowed actions, on the core shape Application → Review → Approval → Proof.
 import { z } from 'zod';
+import type { CredentialSchema } from '../credentials/format';
+import type { QueryTerm } from '../credentials/query';
+import { creditReportSchema } from '../credentials/schemas';
 import type { PolicyId } from '../zk/policies';
 
 export const stageActions = [
@@ -43,6 +46,24 @@ export interface StageTemplate {
    * workflow at prepare, and the proof must be bound to this stage of that workflow.
    */
   policy?: PolicyId;
+  /**
+   * What the stage takes instead when the workflow is prepared for it: a credential query proof over
+   * a credential an issuer the owner accepts signed for the applicant (shared/credentials).
+   */
+  credential?: CredentialRequirement;
+}
+
+/** A stage's credential requirement: the schema, the query's shape, and how fresh its facts must be. */
+export interface CredentialRequirement {
+  /** The credential in words, for the verify page: "a credit report". */
+  what: string;
+  schema: CredentialSchema;
+  /** The query's fields and operators; the owner fixes the parameters at prepare. */
+  query: readonly QueryTerm[];
+  /** The revocation root a proof uses was published at most this long before the proof's time (s). */
+  maxRevocationAge: number;
+  /** A proof's time is at most this long before it is presented (s). */
+  maxProofAge: number;
 }
 
 export interface WorkflowTemplate {
@@ -67,7 +88,7 @@ const review = (
   key: string,
   name: string,
   requiredApprovals: number,
-  extra: Partial<Pick<StageTemplate, 'evidenceRequired' | 'policy' | 'phase'>> = {},
+  extra: Partial<Pick<StageTemplate, 'evidenceRequired' | 'policy' | 'phase' | 'credential'>> = {},
 ): StageTemplate => ({
   key,
   name,
@@ -76,7 +97,20 @@ const review = (
   actions: ['attach_evidence', 'approve', 'reject', 'request_changes'],
   evidenceRequired: extra.evidenceRequired ?? extra.policy !== undefined,
   ...(extra.policy ? { requiresBlindPolicyProof: true, policy: extra.policy } : {}),
+  ...(extra.credential ? { credential: extra.credential } : {}),
 });
+
+/** A bureau's credit report: score at least, debt-to-income at most, what the lender fixes. */
+const creditCheck: CredentialRequirement = {
+  what: 'a credit report',
+  schema: creditReportSchema,
+  query: [
+    { field: 'score', op: 'gte' },
+    { field: 'debtToIncome', op: 'lte' },
+  ],
+  maxRevocationAge: 7 * 24 * 3600,
+  maxProofAge: 24 * 3600,
+};
 
 const approval = (
   key: string,
@@ -105,8 +139,9 @@ export const workflowTemplates: readonly WorkflowTemplate[] = [
     stages: [
       application('Application'),
       review('document_review', 'Document Review', 1, { evidenceRequired: true }),
-      // A credit score at or above the lender's private threshold, proven without the score.
-      review('risk_assessment', 'Risk Assessment', 1, { policy: 'threshold' }),
+      // A credit score at or above the lender's private threshold, proven without the score: from a
+      // value the lender states, or, prepared for it, from a bureau's signed credit report.
+      review('risk_assessment', 'Risk Assessment', 1, { policy: 'threshold', credential: creditCheck }),
       approval('approval', 'Approval', 2),
       proof,
     ],

@@ -14,7 +14,16 @@ import { genesisOf, workflowStatus } from './engine';
 import { templateOrThrow } from './load';
 import type { Conn, PackageRow } from './load';
 import type { ApprovalsVerdict, FixedApprovers, PackagedApproval } from './approval-protocol';
-import { approvalsOf, publicTimeline, verifyPackage, verifyPackageApprovals, verifyRecords } from './package';
+import {
+  approvalsOf,
+  publicTimeline,
+  verifyPackage,
+  verifyPackageApprovals,
+  verifyPackageCredentials,
+  verifyRecords,
+} from './package';
+import type { CredentialProofVerdict, CredentialsVerdict } from './credential-proofs';
+import { CREDENTIAL_CIRCUIT } from '../credentials/query';
 import type { PackageVerdict, PublicStage, WorkflowPackage } from './package';
 import type { ChainedEntry, StageRecord, WorkflowStatus } from './records';
 import type { WorkflowTemplate } from './templates';
@@ -42,6 +51,26 @@ export interface Verification extends Partial<ApprovalsVerdict> {
   packageStatus?: PackageRow['status'] | 'none';
   /** The latest signed tree head of the log, to check the package's head against. */
   latestTreeHead?: SignedTreeHead;
+  /** The package's credential proofs, each checked offline-style (credential-proofs.ts). */
+  credentials?: CredentialProofVerdict[];
+}
+
+/** Credential verdicts by the package's exact text: each costs a Groth16 verification per proof. */
+const credentialVerdicts = new LRUCache<string, Readonly<CredentialsVerdict>>({ max: 10_000 });
+
+async function packageCredentials(
+  pkg: unknown,
+  text: string,
+  logVerified: boolean,
+): Promise<CredentialsVerdict> {
+  const key = sha256Hex(`${logVerified}\n${text}`);
+  const known = credentialVerdicts.get(key);
+  if (known) return known;
+  const verdict = await verifyPackageCredentials(pkg, await loadVerificationKey(CREDENTIAL_CIRCUIT), {
+    logVerified,
+  });
+  credentialVerdicts.set(key, deepFreeze(verdict));
+  return verdict;
 }
 
 const facts = ['existed', 'completed', 'approvalsMet', 'sequenceRespected'] as const;
@@ -53,10 +82,15 @@ export async function verifyGivenPackage(db: Db, pkg: unknown): Promise<Verifica
   const approvals = v.notAltered
     ? await verifyPackageApprovals(pkg, await loadVerificationKey(ANONYMITY_CIRCUIT))
     : { approvals: 'none' as const, approvalStages: [], approvalReasons: [], approverSets: [] };
+  const credentials =
+    v.notAltered && Array.isArray(parsed?.credentialProofs)
+      ? (await packageCredentials(pkg, JSON.stringify(pkg), v.inclusionValid === true)).credentials
+      : [];
   return {
     proofId: typeof parsed?.proofId === 'string' && v.notAltered ? parsed.proofId : null,
     ...v,
     ...approvals,
+    ...(credentials.length ? { credentials } : {}),
   };
 }
 
@@ -319,6 +353,10 @@ export async function verifyStored(db: Db, proofId: string): Promise<Verificatio
     const { pkg, verdict: pv } = verifyPackageText(wf.package_text, trust, wf.logged_at ?? undefined);
     out.package = pkg;
     out.signatureValid = pv.signatureValid;
+    if (pkg.credentialProofs?.length && pv.notAltered)
+      out.credentials = (
+        await packageCredentials(pkg, wf.package_text, pv.inclusionValid === true)
+      ).credentials;
     if (pv.inclusionValid !== undefined) out.inclusionValid = pv.inclusionValid;
     if (!pv.notAltered) {
       notAltered = false;

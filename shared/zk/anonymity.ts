@@ -11,7 +11,7 @@ import { performance } from 'node:perf_hooks';
 import { WitnessCalculatorBuilder } from 'circom_runtime';
 import { utils as ffUtils } from 'ffjavascript';
 import * as snarkjs from 'snarkjs';
-import { FIELD_PRIME, poseidonHash, randomFieldElement } from './field';
+import { FIELD_PRIME, poseidonHash, randomFieldElement } from '../platform/field';
 import { verifyGroth16 } from './groth16';
 
 /** The circuit anonymous membership is proved with: the ballot circuit. */

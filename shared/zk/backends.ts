@@ -129,7 +129,13 @@ async function computeWitness(
 /** The public signals a proof of this input must carry: the result 1, then the input's public values. */
 export function expectedPublicSignals(policyId: PolicyId, circuitInput: CircuitInput): string[] {
   const names = circuitManifest(getPolicy(policyId).circuit).publicSignals;
-  return names.map((name) => (name === 'result' ? '1' : String(circuitInput[name])));
+  return names.map((name) => {
+    if (name === 'result') return '1';
+    // An array signal's element, `fields[2]`, as circom names it.
+    const element = /^([A-Za-z_]\w*)\[(\d+)\]$/.exec(name);
+    if (element) return String((circuitInput[element[1]!] as string[] | undefined)?.[Number(element[2])]);
+    return String(circuitInput[name]);
+  });
 }
 
 const elapsed = (start: number) => Math.round((performance.now() - start) * 100) / 100;

@@ -2,7 +2,7 @@
 // made for one workflow stage is useless at any other stage, in any other workflow, or unbound.
 import { z } from 'zod';
 import { sha256Hex } from '../platform/crypto';
-import { FIELD_PRIME, poseidonHash } from './field';
+import { FIELD_PRIME, poseidonHash } from '../platform/field';
 
 /** A field element as it travels (a context, a commitment): decimal, below the BN254 scalar prime. */
 export const fieldElementSchema = z

@@ -27,7 +27,7 @@ export type {
   ProverBackendKind,
 } from './backends';
 export { fieldElementSchema, proofIdField, stageContext } from './context';
-export { FIELD_PRIME, MAX_SET_SIZE, MAX_VALUE, MEMBERSHIP_DEPTH, VALUE_BITS } from './field';
+export { FIELD_PRIME, MAX_SET_SIZE, MAX_VALUE, MEMBERSHIP_DEPTH, VALUE_BITS } from '../platform/field';
 export {
   commitSet,
   commitValue,

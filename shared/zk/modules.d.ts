@@ -130,9 +130,25 @@ declare module 'circomlibjs' {
   export interface SparseMerkleTree {
     F: BabyJubField;
     root: FieldElement;
+    hash0: unknown;
+    hash1: unknown;
     insert(key: bigint, value: bigint): Promise<unknown>;
+    find(key: bigint): Promise<{
+      found: boolean;
+      siblings: FieldElement[];
+      notFoundKey: FieldElement;
+      notFoundValue: FieldElement;
+      isOld0: boolean;
+    }>;
   }
   export function newMemEmptyTrie(): Promise<SparseMerkleTree>;
+  export class SMTMemDb {
+    constructor(F: BabyJubField);
+    getRoot(): Promise<FieldElement>;
+  }
+  export class SMT {
+    constructor(db: SMTMemDb, root: FieldElement, hash0: unknown, hash1: unknown, F: BabyJubField);
+  }
 }
 
 declare module 'circom_runtime' {

@@ -13,13 +13,32 @@ import {
   merkleWitness,
   poseidonHash,
   randomFieldElement,
-} from './field';
+} from '../platform/field';
+import { credentialSchemaSchema } from '../credentials/format';
+import {
+  CREDENTIAL_CIRCUIT,
+  CREDENTIAL_POLICY_FIELD,
+  CREDENTIAL_POLICY_LABEL,
+  CREDENTIAL_PUBLIC_SIGNALS,
+  MAX_REVOKED,
+  MAX_TERMS,
+  REVOCATION_DEPTH,
+  commitQuery,
+  queryCircuitInput,
+  queryTermSchema,
+  termParametersSchema,
+} from '../credentials/query';
 
-export type PolicyId = 'threshold' | 'range' | 'membership';
-export const policyIds = ['threshold', 'range', 'membership'] as const satisfies readonly PolicyId[];
+export type PolicyId = 'threshold' | 'range' | 'membership' | 'credential';
+export const policyIds = [
+  'threshold',
+  'range',
+  'membership',
+  'credential',
+] as const satisfies readonly PolicyId[];
 
 /** Input to the circom witness calculator: decimal strings keyed by signal name. */
-export type CircuitInput = Record<string, string | string[]>;
+export type CircuitInput = Record<string, string | string[] | string[][]>;
 
 export interface PreparedInput {
   circuitInput: CircuitInput;
@@ -268,7 +287,91 @@ const membership = definePolicy({
   },
 });
 
-export const policies: Record<PolicyId, PolicyDefinition> = { threshold, range, membership };
+/** One term of a query with its parameters, as a prover or a relying party states it. */
+const queryTerm = queryTermSchema.extend(termParametersSchema.shape).strict();
+const termsOf = (query: Array<z.output<typeof queryTerm>>) => ({
+  terms: query.map(({ field, op }) => ({ field, op })),
+  parameters: query.map(({ field: _f, op: _o, ...params }) => params),
+});
+const subjectSchema = z
+  .string()
+  .regex(decimal, 'a decimal field element')
+  .max(78)
+  .refine((v) => BigInt(v) < FIELD_PRIME, 'below the BN254 scalar field prime');
+
+/**
+ * A credential query: an issuer-signed credential (docs/credentials.md) satisfies up to four
+ * predicates over its fields, is valid at a public time and not revoked under the issuer's revocation
+ * root, for a public subject commitment; no field is revealed.
+ */
+const credential = definePolicy({
+  id: 'credential',
+  name: 'Credential query',
+  description: `Proves an issuer-signed credential satisfies up to ${MAX_TERMS} predicates over its fields (eq, ne, lt, lte, gt, gte, between, in, nin), is unexpired and unrevoked, without revealing any field.`,
+  circuit: CREDENTIAL_CIRCUIT,
+  label: CREDENTIAL_POLICY_LABEL,
+  fieldId: CREDENTIAL_POLICY_FIELD,
+  publicSignals: CREDENTIAL_PUBLIC_SIGNALS,
+  inputSchema: z.strictObject({
+    credential: z.record(z.string(), z.unknown()),
+    query: z.array(queryTerm).min(1).max(MAX_TERMS),
+    /** The issuer's revoked nonces as it publishes them (the tree the proof's root is of)… */
+    revoked: z.array(subjectSchema).max(MAX_REVOKED).optional(),
+    /** …or the credential's non-membership path in that tree (`npm run px -- credential path`). */
+    revocation: z
+      .strictObject({
+        root: subjectSchema,
+        siblings: z.array(subjectSchema).length(REVOCATION_DEPTH),
+        oldKey: subjectSchema,
+        oldValue: subjectSchema,
+        isOld0: z.enum(['0', '1']),
+      })
+      .optional(),
+    /** Seconds since 1970 the credential is shown valid at; now when left out. */
+    now: z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER).optional(),
+  }),
+  check() {
+    // Everything is checked in plain while the input is built: the signature takes the curve.
+  },
+  parameters: defineParameters({
+    commitmentSignals: CREDENTIAL_PUBLIC_SIGNALS.filter(
+      (n) => !['result', 'policyId', 'issuerAx', 'issuerAy', 'now', 'revocationRoot', 'context'].includes(n),
+    ),
+    plainSchema: z.strictObject({
+      schema: credentialSchemaSchema,
+      subject: subjectSchema,
+      query: z.array(queryTerm).min(1).max(MAX_TERMS),
+    }),
+    async commit(plain) {
+      const { terms, parameters } = termsOf(plain.query);
+      const { signals, salts } = await commitQuery(plain.schema, terms, parameters);
+      return {
+        commitments: { ...signals, subject: plain.subject },
+        salts: Object.fromEntries(salts.map((salt, i) => [`query.${i}.salt`, salt])),
+      };
+    },
+  }),
+  async buildInput(inputs, context) {
+    const { terms, parameters } = termsOf(inputs.query);
+    const now = BigInt(inputs.now ?? Math.floor(Date.now() / 1000));
+    const built = await queryCircuitInput({
+      credential: inputs.credential,
+      terms,
+      parameters,
+      revocation: inputs.revocation ? { path: inputs.revocation } : { revoked: inputs.revoked ?? [] },
+      now,
+      context,
+    });
+    const { result: _r, policyId: _p, context: _c, ...commitments } = built.signals;
+    return {
+      circuitInput: built.circuitInput,
+      commitments,
+      salts: Object.fromEntries(built.salts.map((salt, i) => [`query.${i}.salt`, salt])),
+    };
+  },
+});
+
+export const policies: Record<PolicyId, PolicyDefinition> = { threshold, range, membership, credential };
 
 export function isPolicyId(id: unknown): id is PolicyId {
   return typeof id === 'string' && Object.hasOwn(policies, id);

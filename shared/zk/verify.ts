@@ -3,7 +3,7 @@ import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
 import { AppError } from '../platform/errors';
 import { artifactPaths, circuitManifest } from './artifacts';
-import { FIELD_PRIME } from './field';
+import { FIELD_PRIME } from '../platform/field';
 import { verifyGroth16 } from './groth16';
 import { getPolicy } from './policies';
 import { circuitSetup } from './setup';

@@ -578,7 +578,7 @@ describe('a vote under the trustees’ key', () => {
     expect(run.stdout).toContain('governance vote passed: ballots valid, tally recomputes');
     // Valid, and said not to be proof: its ballots were checked with the development setup's key.
     expect(run.stdout).toMatch(
-      /^WARNING: the zero-knowledge proofs were checked with keys from an insecure development setup \(dev-INSECURE-pot12\.ptau\)/m,
+      /^WARNING: the zero-knowledge proofs were checked with keys from an insecure development setup \(dev-INSECURE-pot14\.ptau\)/m,
     );
   }, 90_000);
 });

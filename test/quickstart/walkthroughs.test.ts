@@ -1,5 +1,5 @@
-// The walkthroughs of docs/governance.md, docs/treasury.md, docs/auctions.md, docs/workflows.md and
-// docs/verify.md, literally, on one instance, by two readers at once (each runs on whatever the others
+// The walkthroughs of docs/governance.md, docs/treasury.md, docs/auctions.md, docs/workflows.md,
+// docs/credentials.md and docs/verify.md, literally, on one instance, by three readers at once (each runs on whatever the others
 // left): `npm start` in this checkout (the test database and Redis prefix, a DATA_DIR of its own, no
 // development chain) on a port that is not the default, then every `sh` block of a doc's "Walkthrough"
 // section in order, in one shell, unedited: only curl, `npm run px` (and the clients it runs) and
@@ -60,7 +60,7 @@ afterAll(async () => {
 }, 30_000);
 
 /** Runs a doc's walkthrough as one shell script; its exit code and everything it printed. */
-async function runWalkthrough(doc: string): Promise<{ code: number | null; out: string }> {
+async function runWalkthrough(doc: string, timeout = 280_000): Promise<{ code: number | null; out: string }> {
   expect(port).not.toBe(3000);
   const script = walkthrough(doc).join('\n');
   expect(script).not.toContain('localhost:3000');
@@ -72,7 +72,7 @@ async function runWalkthrough(doc: string): Promise<{ code: number | null; out: 
     execFile(
       'bash',
       ['--norc', '-euo', 'pipefail', '-c', merged],
-      { cwd: repo, env, encoding: 'utf8', timeout: 280_000, maxBuffer: 16 * 1024 * 1024 },
+      { cwd: repo, env, encoding: 'utf8', timeout, maxBuffer: 16 * 1024 * 1024 },
       (err, stdout, stderr) =>
         done({ code: err ? ((err as { code?: number }).code ?? 1) : 0, out: stdout + stderr }),
     );
@@ -117,6 +117,40 @@ describe('the walkthroughs, run as written, two readers at once', () => {
         expect(out).not.toMatch(/lk_[A-Za-z0-9_-]{20}/);
       },
       300_000,
+    );
+  });
+
+  describe.concurrent('a third: credentials', () => {
+    it.sequential(
+      'docs/credentials.md: a bureau’s credit report proven at Risk Assessment, every refusal in one line, anonymous approvals, the bundle verified',
+      async () => {
+        const { code, out } = await runWalkthrough('docs/credentials.md', 400_000);
+        expect(code, out).toBe(0);
+        for (const refusal of [
+          'refused (409 credential_issuer_not_accepted)',
+          'refused (409 policy_parameters_mismatch)',
+          'refused (422 credential_expired)',
+          'refused (422 credential_revoked)',
+        ])
+          expect(out).toContain(`${refusal}`);
+        expect(out.match(/\nexit 1\n/g)?.length).toBeGreaterThanOrEqual(5);
+        expect(out).toMatch(/^risk_assessment in_progress$/m);
+        expect(out).toMatch(/^completed$/m);
+        expect(out).toMatch(
+          /^valid: package: workflow Underwriting: .*approvals proven.*stage risk_assessment: a credit report signed by Acme Credit Bureau .*shows score ≥ a value the organization fixed, debtToIncome ≤ a value the organization fixed; .*: proven$/m,
+        );
+        expect(out).toMatch(/^valid: the acceptance of issuer Acme Credit Bureau .* is in the log/m);
+        expect(out).toMatch(/^valid: revocation root 2 of issuer Acme Credit Bureau is in the log/m);
+        expect(out).toMatch(
+          /^valid: the bundle's verification key of credential is the one this verifier holds/m,
+        );
+        // The changed bundle fails, and says where.
+        expect(out).toMatch(/^INVALID: .*\(it was changed\)\nexit 1$/m);
+        // The bureau's and the lender's secrets never reached the terminal.
+        expect(out).not.toMatch(/"privateKey"/);
+        expect(out).not.toMatch(/lk_[A-Za-z0-9_-]{20}/);
+      },
+      420_000,
     );
   });
 

@@ -87,6 +87,8 @@ describe('each route’s own body limit', () => {
       'post /api/governance/rooms/{roomId}/members',
       'post /api/governance/verify',
       'post /api/proof-workflows/approver-sets',
+      'post /api/proof-workflows/issuers',
+      'post /api/proof-workflows/issuers/{keyId}/revocations',
       'post /api/proof-workflows/verify',
       'post /api/treasury/verify',
     ]);

@@ -657,7 +657,7 @@ describe('the command-line clients', () => {
       // Beside the verdict, what it does not mean: one stage rests on a proof under the development
       // setup's keys, the others on the service's word.
       expect(checked.stdout).toMatch(
-        /^WARNING: the zero-knowledge proofs were checked with keys from an insecure development setup \(dev-INSECURE-pot12\.ptau\)/m,
+        /^WARNING: the zero-knowledge proofs were checked with keys from an insecure development setup \(dev-INSECURE-pot14\.ptau\)/m,
       );
       expect(checked.stdout).toMatch(/^WARNING: approvals are asserted, not proven/m);
     } finally {

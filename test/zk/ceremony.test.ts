@@ -168,7 +168,12 @@ describe('a three-contributor ceremony', () => {
     const skipped: string[] = [];
     const r1csDir = join(work, 'src', 'out');
     expect(await checkArtifacts({ ceremony: true, r1csDir, note: (l) => skipped.push(l) })).toEqual([]);
-    expect(skipped.map((l) => l.split(':')[0]).sort()).toEqual(['ballot', 'membership', 'range']);
+    expect(skipped.map((l) => l.split(':')[0]).sort()).toEqual([
+      'ballot',
+      'credential',
+      'membership',
+      'range',
+    ]);
     const reordered = { ...finalized, contributions: [...finalized.contributions].reverse() };
     writeFileSync(transcriptPath(CIRCUIT, dir), JSON.stringify(reordered));
     expect(await checkArtifacts({ ceremony: true, r1csDir })).toEqual([

@@ -11,16 +11,26 @@ import type { PolicyId } from '../../shared/zk/index';
 import { startWorker } from '../../workers/pool';
 import { proofsProcessor } from '../../workers/prover/main';
 import type { TestApp } from '../helpers';
+import { sampleCredential, sampleQueryInput } from '../../shared/credentials/sample';
 
 /** Values unlikely to appear anywhere by chance: a hit in a dump is a leak. */
 export const privateInputs: Record<PolicyId, Record<string, unknown>> = {
   threshold: { value: '7391402581', threshold: '6173051947' },
   range: { value: '4826159037', low: '3917264085', high: '5938172640' },
   membership: { value: '8264019375', set: ['1739204856', '8264019375', '2958371046', '6402817593'] },
+  credential: sampleQueryInput,
 };
 
 export const secretValues = (policy: PolicyId): string[] =>
-  Object.values(privateInputs[policy]).flatMap((v) => (Array.isArray(v) ? v.map(String) : [String(v)]));
+  policy === 'credential'
+    ? // The credential's own long values: its revocation nonce, its signature and its claim hash.
+      [
+        sampleCredential.credentialStatus.revocationNonce,
+        sampleCredential.proof.signature.S,
+        sampleCredential.proof.signature.R8[0],
+        sampleCredential.proof.claimHash,
+      ]
+    : Object.values(privateInputs[policy]).flatMap((v) => (Array.isArray(v) ? v.map(String) : [String(v)]));
 
 export interface ProofsWorker {
   db: Db;

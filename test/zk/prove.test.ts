@@ -152,7 +152,7 @@ describe('prove through the queue, then verify, over HTTP', () => {
     expect(res.body.setup).toMatchObject({
       insecure: true,
       allowInsecureCircuits: false,
-      ptau: { file: 'dev-INSECURE-pot12.ptau', power: 12 },
+      ptau: { file: 'dev-INSECURE-pot14.ptau', power: 14 },
     });
     expect(res.body.policies.map((p: { id: string }) => p.id)).toEqual([...policyIds]);
     for (const p of res.body.policies) {

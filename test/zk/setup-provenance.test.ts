@@ -36,7 +36,7 @@ beforeAll(async () => {
   devHash = await blake2b512File(join(artifactsDir(), loadManifest().ptau.file));
   renamed = mkdtempSync(join(tmpdir(), 'px-ptau-renamed-'));
   cpSync(artifactsDir(), renamed, { recursive: true });
-  renameSync(join(renamed, 'dev-INSECURE-pot12.ptau'), join(renamed, renamedFile));
+  renameSync(join(renamed, 'dev-INSECURE-pot14.ptau'), join(renamed, renamedFile));
   const manifest = JSON.parse(readFileSync(join(renamed, 'manifest.json'), 'utf8')) as Manifest;
   manifest.ptau.file = renamedFile;
   manifest.ptau.insecure = false;
@@ -199,7 +199,7 @@ const committed = join(repoRoot, 'circuits', 'artifacts');
 function claiming(ptau: { file: string; blake2b512: string }, options: { ptauBytes?: Buffer } = {}): string {
   const dir = mkdtempSync(join(tmpdir(), 'px-ptau-claimed-'));
   cpSync(committed, dir, { recursive: true });
-  rmSync(join(dir, 'dev-INSECURE-pot12.ptau'));
+  rmSync(join(dir, 'dev-INSECURE-pot14.ptau'));
   if (options.ptauBytes) writeFileSync(join(dir, ptau.file), options.ptauBytes);
   const manifest = JSON.parse(readFileSync(join(dir, 'manifest.json'), 'utf8')) as Manifest;
   manifest.ptau = { ...manifest.ptau, file: ptau.file, blake2b512: ptau.blake2b512, insecure: false };
@@ -226,7 +226,7 @@ function only(dir: string, circuits: string[]): string {
  * a well-formed file, of another hash, from which the committed keys do not come.
  */
 function otherPtau(): Buffer {
-  const bytes = Buffer.from(readFileSync(join(committed, 'dev-INSECURE-pot12.ptau')));
+  const bytes = Buffer.from(readFileSync(join(committed, 'dev-INSECURE-pot14.ptau')));
   let at = 12; // "ptau", version, section count
   const sections = bytes.readUInt32LE(8);
   for (let i = 0; i < sections; i++) {
@@ -265,7 +265,7 @@ describe('in production, the keys checked against the ceremony, not the manifest
     );
     expect(await circuitReadiness()).toMatchObject({ ok: false });
     // The development file shipped under the published name is another file.
-    writeFileSync(join(forged, hez12.file), readFileSync(join(committed, 'dev-INSECURE-pot12.ptau')));
+    writeFileSync(join(forged, hez12.file), readFileSync(join(committed, 'dev-INSECURE-pot14.ptau')));
     await expect(assertCircuitSetup()).rejects.toThrow(
       new RegExp(`but .*${hez12.file} is another file \\(blake2b-512 ${devHash.slice(0, 16)}…\\)`),
     );
@@ -313,7 +313,7 @@ describe('in development', () => {
     const setup = await assertCircuitSetup();
     expect(setup).toMatchObject({
       insecure: true,
-      ptau: { file: 'dev-INSECURE-pot12.ptau', provenance: 'unaccepted', blake2b512: devHash },
+      ptau: { file: 'dev-INSECURE-pot14.ptau', provenance: 'unaccepted', blake2b512: devHash },
     });
     const ready = await circuitReadiness();
     expect(ready).toMatchObject({ ok: true, insecureSetup: true });

@@ -110,7 +110,7 @@ describe('the development setup in production', () => {
       const lines = run.stderr.join('').trimEnd().split('\n');
       expect(lines).toHaveLength(1);
       expect(lines[0]).toContain('insecure development setup');
-      expect(lines[0]).toContain('dev-INSECURE-pot12.ptau');
+      expect(lines[0]).toContain('dev-INSECURE-pot14.ptau');
       expect(lines[0]).toContain('CIRCUIT_PTAU=');
       expect(lines[0]).toContain('npm run circuits:build');
       expect(lines[0]).toContain('ALLOW_INSECURE_CIRCUITS=true');

@@ -4,6 +4,7 @@
 // them.
 import type { RouteTable } from '../../http/route';
 import { approvalRoutes } from './approvals';
+import { issuerRoutes } from './issuers';
 import { bundleRoutes } from './bundle';
 import { logRoutes } from './log';
 import { tileRoutes } from './tiles';
@@ -11,5 +12,7 @@ import { trustRoutes } from './trust';
 import { proofWorkflowRoutes } from './workflows';
 
 export function workflowRoutes(table: RouteTable): RouteTable {
-  return tileRoutes(trustRoutes(bundleRoutes(logRoutes(approvalRoutes(proofWorkflowRoutes(table))))));
+  return tileRoutes(
+    trustRoutes(bundleRoutes(logRoutes(issuerRoutes(approvalRoutes(proofWorkflowRoutes(table)))))),
+  );
 }

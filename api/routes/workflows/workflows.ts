@@ -127,6 +127,24 @@ const verificationSchema = z
     approvalReasons: z
       .array(z.object({ code: z.string(), detail: z.string(), stage: z.string() }))
       .optional(),
+    credentials: z
+      .array(
+        z.object({
+          stage: z.string(),
+          proven: z.boolean(),
+          what: z.string().describe('The credential in words: "a credit report"'),
+          issuer: z.object({ name: z.string(), keyId: z.string(), acceptedSince: z.string() }),
+          at: z.string().describe('The proof’s time: valid and unrevoked then'),
+          revocationPublishedAt: z.string(),
+          terms: z.array(z.string()).describe('The query in words; the parameters stay hidden'),
+          subject: z.string().describe('The applicant’s subject commitment the credential is about'),
+          reasons: z.array(z.string()),
+        }),
+      )
+      .optional()
+      .describe(
+        'The credential query proofs of the package, each checked as `npm run verify` checks it (docs/credentials.md)',
+      ),
     insecureSetup: z
       .boolean()
       .describe(

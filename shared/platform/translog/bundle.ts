@@ -45,6 +45,19 @@ export const bundleSchema = z
     verificationKeys: z
       .record(z.string().regex(/^[a-z][a-z0-9_]{0,31}$/), z.record(z.string(), z.unknown()))
       .optional(),
+    /**
+     * c2sp.org/tlog-proof@v1 proofs of the log statements the package rests on (a credential proof's
+     * issuer acceptance and revocation root), each against a checkpoint of the same log.
+     */
+    statements: z
+      .array(
+        z
+          .string()
+          .min(1)
+          .max(1024 * 1024),
+      )
+      .max(64)
+      .optional(),
   })
   .strict()
   .meta({ id: 'Bundle', description: 'A published package with its C2SP tlog proof, checkable offline.' });
@@ -64,6 +77,8 @@ export interface PackageFinding {
   restsOnProofs?: boolean;
   /** What holds but must be said beside the verdict (approvals asserted, not proven), one a line. */
   warnings?: string[];
+  /** Log statements the package rests on: the bundle must prove each is in the log. */
+  statements?: Array<{ kind: string; id: string; sha256: string; what: string }>;
 }
 
 /** A package kind's offline verifier: the package's signature under `publicKey`, and its contents. */
@@ -224,6 +239,29 @@ export async function verifyBundle(
   }
   valid(`package ${proofId} signed by key ${keyId} (valid from ${key.key.validFrom}) at ${issuedAt}`);
   valid(`package: ${finding.summary}`);
+  // The statements it rests on, each in the same log under a checkpoint the policy accepts.
+  const carried = (bundle.statements ?? []).flatMap((text) => {
+    try {
+      return [parseTlogProof(text)];
+    } catch {
+      return [];
+    }
+  });
+  for (const needed of finding.statements ?? []) {
+    const found = carried.find((p) => {
+      const e = p.extra ? parseLogEntry(p.extra) : null;
+      return e?.kind === needed.kind && e.id === needed.id && e.sha256 === needed.sha256;
+    });
+    if (!found) return invalid(`the bundle does not prove that the log holds ${needed.what}`);
+    const at = found.parsed;
+    const ok =
+      at.origin === root.log.origin &&
+      checkCheckpoint(policy, at).ok &&
+      found.index < at.size &&
+      verifyInclusion(leafHash(found.extra!), found.index, at.size, found.path, at.root);
+    if (!ok) return invalid(`the log proof of ${needed.what} does not hold`);
+    valid(`${needed.what} is in the log (entry ${found.index}, checkpoint size ${at.size})`);
+  }
   // The keys carried for standard tools: each must be the one this verifier checked the proofs with.
   for (const [circuit, carried] of Object.entries(bundle.verificationKeys ?? {})) {
     const held = heldKey ? await heldKey(circuit).catch(() => undefined) : undefined;

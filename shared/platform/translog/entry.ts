@@ -18,6 +18,8 @@ export const logEntryKinds = [
   'ceremony_transcript',
   'approver_set',
   'workflow_approvers',
+  'credential_issuer',
+  'revocation_root',
 ] as const;
 export type LogEntryKind = (typeof logEntryKinds)[number];
 

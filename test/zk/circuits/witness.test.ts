@@ -2,7 +2,13 @@
 // wasm, so they test exactly what the prover runs.
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { AppError } from '../../../shared/platform/errors';
-import { FIELD_PRIME, MAX_VALUE, MAX_SET_SIZE, merkleRoot, poseidonHash } from '../../../shared/zk/field';
+import {
+  FIELD_PRIME,
+  MAX_VALUE,
+  MAX_SET_SIZE,
+  merkleRoot,
+  poseidonHash,
+} from '../../../shared/platform/field';
 import { terminateCurves } from '../../../shared/zk';
 import { commitSet, getPolicy, parsePolicyInputs, preparePolicyInput } from '../../../shared/zk/policies';
 import type { CircuitInput, PolicyId } from '../../../shared/zk/policies';

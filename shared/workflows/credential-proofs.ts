@@ -1,0 +1,444 @@
+// Credential query proofs as a stage's evidence. At the gate: the issuer must be one the workflow's
+// owner accepts for the schema, valid at the proof's time; the revocation root one the log recorded for
+// that issuer, published within the stage's bound; the proof's time recent. Kept with the facts it was
+// accepted on (the issuer's and the root's logged statements), they go into the package, where anyone
+// checks them offline: the proof against the credential circuit's key, its binding to the stage's entry
+// and context, its query against the template's, its issuer and root against the statements, and those
+// statements against the log (docs/credentials.md, "In a workflow").
+import type { Knex } from 'knex';
+import { z } from 'zod';
+import { canonicalJson } from '../platform/canonical';
+import { sha256Hex } from '../platform/crypto';
+import { conflict } from '../platform/errors';
+import type { Db } from '../platform/db/knex';
+import { entryFor } from '../platform/translog/entry';
+import { fromHex, leafHash, toHex, verifyInclusion } from '../platform/translog/merkle';
+import { issuerKeyId, schemaId } from '../credentials/format';
+import { CREDENTIAL_PUBLIC_SIGNALS, operatorCode, operators, termField } from '../credentials/query';
+import type { Operator } from '../credentials/query';
+import {
+  ISSUER_STATEMENT_TYPE,
+  REVOCATION_ROOT_STATEMENT_TYPE,
+  acceptedIssuer,
+  loggedRoot,
+  newerRootBefore,
+} from '../credentials/registry';
+import type { IssuerStatement, RevocationRootStatement } from '../credentials/registry';
+import { stageContext } from '../zk/context';
+import { verifyGroth16 } from '../zk/groth16';
+import { evidenceCommitment } from './chain';
+import { policyProofHash } from './policy-gate';
+import type { ChainedEntry } from './records';
+import type { CredentialRequirement, WorkflowTemplate } from './templates';
+
+type Conn = Db | Knex.Transaction;
+
+export const credentialGateCodes = [
+  'credential_issuer_not_accepted',
+  'credential_issuer_revoked',
+  'credential_time_out_of_bounds',
+  'revocation_root_unknown',
+  'revocation_root_stale',
+  'revocation_root_superseded',
+] as const;
+
+/** How far a proof's time may run ahead of the service's clock (a prover's clock skew). */
+export const CLOCK_SKEW_SECONDS = 300;
+
+const signalAt = (signals: readonly string[], name: (typeof CREDENTIAL_PUBLIC_SIGNALS)[number]) =>
+  signals[CREDENTIAL_PUBLIC_SIGNALS.indexOf(name)]!;
+
+/** The requirement as a package states it: enough to check a proof's query without our catalog. */
+export const packagedRequirementSchema = z
+  .object({
+    what: z.string().min(1).max(200),
+    schemaId: z.string().regex(/^\d{1,78}$/),
+    schemaName: z.string().min(1).max(64),
+    terms: z
+      .array(
+        z
+          .object({
+            field: z.string().min(1).max(32),
+            fieldIndex: z.number().int().min(0).max(7),
+            op: z.enum(operators),
+          })
+          .strict(),
+      )
+      .min(1)
+      .max(4),
+    maxRevocationAge: z.number().int().positive(),
+    maxProofAge: z.number().int().positive(),
+  })
+  .strict();
+export type PackagedRequirement = z.infer<typeof packagedRequirementSchema>;
+
+export function packagedRequirement(r: CredentialRequirement): PackagedRequirement {
+  return {
+    what: r.what,
+    schemaId: schemaId(r.schema),
+    schemaName: r.schema.name,
+    terms: r.query.map((t) => ({ field: t.field, fieldIndex: termField(r.schema, t).index, op: t.op })),
+    maxRevocationAge: r.maxRevocationAge,
+    maxProofAge: r.maxProofAge,
+  };
+}
+
+const decimal = z.string().regex(/^(0|[1-9]\d{0,77})$/);
+const hex64 = z.string().regex(/^[0-9a-f]{64}$/);
+
+export const issuerStatementSchema = z
+  .object({
+    type: z.literal(ISSUER_STATEMENT_TYPE),
+    owner: z.string().min(1).max(100),
+    keyId: hex64,
+    name: z.string().min(1).max(200),
+    publicKey: z.tuple([decimal, decimal]),
+    schemas: z.array(decimal).max(32),
+    validFrom: z.iso.datetime(),
+    validUntil: z.iso.datetime().nullable(),
+    revokedFrom: z.iso.datetime().nullable(),
+    version: z.number().int().positive(),
+    at: z.iso.datetime(),
+  })
+  .strict();
+
+export const revocationStatementSchema = z
+  .object({
+    type: z.literal(REVOCATION_ROOT_STATEMENT_TYPE),
+    keyId: hex64,
+    seq: z.number().int().positive(),
+    root: decimal,
+    revoked: z.number().int().nonnegative(),
+    publishedAt: z.iso.datetime(),
+    signature: z.object({ R8: z.tuple([decimal, decimal]), S: decimal }).strict(),
+  })
+  .strict();
+
+/** A credential proof in a package: the proof, the entry it is evidence of, and the facts it rests on. */
+export const packagedCredentialProofSchema = z
+  .object({
+    stage: z.string().min(1).max(64),
+    stageIndex: z.number().int().min(0).max(31),
+    /** The audit entry whose evidence the proof is, and the salt of that entry's evidence commitment. */
+    entrySeq: z.number().int().nonnegative(),
+    evidenceSalt: z.string().min(1).max(200),
+    proof: z.object({
+      pi_a: z.array(decimal).length(3),
+      pi_b: z.array(z.array(decimal).length(2)).length(3),
+      pi_c: z.array(decimal).length(3),
+      protocol: z.literal('groth16').optional(),
+      curve: z.literal('bn128').optional(),
+    }),
+    publicSignals: z.array(decimal).length(CREDENTIAL_PUBLIC_SIGNALS.length),
+    requirement: packagedRequirementSchema,
+    issuer: z
+      .object({ statement: issuerStatementSchema, leafIndex: z.number().int().nonnegative() })
+      .strict(),
+    revocation: z
+      .object({
+        statement: revocationStatementSchema,
+        leafIndex: z.number().int().nonnegative(),
+        loggedAt: z.iso.datetime(),
+      })
+      .strict(),
+  })
+  .strict();
+export type PackagedCredentialProof = z.infer<typeof packagedCredentialProofSchema>;
+
+/** The log inclusion of each credential proof's two statements, at the package's own tree head. */
+export const credentialLogSchema = z
+  .object({
+    treeSize: z.number().int().positive(),
+    proofs: z
+      .array(z.object({ leafIndex: z.number().int().nonnegative(), path: z.array(hex64).max(64) }).strict())
+      .max(64),
+  })
+  .strict();
+export type CredentialLog = z.infer<typeof credentialLogSchema>;
+
+export interface AcceptedCredential {
+  requirement: PackagedRequirement;
+  issuer: { statement: IssuerStatement; leafIndex: number };
+  revocation: { statement: RevocationRootStatement; leafIndex: number; loggedAt: string };
+}
+
+/** The statement's entry id in the log (registry.ts logs them under these). */
+const issuerEntryId = (s: IssuerStatement) => `${s.owner}:${s.keyId}:${s.version}`;
+const rootEntryId = (s: RevocationRootStatement) => `${s.keyId}:${s.seq}`;
+export const issuerLeafHash = (s: IssuerStatement) =>
+  toHex(leafHash(entryFor('credential_issuer', issuerEntryId(s), s)));
+export const rootLeafHash = (s: RevocationRootStatement) =>
+  toHex(leafHash(entryFor('revocation_root', rootEntryId(s), s)));
+
+/** The log statements a package's credential proofs rest on: two per proof, issuer then root. */
+export function credentialStatements(proofs: readonly PackagedCredentialProof[]) {
+  return proofs.flatMap((p) => [
+    {
+      kind: 'credential_issuer' as const,
+      id: issuerEntryId(p.issuer.statement),
+      sha256: sha256Hex(canonicalJson(p.issuer.statement)),
+      what: `the acceptance of issuer ${p.issuer.statement.name} (${p.issuer.statement.keyId.slice(0, 12)}…, version ${p.issuer.statement.version})`,
+    },
+    {
+      kind: 'revocation_root' as const,
+      id: rootEntryId(p.revocation.statement),
+      sha256: sha256Hex(canonicalJson(p.revocation.statement)),
+      what: `revocation root ${p.revocation.statement.seq} of issuer ${p.issuer.statement.name}`,
+    },
+  ]);
+}
+
+/** Whether the issuer key holds at `now` (s): in its validity, before any revocation. */
+function issuerHoldsAt(s: IssuerStatement, now: number): boolean {
+  const ms = now * 1000;
+  return (
+    Date.parse(s.validFrom) <= ms &&
+    (s.validUntil === null || ms < Date.parse(s.validUntil)) &&
+    (s.revokedFrom === null || ms < Date.parse(s.revokedFrom))
+  );
+}
+
+/**
+ * The gate's part that needs the registry: the issuer the owner accepts for the schema, valid at the
+ * proof's time; a logged root of that issuer within the bound; the proof's time recent. The generic
+ * gate has already checked the schema, subject, fields, operators, parameters and context. Throws 409.
+ */
+export async function checkCredentialGate(
+  db: Conn,
+  input: { owner: string; requirement: CredentialRequirement; publicSignals: readonly string[]; at: Date },
+): Promise<AcceptedCredential> {
+  const { requirement, publicSignals: signals } = input;
+  const publicKey = [signalAt(signals, 'issuerAx'), signalAt(signals, 'issuerAy')] as const;
+  const issuer = await acceptedIssuer(db, input.owner, publicKey);
+  const sid = signalAt(signals, 'schemaId');
+  if (!issuer || !issuer.statement.schemas.includes(sid))
+    throw conflict(
+      'credential_issuer_not_accepted',
+      `The credential's issuer (key ${issuerKeyId(publicKey).slice(0, 12)}…) is not one this organization accepts for ${requirement.schema.name}.`,
+    );
+  const now = Number(signalAt(signals, 'now'));
+  const at = Math.floor(input.at.getTime() / 1000);
+  if (now > at + CLOCK_SKEW_SECONDS || now < at - requirement.maxProofAge)
+    throw conflict(
+      'credential_time_out_of_bounds',
+      `The proof's time is ${new Date(now * 1000).toISOString()}; this stage takes proofs made within ${requirement.maxProofAge} s before now.`,
+    );
+  if (!issuerHoldsAt(issuer.statement, now))
+    throw conflict(
+      'credential_issuer_revoked',
+      `The issuer's key ${issuer.keyId.slice(0, 12)}… is not accepted at the proof's time (revoked or outside its validity).`,
+    );
+  const root = await loggedRoot(db, issuer.keyId, signalAt(signals, 'revocationRoot'));
+  if (!root)
+    throw conflict(
+      'revocation_root_unknown',
+      'The proof shows non-revocation against a root the log never recorded for this issuer.',
+    );
+  if (Date.parse(root.publishedAt) < (now - requirement.maxRevocationAge) * 1000)
+    throw conflict(
+      'revocation_root_stale',
+      `The revocation root was published ${root.publishedAt}, more than ${requirement.maxRevocationAge} s before the proof's time; prove again against the issuer's latest root.`,
+    );
+  // At the proof's time the root must have been the issuer's newest: a nonce revoked by then counts.
+  if (await newerRootBefore(db, issuer.keyId, root.seq, root.root, now))
+    throw conflict(
+      'revocation_root_superseded',
+      'The issuer had published a newer revocation root by the proof’s time; prove again against it.',
+    );
+  return {
+    requirement: packagedRequirement(requirement),
+    issuer: { statement: issuer.statement, leafIndex: issuer.leafIndex },
+    revocation: { statement: root.statement, leafIndex: root.leafIndex, loggedAt: root.loggedAt },
+  };
+}
+
+/** The workflow's credential proofs as its package carries them, each with its entry and salt. */
+export async function loadCredentialProofs(
+  db: Conn,
+  workflowId: string,
+  template: WorkflowTemplate,
+): Promise<PackagedCredentialProof[]> {
+  const rows = (await db('workflow_credential_proofs')
+    .where('workflow_id', workflowId)
+    .orderBy('created_at')) as Array<{
+    stage_idx: number;
+    evidence_hash: string;
+    proof: PackagedCredentialProof['proof'];
+    public_signals: string[];
+    facts: AcceptedCredential;
+  }>;
+  if (rows.length === 0) return [];
+  const entries = (await db('audit_entries')
+    .where('workflow_id', workflowId)
+    .where('evidence_kind', 'blind_policy_proof')
+    .select('seq', 'stage', 'evidence_commitment', 'evidence_salt')) as Array<{
+    seq: number;
+    stage: string;
+    evidence_commitment: string;
+    evidence_salt: string;
+  }>;
+  return rows.flatMap((r) => {
+    const entry = entries.find(
+      (e) => e.evidence_commitment === evidenceCommitment(r.evidence_hash, e.evidence_salt),
+    );
+    if (!entry) return [];
+    return [
+      {
+        stage: template.stages[r.stage_idx]!.key,
+        stageIndex: r.stage_idx,
+        entrySeq: entry.seq,
+        evidenceSalt: entry.evidence_salt,
+        proof: r.proof,
+        publicSignals: r.public_signals,
+        ...r.facts,
+      },
+    ];
+  });
+}
+
+const opWords: Record<Operator, string> = {
+  eq: 'equals',
+  ne: 'differs from',
+  lt: '<',
+  lte: '≤',
+  gt: '>',
+  gte: '≥',
+  between: 'lies between two bounds',
+  in: 'is one of a set',
+  nin: 'is none of a set',
+};
+
+/** One credential proof's verdict, as the page and the offline check say it. */
+export interface CredentialProofVerdict {
+  stage: string;
+  proven: boolean;
+  what: string;
+  issuer: { name: string; keyId: string; acceptedSince: string };
+  /** The proof's time: the credential was valid and unrevoked then. */
+  at: string;
+  revocationPublishedAt: string;
+  /** The query in words, parameters hidden: "score ≥ a value the organization fixed". */
+  terms: string[];
+  subject: string;
+  reasons: string[];
+}
+
+export interface CredentialsVerdict {
+  credentials: CredentialProofVerdict[];
+  /** Every credential proof proven (true when there are none). */
+  allProven: boolean;
+}
+
+/**
+ * Checks a package's credential proofs offline. `vkey`: the credential circuit's verification key
+ * (without it none is proven); `template`: the catalog's, when it knows the package's; `issuers`: a
+ * verifier's own list of issuer key ids (absent: the organization's acceptance, as logged, stands).
+ * Never throws.
+ */
+export async function checkCredentialProofs(input: {
+  proofId: string;
+  trail: readonly ChainedEntry[];
+  proofs: readonly PackagedCredentialProof[];
+  template: WorkflowTemplate | undefined;
+  vkey: unknown;
+  log?: { root: string; treeSize: number; proofs: CredentialLog['proofs'] } | undefined;
+  issuers?: readonly string[] | undefined;
+}): Promise<CredentialsVerdict> {
+  const credentials: CredentialProofVerdict[] = [];
+  for (const [i, p] of input.proofs.entries()) {
+    const reasons: string[] = [];
+    const s = (name: (typeof CREDENTIAL_PUBLIC_SIGNALS)[number]) => signalAt(p.publicSignals, name);
+    const { statement: issuer } = p.issuer;
+    const { statement: root } = p.revocation;
+    const entry = input.trail.find((e) => e.seq === p.entrySeq);
+    const hash = policyProofHash({ policyId: 'credential', proof: p.proof, publicSignals: p.publicSignals });
+    if (
+      !entry ||
+      entry.stage !== p.stage ||
+      entry.evidenceKind !== 'blind_policy_proof' ||
+      entry.evidenceCommitment !== evidenceCommitment(hash, p.evidenceSalt)
+    )
+      reasons.push('the proof is not the evidence of the entry it names');
+    const spec = input.template?.stages[p.stageIndex];
+    if (input.template && (spec?.key !== p.stage || !spec.credential))
+      reasons.push(`stage ${p.stage} of ${input.template.name} takes no credential proof`);
+    else if (
+      spec?.credential &&
+      canonicalJson(packagedRequirement(spec.credential)) !== canonicalJson(p.requirement)
+    )
+      reasons.push('the requirement differs from the template’s');
+    if (s('context') !== (await stageContext(input.proofId, p.stageIndex)))
+      reasons.push('the proof was made for another workflow or stage (its context differs)');
+    if (s('schemaId') !== p.requirement.schemaId) reasons.push('the credential is of another schema');
+    for (let t = 0; t < 4; t++) {
+      const term = p.requirement.terms[t];
+      const [field, op] = [s(`fields[${t}]` as never), s(`ops[${t}]` as never)];
+      const want = term ? [String(term.fieldIndex), String(operatorCode(term.op))] : ['0', '0'];
+      if (field !== want[0] || op !== want[1]) {
+        reasons.push('the query differs from the requirement (a weaker or another query)');
+        break;
+      }
+    }
+    if (
+      issuerKeyId([s('issuerAx'), s('issuerAy')]) !== issuer.keyId ||
+      issuer.publicKey.join() !== [s('issuerAx'), s('issuerAy')].join()
+    )
+      reasons.push('the proof is under another issuer key than the statement’s');
+    if (!issuer.schemas.includes(s('schemaId'))) reasons.push('the issuer was not accepted for this schema');
+    const now = Number(s('now'));
+    if (!issuerHoldsAt(issuer, now))
+      reasons.push('the issuer key was revoked or outside its validity at the proof’s time');
+    if (input.issuers && !input.issuers.includes(issuer.keyId))
+      reasons.push('the issuer is not in your list of issuers');
+    if (root.keyId !== issuer.keyId || root.root !== s('revocationRoot'))
+      reasons.push('the revocation root is not the statement’s');
+    if (Date.parse(root.publishedAt) < (now - p.requirement.maxRevocationAge) * 1000)
+      reasons.push('the revocation root was older than the requirement allows');
+    if (input.log) {
+      const at = input.log.proofs;
+      for (const [k, leaf] of [
+        [2 * i, { index: p.issuer.leafIndex, hash: issuerLeafHash(issuer) }],
+        [2 * i + 1, { index: p.revocation.leafIndex, hash: rootLeafHash(root) }],
+      ] as const) {
+        const proof = at[k];
+        const ok =
+          proof !== undefined &&
+          proof.leafIndex === leaf.index &&
+          verifyInclusion(
+            fromHex(leaf.hash),
+            leaf.index,
+            input.log.treeSize,
+            proof.path.map(fromHex),
+            fromHex(input.log.root),
+          );
+        if (!ok)
+          reasons.push(`the ${k % 2 === 0 ? 'issuer' : 'revocation root'} statement is not in the log`);
+      }
+    }
+    let proven = false;
+    if (input.vkey) {
+      try {
+        proven = await verifyGroth16(input.vkey, p.publicSignals, {
+          ...p.proof,
+          protocol: 'groth16',
+          curve: 'bn128',
+        });
+      } catch {
+        proven = false;
+      }
+      if (!proven) reasons.push('the proof does not verify under the credential circuit’s key');
+    } else reasons.push('no verification key for the credential circuit: the proof is not checked');
+    credentials.push({
+      stage: p.stage,
+      proven: proven && reasons.length === 0,
+      what: p.requirement.what,
+      issuer: { name: issuer.name, keyId: issuer.keyId, acceptedSince: issuer.validFrom },
+      at: new Date(now * 1000).toISOString(),
+      revocationPublishedAt: root.publishedAt,
+      terms: p.requirement.terms.map((t) => `${t.field} ${opWords[t.op]} a value the organization fixed`),
+      subject: s('subject'),
+      reasons,
+    });
+  }
+  return { credentials, allProven: credentials.every((c) => c.proven) };
+}

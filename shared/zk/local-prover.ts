@@ -1,0 +1,21 @@
+// A prover for a process that proves for itself (a holder's command line, a test): the native prover
+// when it is built (snarkjs checks nothing it returns is wrong: a failed check falls back), else snarkjs.
+import { nativeBackend, snarkjsBackend } from './backends';
+import type { NativeProverLike, ProverBackend } from './backends';
+
+let local: Promise<ProverBackend> | undefined;
+
+export function localProverBackend(): Promise<ProverBackend> {
+  local ??= (async () => {
+    try {
+      const specifier = new URL('../../native-prover/index.ts', import.meta.url).href;
+      const mod = (await import(specifier)) as { loadNativeProver?: () => NativeProverLike | null };
+      const native = mod.loadNativeProver?.();
+      if (native) return nativeBackend(native, { fallback: snarkjsBackend() });
+    } catch {
+      // Not built here: snarkjs proves the same statements, slower.
+    }
+    return snarkjsBackend();
+  })();
+  return local;
+}
