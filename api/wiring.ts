@@ -19,6 +19,7 @@ import { chainNetworkReadiness, chainReadiness } from '../shared/providers/probe
 import { checkTreasuryPackage } from '../shared/treasury/package';
 import { workflowPackageChecker } from '../shared/workflows/package';
 import { CREDENTIAL_CIRCUIT } from '../shared/credentials/query';
+import { CREDENTIALED_APPROVAL_CIRCUIT } from '../shared/zk/anonymity';
 import { loadVerificationKey } from '../shared/zk/verify';
 import { circuitReadiness } from '../shared/zk/setup';
 import type { KeyResolvers } from './http/auth';
@@ -63,6 +64,8 @@ export const packageCheckers: PackageCheckers = {
   workflow_package: workflowPackageChecker(
     () => loadVerificationKey(BALLOT_CIRCUIT),
     () => loadVerificationKey(CREDENTIAL_CIRCUIT),
+    undefined,
+    () => loadVerificationKey(CREDENTIALED_APPROVAL_CIRCUIT),
   ),
   governance_package: governancePackageChecker(() => loadVerificationKey(BALLOT_CIRCUIT)),
   auction_package: checkAuctionPackage,

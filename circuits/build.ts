@@ -27,6 +27,14 @@ import { ballotCircuitInput, createIdentity } from '../shared/governance/ballot-
 import { BALLOT_CIRCUIT, BALLOT_PUBLIC_SIGNALS } from '../shared/governance/ballot-protocol';
 import { terminateCurves } from '../shared/zk';
 import { sampleQueryInput } from '../shared/credentials/sample';
+import { issueCredential, newIssuerKey } from '../shared/credentials/issuer';
+import { staffRoleSchema } from '../shared/credentials/schemas';
+import { sha256Hex } from '../shared/platform/crypto';
+import { credentialedApprovalInput } from '../shared/workflows/approval-client';
+import {
+  CREDENTIALED_APPROVAL_CIRCUIT,
+  CREDENTIALED_APPROVAL_PUBLIC_SIGNALS,
+} from '../shared/workflows/approval-protocol';
 import {
   blake2b512File,
   makeTranscript,
@@ -111,6 +119,58 @@ const targets: Target[] = [
     sample: async () => {
       const [voter, other] = [await createIdentity(), await createIdentity()];
       return (await ballotCircuitInput(voter, [other.commitment, voter.commitment], 'prop_sample', 7n)).input;
+    },
+  },
+  {
+    circuit: CREDENTIALED_APPROVAL_CIRCUIT,
+    publicSignals: CREDENTIALED_APPROVAL_PUBLIC_SIGNALS,
+    pins: [
+      'root',
+      'nullifier',
+      'scope',
+      'message',
+      'issuerAx',
+      'schemaId',
+      'now',
+      'revocationRoot',
+      'parameterCommitments[0]',
+    ],
+    // An underwriter of a two-member set, with a staff-role credential from a fixed development key.
+    sample: async () => {
+      const [me, other] = [await createIdentity(), await createIdentity()];
+      const key = await newIssuerKey(
+        'Sample staff directory (development)',
+        Buffer.from(sha256Hex('proof-exchange sample staff directory'), 'hex'),
+      );
+      const credential = await issueCredential(key, {
+        schema: staffRoleSchema,
+        subject: me.commitment,
+        validFrom: '2026-01-01T00:00:00Z',
+        validUntil: '2036-01-01T00:00:00Z',
+        fields: { role: 'underwriter', since: '2025-03-01' },
+      });
+      const target = {
+        proofId: 'prf_sample',
+        stage: 'approval',
+        setId: 'aps_sample',
+        contentHash: '00'.repeat(32),
+        members: [other.commitment, me.commitment],
+        credential: {
+          what: 'a staff-role credential',
+          schema: staffRoleSchema,
+          terms: [{ field: 'role', op: 'eq' as const, value: 'underwriter' }],
+          maxRevocationAge: 86_400,
+          maxProofAge: 86_400,
+        },
+      };
+      return (
+        await credentialedApprovalInput({
+          identity: me,
+          target,
+          credential,
+          revocation: { revoked: ['1234567', '7654321'] },
+        })
+      ).input;
     },
   },
 ];

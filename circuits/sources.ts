@@ -14,6 +14,10 @@ import type { Manifest } from '../shared/zk/artifacts';
 import { policies } from '../shared/zk/policies';
 import type { PolicyDefinition } from '../shared/zk/policies';
 import { BALLOT_CIRCUIT, BALLOT_PUBLIC_SIGNALS } from '../shared/governance/ballot-protocol';
+import {
+  CREDENTIALED_APPROVAL_CIRCUIT,
+  CREDENTIALED_APPROVAL_PUBLIC_SIGNALS,
+} from '../shared/workflows/approval-protocol';
 
 export const repoRoot = fileURLToPath(new URL('..', import.meta.url));
 export const circuitsDir = join(repoRoot, 'circuits');
@@ -123,6 +127,7 @@ export async function checkArtifacts(options: CheckOptions = {}): Promise<string
       policy,
     })),
     { circuit: BALLOT_CIRCUIT, publicSignals: BALLOT_PUBLIC_SIGNALS },
+    { circuit: CREDENTIALED_APPROVAL_CIRCUIT, publicSignals: CREDENTIALED_APPROVAL_PUBLIC_SIGNALS },
   ];
   for (const { circuit: name, publicSignals, policy } of expected) {
     const entry = manifest.circuits[name];

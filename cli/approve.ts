@@ -8,10 +8,14 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { parseEnv, serviceUrl } from '../shared/platform/env';
+import { issuerKeyId } from '../shared/credentials/format';
+import { AppError } from '../shared/platform/errors';
 import {
   fetchApprovalTarget,
+  loadCredentialedApprovalArtifacts,
   loadMembershipArtifacts,
   makeApproval,
+  makeCredentialedApproval,
   submitApproval,
 } from '../shared/workflows/approval-client';
 import type { Approval } from '../shared/workflows/approval-client';
@@ -28,7 +32,11 @@ const usage = `usage:
   npm run approve -- submit [--url URL] --approval FILE
   npm run approve -- approve [--url URL] --proof PROOF_ID --stage KEY --identity FILE [--artifacts DIR]
       Proves and submits in one step; prints the recorded stage.
---artifacts reads ballot.wasm and ballot.zkey from a folder instead of the service.
+--credential FILE: where the stage's set requires each approver to hold a credential (the approval
+      target says what), the credential about your identity's commitment; it is proven inside the
+      approval against the issuer's latest published revocations, and never leaves this machine.
+--artifacts reads ballot.wasm and ballot.zkey (approval.wasm and approval.zkey for a credentialed
+      approval) from a folder instead of the service.
 --url defaults to PX_URL, else BASE_URL, else http://127.0.0.1:PORT.`;
 
 const options = {
@@ -39,6 +47,7 @@ const options = {
   identity: { type: 'string' },
   artifacts: { type: 'string' },
   approval: { type: 'string' },
+  credential: { type: 'string' },
   help: { type: 'boolean' },
 } as const;
 
@@ -52,6 +61,39 @@ async function run(argv: string[], io: Io): Promise<void> {
       readIdentityFile(need('identity')),
       fetchApprovalTarget(url(), need('proof'), need('stage')),
     ]);
+    if (target.credential) {
+      if (!values.credential)
+        throw new Error(
+          `stage ${target.stage}'s approvers must each hold ${target.credential.what}: give it with --credential FILE`,
+        );
+      const credential = JSON.parse(readFileSync(values.credential, 'utf8')) as {
+        proof?: { publicKey?: [string, string] };
+      };
+      // The issuer's latest revoked nonces, public; the path is made here, so nobody learns which.
+      const keyId = issuerKeyId(credential.proof?.publicKey ?? ['0', '0']);
+      const res = await fetch(new URL(`/api/proof-workflows/issuers/${keyId}/revocations`, url()), {
+        headers: { accept: 'application/json' },
+      });
+      const nonces = res.status === 404 ? [] : ((await res.json()) as { nonces: string[] }).nonces;
+      const artifacts = await loadCredentialedApprovalArtifacts(values.artifacts ?? url());
+      try {
+        const { timings: _t, ...approval } = await makeCredentialedApproval({
+          identity,
+          target,
+          credential,
+          revocation: { revoked: nonces },
+          artifacts,
+        });
+        return approval;
+      } catch (err) {
+        // What the circuit would refuse, refused here before proving, as the service names it.
+        if (err instanceof AppError) throw new Error(`refused (${err.status} ${err.code}): ${err.message}`);
+        throw err;
+      } finally {
+        const { terminateCurves } = await import('../shared/zk/index');
+        await terminateCurves();
+      }
+    }
     const artifacts = await loadMembershipArtifacts(values.artifacts ?? url());
     const { timings: _t, ...approval } = await makeApproval({ identity, target, artifacts });
     return approval;

@@ -23,7 +23,7 @@ import {
 } from '../shared/credentials/issuer';
 import type { Revocations } from '../shared/credentials/issuer';
 import { revocationPath } from '../shared/credentials/query';
-import { creditReportSchema } from '../shared/credentials/schemas';
+import { knownSchemas } from '../shared/credentials/schemas';
 import { commandLine } from './io';
 import type { Io } from './io';
 import { exitCode, output, printJson, requireOption } from './member';
@@ -64,7 +64,6 @@ const options = {
 } as const;
 
 /** The schemas the templates name, by name. */
-const knownSchemas: Record<string, CredentialSchema> = { [creditReportSchema.name]: creditReportSchema };
 
 /** The revoked nonces of a publication, or of the revocations route's answer. */
 function publishedNonces(value: unknown): string[] {

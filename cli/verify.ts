@@ -59,7 +59,12 @@ function setupOfKeys(): { ptau: string; insecure: boolean } {
 }
 
 const checkersFor = (issuers?: readonly string[]): PackageCheckers => ({
-  workflow_package: workflowPackageChecker(readBallotKey, () => heldKey('credential'), issuers),
+  workflow_package: workflowPackageChecker(
+    readBallotKey,
+    () => heldKey('credential'),
+    issuers,
+    () => heldKey('approval'),
+  ),
   governance_package: governancePackageChecker(readBallotKey),
   auction_package: checkAuctionPackage,
   treasury_package: checkTreasuryPackage,

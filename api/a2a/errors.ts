@@ -3,6 +3,7 @@
 // never an internal one; anything unexpected is logged here and answered without its details.
 import {
   A2AError,
+  ContentTypeNotSupportedError,
   RequestMalformedError,
   RestUnsupportedOperationError,
   TaskNotCancelableError,
@@ -31,6 +32,7 @@ export function toA2AError(err: unknown): A2AError {
   const options = { message: app.message, metadata: metadataOf(app) };
   if (app.status === 404) return new TaskNotFoundError(options);
   if (app.code === 'job_not_cancelable') return new TaskNotCancelableError(options);
+  if (app.code === 'content_type_not_supported') return new ContentTypeNotSupportedError(options);
   if ([400, 413, 415, 422].includes(app.status)) return new RequestMalformedError(options);
   // A refusal of the caller (someone else's task is not found, above): JSON-RPC has no code of its
   // own for it; HTTP+JSON says 403.

@@ -23,7 +23,9 @@ import type {
   Task,
   TaskPushNotificationConfig,
 } from '@a2a-js/sdk';
+import { Role } from '@a2a-js/sdk';
 import { UnsupportedOperationError } from '@a2a-js/sdk/errors';
+import { validationFailed } from '../../shared/platform/errors';
 import type { A2ARequestHandler, ServerCallContext } from '@a2a-js/sdk/server';
 import { taskContext } from '../../shared/a2a/context';
 import { listTasksOf } from '../../shared/a2a/list';
@@ -59,6 +61,15 @@ function withAccessToken(task: Task, accessToken: string | undefined): Task {
   return accessToken ? { ...task, metadata: { ...task.metadata, accessToken } } : task;
 }
 
+/** A2A 1.0 §3.2.2: every message says who sent it; a message without a role is not a message. */
+function requireRole(message: SendMessageRequest['message']): void {
+  if (!message || message.role === Role.ROLE_UNSPECIFIED)
+    throw validationFailed(
+      [{ path: 'message.role', message: 'required: ROLE_USER for a message to this agent' }],
+      'The message has no role; send "role": "ROLE_USER".',
+    );
+}
+
 const PUSH_LATER =
   'takes a push notification config once a request made its job (send one in the request message)';
 
@@ -76,6 +87,7 @@ export class JobTaskHandler implements A2ARequestHandler {
 
   async sendMessage(params: SendMessageRequest, context: ServerCallContext): Promise<Message | Task> {
     return a2a(async () => {
+      requireRole(params.message);
       const caller = callerOf(context);
       const talk = await answerText(this.deps, params, caller);
       if (talk?.reply) return talk.reply;
@@ -99,6 +111,7 @@ export class JobTaskHandler implements A2ARequestHandler {
     context: ServerCallContext,
   ): AsyncGenerator<StreamResponse, void, undefined> {
     try {
+      requireRole(params.message);
       const caller = callerOf(context);
       const talk = await answerText(this.deps, params, caller);
       if (talk?.reply) {
@@ -131,6 +144,12 @@ export class JobTaskHandler implements A2ARequestHandler {
 
   async getTask(params: GetTaskRequest, context: ServerCallContext): Promise<Task> {
     return a2a(async () => {
+      // As ListTasks: a length is 0 or more (absent: the whole history).
+      if (params.historyLength !== undefined && params.historyLength < 0)
+        throw validationFailed(
+          [{ path: 'historyLength', message: 'at least 0' }],
+          'historyLength is 0 or more; leave it out for the whole history.',
+        );
       const caller = callerOf(context);
       const talk = await ownConversation(this.deps, params.id, caller);
       if (talk && talk.state !== 'started') {

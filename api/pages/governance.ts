@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import express from 'express';
 import type { Request, Response } from 'express';
 import { BALLOT_CIRCUIT } from '../../shared/governance/ballot-protocol';
+import { CREDENTIALED_APPROVAL_CIRCUIT } from '../../shared/zk/anonymity';
 import { AppError } from '../../shared/platform/errors';
 import { idPattern } from '../../shared/platform/ids';
 import { logger } from '../../shared/platform/log';
@@ -303,13 +304,16 @@ export function coordinationPagesRouter(deps: AppDeps): express.Router {
     if (!proposalId.test(id)) return sendPage(res, 404, 'Proposal not found', '<h1>Proposal not found</h1>');
     return renderPage(res, 'Proposal', (nonce) => proposalPage(deps, id, req, nonce));
   });
-  // The ballot circuit's public artifacts, for voters' clients; every circuit's verification key
-  // (verificationKeyFile), for verifiers with standard tools.
+  // The ballot circuit's public artifacts, for voters' and approvers' clients, and the credentialed
+  // approval circuit's, for approvers who prove a credential inside the approval; every circuit's
+  // verification key (verificationKeyFile), for verifiers with standard tools.
   const artifactFiles = new Map(
-    (['wasm', 'zkey', 'vkey'] as const).map((kind) => {
-      const path = artifactPaths(BALLOT_CIRCUIT)[kind];
-      return [path.slice(path.lastIndexOf('/') + 1), path];
-    }),
+    [BALLOT_CIRCUIT, CREDENTIALED_APPROVAL_CIRCUIT].flatMap((circuit) =>
+      (['wasm', 'zkey', 'vkey'] as const).map((kind) => {
+        const path = artifactPaths(circuit)[kind];
+        return [path.slice(path.lastIndexOf('/') + 1), path] as const;
+      }),
+    ),
   );
   artifactFiles.set(
     'snarkjs.min.js',

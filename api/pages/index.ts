@@ -218,10 +218,16 @@ function resultPage(v: Verification, pasted?: unknown): string {
   const approverSets = fixed.length
     ? `<h2>Approver sets</h2><p>Fixed when the workflow was prepared, at <span class="time">${escapeHtml(
         fixed[0]!.fixedAt,
-      )}</span>, before its first event: its approvals count only against these roots, and members added to a set later never count.</p><div class="table-wrap"><table id="approver-sets"><thead><tr><th>Stage</th><th>Members then</th><th>Root</th></tr></thead><tbody>${fixed
+      )}</span>, before its first event: its approvals count only against these roots, and members added to a set later never count.</p><div class="table-wrap"><table id="approver-sets"><thead><tr><th>Stage</th><th>Members then</th><th>Each approver holds</th><th>Root</th></tr></thead><tbody>${fixed
         .map(
           (f) =>
-            `<tr data-stage="${escapeHtml(f.stage)}"><td>${escapeHtml(f.stage)}</td><td data-size="${escapeHtml(f.size)}">${escapeHtml(f.size)}</td><td>root ${escapeHtml(f.rootSeq)} of set <code>${escapeHtml(f.setId)}</code></td></tr>`,
+            `<tr data-stage="${escapeHtml(f.stage)}"><td>${escapeHtml(f.stage)}</td><td data-size="${escapeHtml(f.size)}">${escapeHtml(f.size)}</td><td class="held">${
+              f.credential
+                ? `${escapeHtml(f.credential.what)} showing ${escapeHtml(f.credential.query)}${
+                    f.credential.issuers.length ? `, from ${escapeHtml(f.credential.issuers.join(', '))}` : ''
+                  }, proven inside each approval`
+                : 'no credential required'
+            }</td><td>root ${escapeHtml(f.rootSeq)} of set <code>${escapeHtml(f.setId)}</code></td></tr>`,
         )
         .join('')}</tbody></table></div>`
     : '';

@@ -771,7 +771,7 @@ export interface paths {
     put?: never;
     /**
      * Approve a stage anonymously with a membership proof of its approver set
-     * @description No credential: the proof is the authority, and it names nobody. publicSignals are [root, nullifier, scope, message] as `npm run approve -- prove` makes them. Recorded as an approve entry whose actor commitment is the nullifier (64 hex). Refusals write nothing: 400 invalid_proof_format, 404, 422 unknown_stage, 409 approver_set_missing, approval_wrong_scope, approval_content_mismatch, approval_root_stale, approval_root_after_prepare, approval_root_unknown, approval_nullifier_used, approval_proof_invalid, or an engine rule (workflow_completed, workflow_rejected, out_of_sequence, action_not_allowed, evidence_required, blind_policy_proof_required, duplicate_approval, changes_pending).
+     * @description No credential: the proof is the authority, and it names nobody. publicSignals are [root, nullifier, scope, message] as `npm run approve -- prove` makes them; where the stage's set requires a credential, the approval circuit's fifteen (the same four, then issuerAx, issuerAy, schemaId, now, revocationRoot, fields[2], ops[2], parameterCommitments[2]), and the issuer must be one the organization accepts for the schema, its revocation root logged and recent (credential_issuer_not_accepted, credential_issuer_revoked, credential_time_out_of_bounds, revocation_root_unknown, revocation_root_stale, revocation_root_superseded). Recorded as an approve entry whose actor commitment is the nullifier (64 hex). Refusals write nothing: 400 invalid_proof_format, 404, 422 unknown_stage, 409 approver_set_missing, approval_wrong_scope, approval_content_mismatch, approval_root_stale, approval_root_after_prepare, approval_root_unknown, approval_nullifier_used, approval_proof_invalid, approval_credential_required, approval_credential_query_mismatch, or an engine rule (workflow_completed, workflow_rejected, out_of_sequence, action_not_allowed, evidence_required, blind_policy_proof_required, duplicate_approval, changes_pending).
      */
     post: operations['recordWorkflowApproval'];
     delete?: never;
@@ -2399,6 +2399,50 @@ export interface components {
       added: number;
       /** @description Where the new root’s statement sits in the log */
       leafIndex?: number;
+      /** @description What each approver must hold, in the root statement (absent: nothing) */
+      credential?: {
+        what: string;
+        schema: {
+          /** @enum {string} */
+          type: 'proof-exchange/credential-schema/v1';
+          name: string;
+          version: number;
+          fields: (
+            | {
+                name: string;
+                /** @enum {string} */
+                type: 'integer';
+              }
+            | {
+                name: string;
+                /** @enum {string} */
+                type: 'date';
+              }
+            | {
+                name: string;
+                /** @enum {string} */
+                type: 'string';
+              }
+            | {
+                name: string;
+                /** @enum {string} */
+                type: 'enum';
+                values: string[];
+              }
+          )[];
+        };
+        terms: {
+          field: string;
+          /** @enum {string} */
+          op: 'eq' | 'ne' | 'lt' | 'lte' | 'gt' | 'gte' | 'between' | 'in' | 'nin';
+          value?: number | string;
+          low?: number | string;
+          high?: number | string;
+          values?: (number | string)[];
+        }[];
+        maxRevocationAge: number;
+        maxProofAge: number;
+      };
     };
     ApproverSetTree: {
       setId: string;
@@ -2414,6 +2458,50 @@ export interface components {
         size: number;
         at: string;
       }[];
+      /** @description What each approver must hold under the latest root (null: nothing) */
+      credential: {
+        what: string;
+        schema: {
+          /** @enum {string} */
+          type: 'proof-exchange/credential-schema/v1';
+          name: string;
+          version: number;
+          fields: (
+            | {
+                name: string;
+                /** @enum {string} */
+                type: 'integer';
+              }
+            | {
+                name: string;
+                /** @enum {string} */
+                type: 'date';
+              }
+            | {
+                name: string;
+                /** @enum {string} */
+                type: 'string';
+              }
+            | {
+                name: string;
+                /** @enum {string} */
+                type: 'enum';
+                values: string[];
+              }
+          )[];
+        };
+        terms: {
+          field: string;
+          /** @enum {string} */
+          op: 'eq' | 'ne' | 'lt' | 'lte' | 'gt' | 'gte' | 'between' | 'in' | 'nin';
+          value?: number | string;
+          low?: number | string;
+          high?: number | string;
+          values?: (number | string)[];
+        }[];
+        maxRevocationAge: number;
+        maxProofAge: number;
+      } | null;
     };
     ApprovalTarget: {
       proofId: string;
@@ -2430,6 +2518,55 @@ export interface components {
       size: number;
       /** @description When the workflow was prepared and fixed the set */
       fixedAt: string;
+      /** @description What each approver must hold, proven inside the approval (null: nothing) */
+      credential: {
+        what: string;
+        schema: {
+          /** @enum {string} */
+          type: 'proof-exchange/credential-schema/v1';
+          name: string;
+          version: number;
+          fields: (
+            | {
+                name: string;
+                /** @enum {string} */
+                type: 'integer';
+              }
+            | {
+                name: string;
+                /** @enum {string} */
+                type: 'date';
+              }
+            | {
+                name: string;
+                /** @enum {string} */
+                type: 'string';
+              }
+            | {
+                name: string;
+                /** @enum {string} */
+                type: 'enum';
+                values: string[];
+              }
+          )[];
+        };
+        terms: {
+          field: string;
+          /** @enum {string} */
+          op: 'eq' | 'ne' | 'lt' | 'lte' | 'gt' | 'gte' | 'between' | 'in' | 'nin';
+          value?: number | string;
+          low?: number | string;
+          high?: number | string;
+          values?: (number | string)[];
+        }[];
+        maxRevocationAge: number;
+        maxProofAge: number;
+      } | null;
+      /**
+       * @description The circuit an approval of this stage is proven with
+       * @enum {string}
+       */
+      circuit: 'ballot' | 'approval';
     };
     RecordedApproval: {
       workflowId: string;
@@ -8594,6 +8731,22 @@ export interface operations {
           template: string;
           stage: string;
           identityCommitments: string[];
+          /** @description What each approver must hold from then on, proven inside each approval: a schema the service knows (staff-role, credit-report) and up to two terms with public parameters, e.g. [{"field":"role","op":"eq","value":"underwriter"}]. Issuers are those the organization accepts for the schema. Changing it makes a new root. */
+          credential?: {
+            schema: string;
+            what?: string;
+            terms: {
+              field: string;
+              /** @enum {string} */
+              op: 'eq' | 'ne' | 'lt' | 'lte' | 'gt' | 'gte' | 'between' | 'in' | 'nin';
+              value?: number | string;
+              low?: number | string;
+              high?: number | string;
+              values?: (number | string)[];
+            }[];
+            maxRevocationAge?: number;
+            maxProofAge?: number;
+          };
         };
       };
     };
@@ -8687,7 +8840,7 @@ export interface operations {
           };
         };
       };
-      /** @description Unprocessable Content. Problem codes: `approver_set_full`, `duplicate_identity`, `invalid_identity`, `not_an_approval_stage`, `unknown_stage`, `unknown_template`. */
+      /** @description Unprocessable Content. Problem codes: `approver_set_full`, `duplicate_identity`, `invalid_identity`, `not_an_approval_stage`, `unknown_schema`, `unknown_stage`, `unknown_template`. */
       422: {
         headers: {
           [name: string]: unknown;
@@ -8700,6 +8853,7 @@ export interface operations {
               | 'duplicate_identity'
               | 'invalid_identity'
               | 'not_an_approval_stage'
+              | 'unknown_schema'
               | 'unknown_stage'
               | 'unknown_template';
           };
@@ -9031,7 +9185,7 @@ export interface operations {
           };
         };
       };
-      /** @description Conflict. Problem codes: `action_not_allowed`, `approval_content_mismatch`, `approval_nullifier_used`, `approval_proof_invalid`, `approval_root_after_prepare`, `approval_root_stale`, `approval_root_unknown`, `approval_wrong_scope`, `approver_set_missing`, `blind_policy_proof_required`, `changes_pending`, `duplicate_approval`, `evidence_required`, `idempotency_conflict`, `idempotency_in_progress`, `out_of_sequence`, `workflow_completed`, `workflow_rejected`. */
+      /** @description Conflict. Problem codes: `action_not_allowed`, `approval_content_mismatch`, `approval_credential_query_mismatch`, `approval_credential_required`, `approval_nullifier_used`, `approval_proof_invalid`, `approval_root_after_prepare`, `approval_root_stale`, `approval_root_unknown`, `approval_wrong_scope`, `approver_set_missing`, `blind_policy_proof_required`, `changes_pending`, `credential_issuer_not_accepted`, `credential_issuer_revoked`, `credential_time_out_of_bounds`, `duplicate_approval`, `evidence_required`, `idempotency_conflict`, `idempotency_in_progress`, `out_of_sequence`, `revocation_root_stale`, `revocation_root_superseded`, `revocation_root_unknown`, `workflow_completed`, `workflow_rejected`. */
       409: {
         headers: {
           [name: string]: unknown;
@@ -9042,6 +9196,8 @@ export interface operations {
             code?:
               | 'action_not_allowed'
               | 'approval_content_mismatch'
+              | 'approval_credential_query_mismatch'
+              | 'approval_credential_required'
               | 'approval_nullifier_used'
               | 'approval_proof_invalid'
               | 'approval_root_after_prepare'
@@ -9051,11 +9207,17 @@ export interface operations {
               | 'approver_set_missing'
               | 'blind_policy_proof_required'
               | 'changes_pending'
+              | 'credential_issuer_not_accepted'
+              | 'credential_issuer_revoked'
+              | 'credential_time_out_of_bounds'
               | 'duplicate_approval'
               | 'evidence_required'
               | 'idempotency_conflict'
               | 'idempotency_in_progress'
               | 'out_of_sequence'
+              | 'revocation_root_stale'
+              | 'revocation_root_superseded'
+              | 'revocation_root_unknown'
               | 'workflow_completed'
               | 'workflow_rejected';
           };

@@ -71,6 +71,7 @@ export const options = {
   subject: { type: 'string' },
   param: { type: 'string', multiple: true },
   credential: { type: 'string' },
+  'require-credential': { type: 'string' },
   prepared: { type: 'string' },
   publication: { type: 'string' },
   'valid-from': { type: 'string' },

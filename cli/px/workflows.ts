@@ -214,9 +214,20 @@ export const workflowCommands: Command[] = [
   },
   {
     name: 'workflow approvers',
-    usage: 'workflow approvers --template NAME --stage KEY (--identity FILE | --commitment C)...',
-    run: async ({ noId, need, commitments, px, call, out }) => {
+    usage:
+      'workflow approvers --template NAME --stage KEY (--identity FILE | --commitment C)... [--require-credential SCHEMA --param FIELD=VALUE...]',
+    run: async ({ values, noId, need, commitments, px, call, out }) => {
       noId();
+      // Each approver must hold a credential of SCHEMA whose fields are these (VALUE: equal; A|B: one
+      // of; LOW..HIGH: between), proven inside each approval.
+      const schema = values['require-credential'];
+      const terms = Object.entries(parametersOf(values.param ?? [])).map(([field, p]) => ({
+        field,
+        op: p.values ? ('in' as const) : p.low !== undefined ? ('between' as const) : ('eq' as const),
+        ...p,
+      }));
+      if (schema && terms.length === 0)
+        throw new UsageError('--require-credential: give what each approver’s credential shows with --param');
       out(
         await call(
           px().platform.POST('/api/proof-workflows/approver-sets', {
@@ -224,6 +235,7 @@ export const workflowCommands: Command[] = [
               template: need('template'),
               stage: need('stage'),
               identityCommitments: await commitments(),
+              ...(schema ? { credential: { schema, terms } } : {}),
             },
           }),
         ),

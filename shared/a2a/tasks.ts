@@ -4,7 +4,7 @@
 import { Role, TaskState } from '@a2a-js/sdk';
 import type { Artifact, Message, Part, StreamResponse, Task, TaskStatus } from '@a2a-js/sdk';
 import { z } from 'zod';
-import { validationFailed } from '../platform/errors';
+import { AppError, validationFailed } from '../platform/errors';
 import { stillWatched } from '../jobs/cancel';
 import type { JobEventRow, JobRow } from '../jobs/jobs';
 
@@ -343,9 +343,14 @@ export function taskRequestOf(message: Pick<Message, 'parts'>): TaskRequest {
     const content = part.content;
     if (content?.$case === 'data') data.push({ path: `message.parts.${index}.data`, value: content.value });
     else if (content?.$case === 'raw' || content?.$case === 'url') {
-      throw validationFailed(
-        [{ path: `message.parts.${index}`, message: 'file parts are not taken; send a data part' }],
-        'The message carries a file; this agent takes one data part {"service", "input"}.',
+      // A2A's ContentTypeNotSupported: the part is well formed, of a kind this agent does not take.
+      throw new AppError(
+        415,
+        'content_type_not_supported',
+        'The message carries a file; this agent takes one data part {"service", "input"} (or text).',
+        {
+          errors: [{ path: `message.parts.${index}`, message: 'file parts are not taken; send a data part' }],
+        },
       );
     }
   });

@@ -139,11 +139,12 @@ export async function commitQuery(
   terms: readonly QueryTerm[],
   parameters: readonly TermParameters[],
   path = 'query',
+  maxTerms = MAX_TERMS,
 ): Promise<{ signals: Record<string, string>; salts: string[] }> {
-  if (terms.length < 1 || terms.length > MAX_TERMS) throw new Error(`a query has 1 to ${MAX_TERMS} terms`);
+  if (terms.length < 1 || terms.length > maxTerms) throw new Error(`a query has 1 to ${maxTerms} terms`);
   const signals: Record<string, string> = { schemaId: schemaId(schema) };
   const salts: string[] = [];
-  for (let i = 0; i < MAX_TERMS; i++) {
+  for (let i = 0; i < maxTerms; i++) {
     const term = terms[i];
     if (!term) {
       signals[`fields[${i}]`] = '0';
@@ -234,15 +235,22 @@ export interface QueryProofInput {
 
 const notSatisfied = (code: string, detail: string) => new AppError(422, code, detail);
 
-/**
- * The circuit input of a query proof, with its public signals by name, after checking in plain
- * everything the circuit will (so a failing witness is a 4xx, never a prover error).
- */
-export async function queryCircuitInput(input: QueryProofInput): Promise<{
-  circuitInput: Record<string, string | string[] | string[][]>;
+/** The credential's part of a circuit input (circuits/lib/credential.circom), with its public signals. */
+export interface CredentialWitness {
+  input: Record<string, string | string[] | string[][]>;
+  /** issuerAx, issuerAy, schemaId, subject, now, revocationRoot and each term's field, op, commitment. */
   signals: Record<string, string>;
   salts: string[];
-}> {
+}
+
+/**
+ * The credential check's circuit input for `maxTerms` terms, after checking in plain everything the
+ * circuit will (so a failing witness is a 4xx, never a prover error).
+ */
+export async function credentialWitness(
+  input: Omit<QueryProofInput, 'context'>,
+  maxTerms = MAX_TERMS,
+): Promise<CredentialWitness> {
   const checked = await checkCredential(input.credential);
   if (!checked.ok || !checked.claim)
     throw validationFailed(
@@ -255,10 +263,10 @@ export async function queryCircuitInput(input: QueryProofInput): Promise<{
   const [from, until, nonce] = [claim[2]!, claim[3]!, claim[4]!];
   if (input.now < from) throw notSatisfied('credential_not_yet_valid', 'The credential is not valid yet.');
   if (input.now >= until) throw notSatisfied('credential_expired', 'The credential has expired.');
-  const { signals, salts } = await commitQuery(schema, input.terms, input.parameters);
+  const { signals, salts } = await commitQuery(schema, input.terms, input.parameters, 'query', maxTerms);
   const params: string[][] = [];
   const saltList: string[] = [];
-  for (let i = 0; i < MAX_TERMS; i++) {
+  for (let i = 0; i < maxTerms; i++) {
     const term = input.terms[i];
     if (!term) {
       params.push(['0', '0', '0', '0']);
@@ -285,18 +293,16 @@ export async function queryCircuitInput(input: QueryProofInput): Promise<{
       );
   } else path = await revocationPath(input.revocation.revoked, String(nonce));
   const all: Record<string, string> = {
-    result: '1',
-    policyId: String(CREDENTIAL_POLICY_FIELD),
     issuerAx: doc.proof.publicKey[0],
     issuerAy: doc.proof.publicKey[1],
     ...signals,
     subject: String(claim[1]),
     now: String(input.now),
     revocationRoot: path.root,
-    context: String(input.context),
   };
+  const each = (name: string) => Array.from({ length: maxTerms }, (_, i) => signals[`${name}[${i}]`]!);
   return {
-    circuitInput: {
+    input: {
       claim: claim.map(String),
       sigR8x: doc.proof.signature.R8[0],
       sigR8y: doc.proof.signature.R8[1],
@@ -307,23 +313,42 @@ export async function queryCircuitInput(input: QueryProofInput): Promise<{
       revocationIsOld0: path.isOld0,
       params,
       salts: saltList,
-      policyId: all.policyId!,
       issuerAx: all.issuerAx!,
       issuerAy: all.issuerAy!,
       schemaId: all.schemaId!,
-      subject: all.subject!,
       now: all.now!,
       revocationRoot: all.revocationRoot!,
-      fields: Array.from({ length: MAX_TERMS }, (_, i) => signals[`fields[${i}]`]!),
-      ops: Array.from({ length: MAX_TERMS }, (_, i) => signals[`ops[${i}]`]!),
-      parameterCommitments: Array.from(
-        { length: MAX_TERMS },
-        (_, i) => signals[`parameterCommitments[${i}]`]!,
-      ),
-      context: all.context!,
+      fields: each('fields'),
+      ops: each('ops'),
+      parameterCommitments: each('parameterCommitments'),
     },
     signals: all,
     salts,
+  };
+}
+
+/** The circuit input of a query proof (circuits/credential.circom), with its public signals by name. */
+export async function queryCircuitInput(input: QueryProofInput): Promise<{
+  circuitInput: Record<string, string | string[] | string[][]>;
+  signals: Record<string, string>;
+  salts: string[];
+}> {
+  const w = await credentialWitness(input);
+  const signals: Record<string, string> = {
+    result: '1',
+    policyId: String(CREDENTIAL_POLICY_FIELD),
+    ...w.signals,
+    context: String(input.context),
+  };
+  return {
+    circuitInput: {
+      ...w.input,
+      policyId: signals.policyId!,
+      subject: signals.subject!,
+      context: signals.context!,
+    },
+    signals,
+    salts: w.salts,
   };
 }
 

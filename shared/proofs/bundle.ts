@@ -10,7 +10,7 @@ import { logProofFor } from '../platform/translog/service-log';
 import { leafKey } from '../platform/translog/entry';
 import type { LogEntryKind } from '../platform/translog/entry';
 import { CREDENTIAL_CIRCUIT } from '../credentials/query';
-import { ANONYMITY_CIRCUIT } from '../zk/anonymity';
+import { ANONYMITY_CIRCUIT, CREDENTIALED_APPROVAL_CIRCUIT } from '../zk/anonymity';
 import { loadVerificationKey } from '../zk/verify';
 import { packageEntryKind, packageLeafData } from './envelope';
 import type { Envelope } from './envelope';
@@ -21,13 +21,14 @@ import type { Envelope } from './envelope';
  */
 function provenCircuits(pkg: Envelope): string[] {
   const p = pkg as Envelope & {
-    approvals?: unknown[];
+    approvals?: Array<{ credential?: unknown }>;
     ballots?: Array<{ proof?: unknown }>;
     credentialProofs?: unknown[];
   };
   if (pkg.kind === 'workflow')
     return [
-      ...((p.approvals?.length ?? 0) > 0 ? [ANONYMITY_CIRCUIT] : []),
+      ...((p.approvals ?? []).some((a) => !a.credential) ? [ANONYMITY_CIRCUIT] : []),
+      ...((p.approvals ?? []).some((a) => a.credential) ? [CREDENTIALED_APPROVAL_CIRCUIT] : []),
       ...((p.credentialProofs?.length ?? 0) > 0 ? [CREDENTIAL_CIRCUIT] : []),
     ];
   if (pkg.kind === 'governance' && (p.ballots ?? []).some((b) => b.proof !== undefined))
@@ -35,16 +36,22 @@ function provenCircuits(pkg: Envelope): string[] {
   return [];
 }
 
-/** The log statements a package rests on beyond its own entry: a workflow's credential proofs' two each. */
+/**
+ * The log statements a package rests on beyond its own entry: two for each of a workflow's credential
+ * proofs, then two for each credentialed approval.
+ */
 function statementsOf(pkg: Envelope): Array<{ kind: LogEntryKind; id: string }> {
-  const p = pkg as Envelope & {
-    credentialProofs?: Array<{
-      issuer: { statement: { owner: string; keyId: string; version: number } };
-      revocation: { statement: { keyId: string; seq: number } };
-    }>;
-  };
+  interface Facts {
+    issuer: { statement: { owner: string; keyId: string; version: number } };
+    revocation: { statement: { keyId: string; seq: number } };
+  }
+  const p = pkg as Envelope & { credentialProofs?: Facts[]; approvals?: Array<{ credential?: Facts }> };
   if (pkg.kind !== 'workflow') return [];
-  return (p.credentialProofs ?? []).flatMap((c) => [
+  const facts = [
+    ...(p.credentialProofs ?? []),
+    ...(p.approvals ?? []).flatMap((a) => (a.credential ? [a.credential] : [])),
+  ];
+  return facts.flatMap((c) => [
     {
       kind: 'credential_issuer' as const,
       id: `${c.issuer.statement.owner}:${c.issuer.statement.keyId}:${c.issuer.statement.version}`,

@@ -38,7 +38,7 @@ export const logProofSchema = z
     inclusion: inclusionProofSchema,
     treeHead: signedTreeHeadSchema,
     /** The inclusion, at the same tree head, of log statements the package names (kinds say which). */
-    statements: z.array(statementInclusionSchema).max(64).optional(),
+    statements: z.array(statementInclusionSchema).max(256).optional(),
   })
   .strict();
 export type LogProof = z.infer<typeof logProofSchema>;

@@ -15,7 +15,27 @@ import type {
   MembershipArtifacts,
   NativeMembershipProver,
 } from '../zk/anonymity';
-import { approvalMessage, approvalScope } from './approval-protocol';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import * as snarkjs from 'snarkjs';
+import type { MemFile } from 'snarkjs';
+import { credentialWitness } from '../credentials/query';
+import type { RevocationPath } from '../credentials/query';
+import {
+  ANONYMITY_TREE_DEPTH,
+  CREDENTIALED_APPROVAL_CIRCUIT,
+  memberPath,
+  memberTreeLevels,
+  nullifierOf,
+} from '../zk/anonymity';
+import {
+  APPROVER_TERMS,
+  CREDENTIALED_APPROVAL_PUBLIC_SIGNALS,
+  approvalMessage,
+  approvalScope,
+  approverCredentialSchema,
+} from './approval-protocol';
+import type { ApproverCredential } from './approval-protocol';
 
 export { createIdentity, identityFromSecret, loadMembershipArtifacts };
 export type { Identity, MembershipArtifacts };
@@ -29,6 +49,8 @@ export interface ApprovalTarget {
   contentHash: string;
   /** The set's identity commitments in tree order (decimal). */
   members: string[];
+  /** What each approver must hold, proven inside the approval (null: nothing). */
+  credential?: ApproverCredential | null;
 }
 
 /** An approval as the service takes it. */
@@ -85,6 +107,109 @@ export async function fetchApprovalTarget(
     setId: String(body.setId),
     contentHash: String(body.contentHash),
     members: body.members as string[],
+    credential: body.credential ? approverCredentialSchema.parse(body.credential) : null,
+  };
+}
+
+/** Reads the credentialed approval circuit's wasm and zkey from a folder or a service's public copies. */
+export async function loadCredentialedApprovalArtifacts(
+  from: string,
+  fetchImpl: typeof fetch = fetch,
+): Promise<MembershipArtifacts> {
+  const get = async (file: string): Promise<Uint8Array> => {
+    if (!/^https?:\/\//.test(from)) return new Uint8Array(await readFile(join(from, file)));
+    const res = await fetchImpl(new URL(`/circuits/${file}`, from));
+    if (!res.ok) throw new Error(`GET /circuits/${file}: ${res.status}`);
+    return new Uint8Array(await res.arrayBuffer());
+  };
+  const [wasm, zkey] = await Promise.all([
+    get(`${CREDENTIALED_APPROVAL_CIRCUIT}.wasm`),
+    get(`${CREDENTIALED_APPROVAL_CIRCUIT}.zkey`),
+  ]);
+  return { wasm, zkey };
+}
+
+/**
+ * The credentialed approval circuit's input for the identity, the target and the credential, with the
+ * public signals the proof must have; checked in plain first (a 4xx AppError where the credential does
+ * not meet the requirement: expired, revoked, another query; an Error where it is another identity's).
+ */
+export async function credentialedApprovalInput(options: {
+  identity: Identity;
+  target: ApprovalTarget;
+  credential: unknown;
+  revocation: { revoked: readonly string[] } | { path: RevocationPath };
+  now?: bigint;
+}): Promise<{ input: Record<string, unknown>; publicSignals: string[] }> {
+  const { identity, target } = options;
+  const requirement = target.credential;
+  if (!requirement) throw new Error('This stage’s approver set requires no credential.');
+  const index = target.members.indexOf(identity.commitment);
+  if (index < 0) throw new Error('This identity is not in the member list.');
+  const scope = approvalScope(target.proofId, target.stage);
+  const message = approvalMessage(target.contentHash);
+  const levels = await memberTreeLevels(target.members.map(BigInt));
+  const root = String(levels[ANONYMITY_TREE_DEPTH]![0]);
+  const nullifier = String(await nullifierOf(identity.secret, scope));
+  const credential = await credentialWitness(
+    {
+      credential: options.credential,
+      terms: requirement.terms.map(({ field, op }) => ({ field, op })),
+      parameters: requirement.terms.map(({ field: _f, op: _o, ...plain }) => ({ ...plain, salt: '0' })),
+      revocation: options.revocation,
+      now: options.now ?? BigInt(Math.floor(Date.now() / 1000)),
+    },
+    APPROVER_TERMS,
+  );
+  if (credential.signals.subject !== identity.commitment)
+    throw new Error(
+      'The credential is about another identity: its subject is not this identity’s commitment.',
+    );
+  const named: Record<string, string> = { root, nullifier, scope: String(scope), message: String(message) };
+  for (const [k, v] of Object.entries(credential.signals)) named[k] = v;
+  return {
+    input: {
+      identitySecret: identity.secret,
+      pathElements: (await memberPath(levels, index)).map(String),
+      pathIndex: String(index),
+      scope: String(scope),
+      message: String(message),
+      ...credential.input,
+    },
+    publicSignals: CREDENTIALED_APPROVAL_PUBLIC_SIGNALS.map((n) => named[n]!),
+  };
+}
+
+/**
+ * Proves a credentialed approval: the identity is in the set, and holds `credential` (about its own
+ * commitment, from an issuer, unrevoked under the issuer's published list, valid at `now`) meeting the
+ * target's requirement; all in one proof, nothing of either revealed.
+ */
+export async function makeCredentialedApproval(options: {
+  identity: Identity;
+  target: ApprovalTarget;
+  credential: unknown;
+  revocation: { revoked: readonly string[] } | { path: RevocationPath };
+  artifacts: MembershipArtifacts;
+  /** Seconds since 1970 (default: now). */
+  now?: bigint;
+}): Promise<Approval & { timings: { provingMs: number } }> {
+  const { input, publicSignals: expected } = await credentialedApprovalInput(options);
+  const { target } = options;
+  const start = performance.now();
+  const wtns: MemFile = { type: 'mem' };
+  await snarkjs.wtns.calculate(input, { type: 'mem', data: options.artifacts.wasm }, wtns);
+  const proved = await snarkjs.groth16.prove({ type: 'mem', data: options.artifacts.zkey }, wtns);
+  const provingMs = Math.round(performance.now() - start);
+  if (proved.publicSignals.join() !== expected.join())
+    throw new Error('The prover returned public signals that are not this proof’s.');
+  const { pi_a, pi_b, pi_c } = proved.proof as unknown as Groth16ProofJson;
+  return {
+    proofId: target.proofId,
+    stage: target.stage,
+    proof: { pi_a, pi_b, pi_c, protocol: 'groth16', curve: 'bn128' },
+    publicSignals: expected,
+    timings: { provingMs },
   };
 }
 

@@ -10,10 +10,22 @@
 // distinct nullifiers as it counted distinct commitments, and learns nothing of who. Pure: no
 // configuration, no database.
 import { z } from 'zod';
+import { credentialSchemaSchema, schemaId } from '../credentials/format';
+import type { CredentialSchema } from '../credentials/format';
+import { commitQuery, operators } from '../credentials/query';
 import { canonicalJson } from '../platform/canonical';
 import { sha256Hex } from '../platform/crypto';
-import { fieldHash, isFieldElement, membershipSignals, verifyMembershipProof } from '../zk/anonymity';
+import {
+  CREDENTIALED_APPROVAL_CIRCUIT,
+  fieldHash,
+  isFieldElement,
+  membershipSignals,
+  verifyMembershipProof,
+} from '../zk/anonymity';
+import { verifyGroth16 } from '../zk/groth16';
 import type { Groth16ProofJson } from '../zk/anonymity';
+import { credentialFactReasons, issuerStatementSchema, revocationStatementSchema } from './credential-proofs';
+import type { CredentialLog } from './credential-proofs';
 import type { ChainedEntry } from './records';
 
 /** The stage of a workflow as the circuit's scope. */
@@ -46,6 +58,105 @@ export function approvalContentHash(
   return content;
 }
 
+// --- Credentialed approvals
+
+/**
+ * A set whose approvers must each hold a credential proves approvals with circuits/approval.circom:
+ * the membership above, and in the same proof a credential from an issuer the owner accepts, about
+ * the approver's own identity commitment, meeting the set's query (docs/credentials.md,
+ * "Credentialed approvers").
+ */
+export { CREDENTIALED_APPROVAL_CIRCUIT };
+/** Terms a credentialed approval's query has (unused ones are `none`). */
+export const APPROVER_TERMS = 2;
+export const CREDENTIALED_APPROVAL_PUBLIC_SIGNALS = [
+  'root',
+  'nullifier',
+  'scope',
+  'message',
+  'issuerAx',
+  'issuerAy',
+  'schemaId',
+  'now',
+  'revocationRoot',
+  ...Array.from({ length: APPROVER_TERMS }, (_, i) => `fields[${i}]`),
+  ...Array.from({ length: APPROVER_TERMS }, (_, i) => `ops[${i}]`),
+  ...Array.from({ length: APPROVER_TERMS }, (_, i) => `parameterCommitments[${i}]`),
+] as const;
+export type CredentialedApprovalSignal = (typeof CREDENTIALED_APPROVAL_PUBLIC_SIGNALS)[number];
+
+const plainParameter = z.union([z.number(), z.string().min(1).max(200)]);
+
+/**
+ * What each approver of a set must hold, in plain: the schema itself, and terms whose parameters are
+ * public (salt 0: "role = underwriter" is meant to be read). Logged in the set's root statement, so it
+ * is fixed with the set at prepare.
+ */
+export const approverCredentialSchema = z
+  .object({
+    what: z.string().min(1).max(200),
+    schema: credentialSchemaSchema,
+    terms: z
+      .array(
+        z
+          .object({
+            field: z.string().min(1).max(32),
+            op: z.enum(operators),
+            value: plainParameter.optional(),
+            low: plainParameter.optional(),
+            high: plainParameter.optional(),
+            values: z.array(plainParameter).min(1).max(4).optional(),
+          })
+          .strict(),
+      )
+      .min(1)
+      .max(APPROVER_TERMS),
+    /** How old (s) the issuer's revocation root may be at the proof's time. */
+    maxRevocationAge: z.number().int().positive(),
+    /** How old (s) the proof's time may be when the approval is posted. */
+    maxProofAge: z.number().int().positive(),
+  })
+  .strict();
+export type ApproverCredential = z.infer<typeof approverCredentialSchema>;
+
+/**
+ * The public signals a requirement fixes, by name: schemaId and each term's field, op and
+ * parameter commitment (salt 0). Throws 400 where a term does not fit the schema.
+ */
+export async function approverQuerySignals(req: ApproverCredential): Promise<Record<string, string>> {
+  const terms = req.terms.map(({ field, op }) => ({ field, op }));
+  const parameters = req.terms.map(({ field: _f, op: _o, ...plain }) => ({ ...plain, salt: '0' }));
+  return (await commitQuery(req.schema, terms, parameters, 'credential.terms', APPROVER_TERMS)).signals;
+}
+
+const opWords = {
+  eq: '=',
+  ne: '≠',
+  lt: '<',
+  lte: '≤',
+  gt: '>',
+  gte: '≥',
+  between: 'between',
+  in: 'in',
+  nin: 'not in',
+} as const;
+
+/** A requirement's query in words: "role = underwriter". */
+export const approverQueryText = (req: ApproverCredential): string =>
+  req.terms
+    .map((t) => {
+      const v =
+        t.op === 'between'
+          ? `${t.low} and ${t.high}`
+          : t.values
+            ? `{${t.values.join(', ')}}`
+            : String(t.value);
+      return `${t.field} ${opWords[t.op]} ${v}`;
+    })
+    .join(' and ');
+
+export const schemaIdOf = (schema: CredentialSchema): string => schemaId(schema);
+
 /** The statement a set's root is logged as (kind approver_set, id `<setId>:<seq>`). */
 export function approverRootStatement(r: {
   setId: string;
@@ -54,6 +165,7 @@ export function approverRootStatement(r: {
   seq: number;
   root: string;
   size: number;
+  credential?: ApproverCredential | null | undefined;
 }) {
   return {
     type: 'proof-exchange/approver-set-root/v1',
@@ -63,6 +175,8 @@ export function approverRootStatement(r: {
     seq: r.seq,
     root: r.root,
     size: r.size,
+    // Only a credentialed set says what its approvers hold (older statements keep their hashes).
+    ...(r.credential ? { credential: r.credential } : {}),
   };
 }
 
@@ -83,6 +197,8 @@ export const fixedApproverSetSchema = z
     size: z.number().int().min(1),
     /** The sha256 of the root's own logged statement (approver_set), recomputable from the fields above. */
     rootStatement: z.string().regex(/^[0-9a-f]{64}$/),
+    /** What each approver must hold, where the set requires a credential (in the root statement). */
+    credential: approverCredentialSchema.optional(),
   })
   .strict();
 export type FixedApproverSet = z.infer<typeof fixedApproverSetSchema>;
@@ -120,6 +236,7 @@ export function fixedApproversStatement(input: {
       root: s.root,
       size: s.size,
       rootStatement: s.rootStatement,
+      ...(s.credential ? { credential: s.credential } : {}),
     })),
   };
 }
@@ -148,7 +265,27 @@ export const packagedApprovalSchema = z
     root: decimal,
     nullifier: decimal,
     proof: approvalProofSchema,
-    publicSignals: z.array(decimal).length(4),
+    /** [root, nullifier, scope, message], and for a credentialed set the credential's signals after them. */
+    publicSignals: z.union([
+      z.array(decimal).length(4),
+      z.array(decimal).length(CREDENTIALED_APPROVAL_PUBLIC_SIGNALS.length),
+    ]),
+    /** For a credentialed set: the issuer's and the revocation root's statements the proof rests on. */
+    credential: z
+      .object({
+        issuer: z
+          .object({ statement: issuerStatementSchema, leafIndex: z.number().int().nonnegative() })
+          .strict(),
+        revocation: z
+          .object({
+            statement: revocationStatementSchema,
+            leafIndex: z.number().int().nonnegative(),
+            loggedAt: z.iso.datetime(),
+          })
+          .strict(),
+      })
+      .strict()
+      .optional(),
   })
   .strict();
 export type PackagedApproval = z.infer<typeof packagedApprovalSchema>;
@@ -175,7 +312,15 @@ export interface ApprovalsVerdict {
   /** Why an approval did not count as proven (never who made it). */
   approvalReasons: Array<{ code: string; detail: string; stage: string }>;
   /** The approver sets the workflow fixed at prepare whose statements hold: when, and how many members. */
-  approverSets: Array<{ stage: string; setId: string; rootSeq: number; size: number; fixedAt: string }>;
+  approverSets: Array<{
+    stage: string;
+    setId: string;
+    rootSeq: number;
+    size: number;
+    fixedAt: string;
+    /** Where each approver must hold a credential: what, and its query in words ("role = underwriter"). */
+    credential?: { what: string; query: string; issuers: string[] };
+  }>;
 }
 
 /**
@@ -203,6 +348,7 @@ function heldSets(
       seq: set.rootSeq,
       root: set.root,
       size: set.size,
+      credential: set.credential,
     };
     if (approverRootSha256(statement) !== set.rootStatement) {
       fail(
@@ -232,8 +378,16 @@ export async function checkApprovals(input: {
   stages: ReadonlyArray<{ key: string; requiredApprovals: number; completed: boolean; counted: string[] }>;
   approvals: readonly PackagedApproval[];
   vkey: unknown;
+  /** The credentialed approval circuit's key (a credentialed set's proofs are not proven without it). */
+  credentialKey?: unknown;
+  /** Inclusion of the credentialed approvals' statements, two each from `at` (the package's log). */
+  log?: { root: string; treeSize: number; proofs: CredentialLog['proofs']; at: number } | undefined;
+  /** A verifier's own list of issuer key ids. */
+  issuers?: readonly string[] | undefined;
 }): Promise<ApprovalsVerdict> {
   const { proofId, genesis, trail } = input;
+  let credentialed = 0;
+  const issuerNames = new Map<string, Set<string>>();
   const reasons: ApprovalsVerdict['approvalReasons'] = [];
   const bySeq = new Map(trail.map((e) => [e.seq, e]));
   const seen = new Set<string>();
@@ -285,14 +439,66 @@ export async function checkApprovals(input: {
       scope: approvalScope(proofId, a.stage),
       message: approvalMessage(approvalContentHash(genesis, trail, a.stage, a.seq)),
     });
-    if (a.publicSignals.join() !== expected.join()) {
+    if (a.publicSignals.slice(0, 4).join() !== expected.join()) {
       fail(
         'approval_signals_mismatch',
         `The proof at entry ${a.seq} is not for this workflow, stage and content.`,
       );
       continue;
     }
-    if (
+    if (set.credential) {
+      const at = credentialed++;
+      if (a.publicSignals.length !== CREDENTIALED_APPROVAL_PUBLIC_SIGNALS.length || !a.credential) {
+        fail(
+          'approval_credential_missing',
+          `Stage ${a.stage} requires each approver to hold ${set.credential.what}; the approval at entry ${a.seq} shows none.`,
+        );
+        continue;
+      }
+      const signal = (name: CredentialedApprovalSignal) =>
+        a.publicSignals[CREDENTIALED_APPROVAL_PUBLIC_SIGNALS.indexOf(name)]!;
+      const query = await approverQuerySignals(set.credential).catch(() => undefined);
+      const queried = CREDENTIALED_APPROVAL_PUBLIC_SIGNALS.slice(9).every((n) => signal(n) === query?.[n]);
+      if (!query || signal('schemaId') !== query.schemaId || !queried) {
+        fail(
+          'approval_credential_query_mismatch',
+          `The approval at entry ${a.seq} proves another query than the set requires.`,
+        );
+        continue;
+      }
+      const facts = credentialFactReasons({
+        signals: {
+          issuerAx: signal('issuerAx'),
+          issuerAy: signal('issuerAy'),
+          schemaId: signal('schemaId'),
+          now: signal('now'),
+          revocationRoot: signal('revocationRoot'),
+        },
+        facts: a.credential,
+        maxRevocationAge: set.credential.maxRevocationAge,
+        issuers: input.issuers,
+        log: input.log ? { ...input.log, at: input.log.at + 2 * at } : undefined,
+      });
+      if (facts.length > 0) {
+        for (const f of facts) fail('approval_credential_invalid', `Entry ${a.seq}: ${f}.`);
+        continue;
+      }
+      if (
+        input.credentialKey === undefined ||
+        !(await verifyGroth16(input.credentialKey, a.publicSignals, {
+          ...(a.proof as Groth16ProofJson),
+          protocol: 'groth16',
+          curve: 'bn128',
+        }).catch(() => false))
+      ) {
+        fail('approval_proof_invalid', `The credentialed approval at entry ${a.seq} does not verify.`);
+        continue;
+      }
+      let names = issuerNames.get(a.stage);
+      if (!names) issuerNames.set(a.stage, (names = new Set()));
+      names.add(a.credential.issuer.statement.name);
+    } else if (
+      a.publicSignals.length !== 4 ||
       input.vkey === undefined ||
       !(await verifyMembershipProof(input.vkey, a.proof as Groth16ProofJson, expected))
     ) {
@@ -336,6 +542,15 @@ export async function checkApprovals(input: {
     rootSeq: set.rootSeq,
     size: set.size,
     fixedAt: input.fixed!.fixedAt,
+    ...(set.credential
+      ? {
+          credential: {
+            what: set.credential.what,
+            query: approverQueryText(set.credential),
+            issuers: [...(issuerNames.get(set.stage) ?? [])],
+          },
+        }
+      : {}),
   }));
   return { approvals, approvalStages, approvalReasons: reasons, approverSets };
 }

@@ -21,18 +21,34 @@ import {
 } from '../zk/anonymity';
 import type { Groth16ProofJson } from '../zk/anonymity';
 import { loadVerificationKey } from '../zk/verify';
+import { knownSchemas } from '../credentials/schemas';
+import { canonicalJson } from '../platform/canonical';
+import { verifyGroth16 } from '../zk/groth16';
+import { acceptCredentialFacts } from './credential-proofs';
+import type { CredentialFacts } from './credential-proofs';
 import { genesisOf } from './engine';
 import {
+  APPROVER_TERMS,
+  CREDENTIALED_APPROVAL_CIRCUIT,
+  CREDENTIALED_APPROVAL_PUBLIC_SIGNALS,
   approvalActor,
   approvalMessage,
   approvalProofSchema,
   approvalScope,
+  approverCredentialSchema,
+  approverQuerySignals,
   approverRootLogId,
   approverRootStatement,
   approverRootSha256,
   fixedApproversStatement,
 } from './approval-protocol';
-import type { FixedApproverSet, FixedApprovers, PackagedApproval } from './approval-protocol';
+import type {
+  ApproverCredential,
+  CredentialedApprovalSignal,
+  FixedApproverSet,
+  FixedApprovers,
+  PackagedApproval,
+} from './approval-protocol';
 import { templateOrThrow } from './load';
 import type { WorkflowRow } from './load';
 import type { ChainedEntry } from './records';
@@ -51,6 +67,8 @@ export const approvalCodes = [
   'approval_root_unknown',
   'approval_nullifier_used',
   'approval_proof_invalid',
+  'approval_credential_required',
+  'approval_credential_query_mismatch',
 ] as const;
 
 /** Where a stage has an approver set, a bare `approve` event is refused with this code (409). */
@@ -103,6 +121,7 @@ interface RootRow {
   size: number;
   statement_sha256: string;
   created_at: Date;
+  credential: ApproverCredential | null;
 }
 
 /** How many of a set's roots its public tree lists, newest first. */
@@ -114,19 +133,68 @@ async function latestRoots(conn: Conn, setId: string, limit: number): Promise<Ro
     .where('set_id', setId)
     .orderBy('seq', 'desc')
     .limit(limit)
-    .select('seq', 'root', 'size', 'statement_sha256', 'created_at')) as RootRow[];
+    .select('seq', 'root', 'size', 'statement_sha256', 'created_at', 'credential')) as RootRow[];
+}
+
+/** A set's credential requirement as an admin asks for it: a schema the service knows, by name. */
+export const approverCredentialInputSchema = z
+  .object({
+    schema: z.string().min(1).max(64),
+    what: z.string().min(1).max(200).optional(),
+    terms: approverCredentialSchema.shape.terms,
+    maxRevocationAge: z
+      .number()
+      .int()
+      .positive()
+      .max(366 * 86_400)
+      .optional(),
+    maxProofAge: z
+      .number()
+      .int()
+      .positive()
+      .max(30 * 86_400)
+      .optional(),
+  })
+  .strict();
+export type ApproverCredentialInput = z.infer<typeof approverCredentialInputSchema>;
+
+/** The requirement in full (the schema itself, the bounds), checked against the schema: 422 or 400. */
+async function approverRequirement(input: ApproverCredentialInput): Promise<ApproverCredential> {
+  const schema = knownSchemas[input.schema];
+  if (!schema)
+    throw unprocessable('unknown_schema', `There is no credential schema ${input.schema}.`, {
+      schemas: Object.keys(knownSchemas),
+    });
+  const requirement: ApproverCredential = {
+    what: input.what ?? `a ${schema.name} credential`,
+    schema,
+    terms: input.terms,
+    maxRevocationAge: input.maxRevocationAge ?? 7 * 86_400,
+    maxProofAge: input.maxProofAge ?? 86_400,
+  };
+  await approverQuerySignals(requirement);
+  return requirement;
 }
 
 /**
  * The owner adds identity commitments (made by the approvers) to the set of a template stage, creating
- * it on first use. The new root is logged in the same transaction: a rollback leaves neither.
+ * it on first use, and may set (or change) what each approver must hold: a credential requirement, in
+ * the root statement from then on. The new root is logged in the same transaction: a rollback leaves
+ * neither.
  */
 export async function registerApprovers(
   db: Db,
-  input: { owner: string; template: string; stage: string; identityCommitments: string[] },
+  input: {
+    owner: string;
+    template: string;
+    stage: string;
+    identityCommitments: string[];
+    credential?: ApproverCredentialInput | undefined;
+  },
 ) {
   const { template } = approvalStage(input.template, input.stage);
   checkCommitments(input.identityCommitments);
+  const requirement = input.credential ? await approverRequirement(input.credential) : undefined;
   return db.transaction(async (trx) => {
     await trx('approver_sets')
       .insert({ id: newId('aps'), owner: input.owner, template: template.name, stage: input.stage })
@@ -145,7 +213,10 @@ export async function registerApprovers(
         `A set holds at most ${MAX_TREE_IDENTITIES} identities (a tree of depth ${ANONYMITY_TREE_DEPTH}).`,
       );
     const last = (await latestRoots(trx, set.id, 1))[0];
-    if (added.length === 0) {
+    const current = last?.credential ?? null;
+    const credential = requirement ?? current;
+    const changed = canonicalJson(credential) !== canonicalJson(current);
+    if (added.length === 0 && !changed) {
       if (!last) throw unprocessable('no_identities', 'Give at least one identity commitment.');
       return {
         setId: set.id,
@@ -155,12 +226,14 @@ export async function registerApprovers(
         size: last.size,
         seq: last.seq,
         added: 0,
+        ...(credential ? { credential } : {}),
       };
     }
     const all = [...existing, ...added];
-    await trx('approver_set_members').insert(
-      added.map((c, i) => ({ set_id: set.id, leaf_index: existing.length + i, identity_commitment: c })),
-    );
+    if (added.length > 0)
+      await trx('approver_set_members').insert(
+        added.map((c, i) => ({ set_id: set.id, leaf_index: existing.length + i, identity_commitment: c })),
+      );
     const root = String(await memberTreeRoot(all.map(BigInt)));
     const seq = last ? last.seq + 1 : 0;
     const statement = {
@@ -170,6 +243,7 @@ export async function registerApprovers(
       seq,
       root,
       size: all.length,
+      ...(credential ? { credential } : {}),
     };
     await trx('approver_set_roots').insert({
       set_id: set.id,
@@ -177,6 +251,7 @@ export async function registerApprovers(
       root,
       size: all.length,
       statement_sha256: approverRootSha256(statement),
+      credential: credential ? JSON.stringify(credential) : null,
     });
     const id = approverRootLogId(set.id, seq);
     const logged = await appendEntries(trx, [
@@ -209,6 +284,7 @@ export async function approverSetTree(db: Conn, setId: string) {
     identityCommitments,
     root: roots[0]?.root ?? null,
     roots: roots.map((r) => ({ seq: r.seq, root: r.root, size: r.size, at: r.created_at.toISOString() })),
+    credential: roots[0]?.credential ?? null,
   };
 }
 
@@ -236,13 +312,22 @@ export async function fixApproverSets(
     )
     .distinctOn('a.stage')
     .orderBy([{ column: 'a.stage' }, { column: 'r.seq', order: 'desc' }])
-    .select('a.stage', 'a.id as set_id', 'r.seq', 'r.root', 'r.size', 'r.statement_sha256')) as Array<{
+    .select(
+      'a.stage',
+      'a.id as set_id',
+      'r.seq',
+      'r.root',
+      'r.size',
+      'r.statement_sha256',
+      'r.credential',
+    )) as Array<{
     stage: string;
     set_id: string;
     seq: number;
     root: string;
     size: number;
     statement_sha256: string;
+    credential: ApproverCredential | null;
   }>;
   if (rows.length === 0) return undefined;
   const byStage = new Map(rows.map((r) => [r.stage, r]));
@@ -258,6 +343,7 @@ export async function fixApproverSets(
             root: r.root,
             size: r.size,
             rootStatement: r.statement_sha256,
+            ...(r.credential ? { credential: r.credential } : {}),
           },
         ]
       : [];
@@ -287,6 +373,7 @@ export async function fixApproverSets(
       root_statement: s.rootStatement,
       fixed_at: fixedAt,
       leaf_index: logged.start,
+      credential: s.credential ? JSON.stringify(s.credential) : null,
     })),
   );
   return { fixedAt: at, leafIndex: Number(logged.start), sets: sets.map(({ idx: _idx, ...s }) => s) };
@@ -301,6 +388,7 @@ interface FixedRow {
   root_statement: string;
   fixed_at: Date;
   leaf_index: string | number;
+  credential: ApproverCredential | null;
 }
 
 const fixedOf = (rows: readonly FixedRow[]): FixedApprovers | undefined =>
@@ -316,6 +404,7 @@ const fixedOf = (rows: readonly FixedRow[]): FixedApprovers | undefined =>
           root: r.root,
           size: r.size,
           rootStatement: r.root_statement,
+          ...(r.credential ? { credential: r.credential } : {}),
         })),
       };
 
@@ -337,6 +426,7 @@ export async function loadFixedApprovers(
         'root_statement',
         'fixed_at',
         'leaf_index',
+        'credential',
       )) as FixedRow[],
   );
 }
@@ -414,6 +504,9 @@ export async function approvalTarget(db: Db, proofId: string, stage: string) {
     rootSeq: fixed.root_seq,
     size: fixed.size,
     fixedAt: fixed.fixed_at.toISOString(),
+    // Where each approver must hold a credential: what, and the circuit that proves both at once.
+    credential: fixed.credential,
+    circuit: fixed.credential ? CREDENTIALED_APPROVAL_CIRCUIT : ANONYMITY_CIRCUIT,
   };
 }
 
@@ -433,7 +526,11 @@ export const approvalBodySchema = z
   .strict();
 export type ApprovalBody = z.infer<typeof approvalBodySchema>;
 
-const signalsSchema = z.array(z.string().regex(/^(0|[1-9]\d{0,76})$/, 'a decimal field element')).length(4);
+const signalSchema = z.string().regex(/^(0|[1-9]\d{0,76})$/, 'a decimal field element');
+const signalsSchema = z.union([
+  z.array(signalSchema).length(4),
+  z.array(signalSchema).length(CREDENTIALED_APPROVAL_PUBLIC_SIGNALS.length),
+]);
 
 /** An approval that passed every check that needs no lock. */
 export interface CheckedApproval {
@@ -445,6 +542,8 @@ export interface CheckedApproval {
   contentHash: string;
   proof: z.infer<typeof approvalProofSchema>;
   publicSignals: string[];
+  /** For a credentialed set: the issuer's and the revocation root's statements it was accepted on. */
+  credential?: CredentialFacts;
 }
 
 /**
@@ -484,6 +583,21 @@ export async function checkApproval(db: Db, body: ApprovalBody): Promise<Checked
   approvalStage(wf.template, body.stage);
   const fixed = await fixedSet(db, wf.id, body.stage);
   if (!fixed) throw notFixed(body.stage);
+  const credentialed = signals.data.length === CREDENTIALED_APPROVAL_PUBLIC_SIGNALS.length;
+  if (fixed.credential && !credentialed)
+    throw conflict(
+      'approval_credential_required',
+      `Each approver of stage '${body.stage}' must hold ${fixed.credential.what}: prove the approval with the ${CREDENTIALED_APPROVAL_CIRCUIT} circuit and the credential (npm run px -- approve approve --credential FILE).`,
+    );
+  if (!fixed.credential && credentialed)
+    throw new AppError(
+      400,
+      'invalid_proof_format',
+      'This stage’s approvals are [root, nullifier, scope, message].',
+      {
+        errors: [{ path: 'publicSignals', message: 'four signals: the stage’s set requires no credential' }],
+      },
+    );
   const [root, nullifier, scope, message] = signals.data as [string, string, string, string];
   if (scope !== String(approvalScope(wf.proof_id, body.stage)))
     throw conflict('approval_wrong_scope', 'The proof is for another workflow or stage.');
@@ -513,9 +627,44 @@ export async function checkApproval(db: Db, body: ApprovalBody): Promise<Checked
   }
   if (await db('workflow_approvals').where('nullifier', nullifier).first('seq'))
     throw conflict('approval_nullifier_used', 'This approver has already approved this stage.');
-  const vkey = await loadVerificationKey(ANONYMITY_CIRCUIT);
-  if (!(await verifyMembershipProof(vkey, proof.data as Groth16ProofJson, signals.data)))
-    throw conflict('approval_proof_invalid', 'The membership proof does not verify.');
+  let credential: CredentialFacts | undefined;
+  if (fixed.credential) {
+    const signal = (name: CredentialedApprovalSignal) =>
+      signals.data[CREDENTIALED_APPROVAL_PUBLIC_SIGNALS.indexOf(name)]!;
+    const query = await approverQuerySignals(fixed.credential);
+    const names = ['schemaId', ...CREDENTIALED_APPROVAL_PUBLIC_SIGNALS.slice(9)] as const;
+    if (!names.every((n) => signal(n) === query[n]))
+      throw conflict(
+        'approval_credential_query_mismatch',
+        `The proof shows another query than the set requires (${fixed.credential.what}, ${APPROVER_TERMS} terms as the approval target gives them).`,
+      );
+    credential = await acceptCredentialFacts(db, {
+      owner: wf.owner,
+      schemaName: fixed.credential.schema.name,
+      maxProofAge: fixed.credential.maxProofAge,
+      maxRevocationAge: fixed.credential.maxRevocationAge,
+      signals: {
+        issuerAx: signal('issuerAx'),
+        issuerAy: signal('issuerAy'),
+        schemaId: signal('schemaId'),
+        now: signal('now'),
+        revocationRoot: signal('revocationRoot'),
+      },
+      at: new Date(),
+      current: true,
+    });
+    const vkey = await loadVerificationKey(CREDENTIALED_APPROVAL_CIRCUIT);
+    const valid = await verifyGroth16(vkey, signals.data, {
+      ...(proof.data as Groth16ProofJson),
+      protocol: 'groth16',
+      curve: 'bn128',
+    }).catch(() => false);
+    if (!valid) throw conflict('approval_proof_invalid', 'The credentialed approval proof does not verify.');
+  } else {
+    const vkey = await loadVerificationKey(ANONYMITY_CIRCUIT);
+    if (!(await verifyMembershipProof(vkey, proof.data as Groth16ProofJson, signals.data)))
+      throw conflict('approval_proof_invalid', 'The membership proof does not verify.');
+  }
   return {
     workflow: wf,
     stage: body.stage,
@@ -525,6 +674,7 @@ export async function checkApproval(db: Db, body: ApprovalBody): Promise<Checked
     contentHash,
     proof: proof.data,
     publicSignals: signals.data,
+    ...(credential ? { credential } : {}),
   };
 }
 
@@ -561,6 +711,7 @@ export async function claimApproval(
       root: a.root.root,
       proof: JSON.stringify(a.proof),
       public_signals: JSON.stringify(a.publicSignals),
+      credential: a.credential ? JSON.stringify(a.credential) : null,
     })
     .onConflict('nullifier')
     .ignore()
@@ -588,6 +739,7 @@ export async function loadApprovals(conn: Conn, workflowId: string): Promise<Pac
       'a.nullifier',
       'a.proof',
       'a.public_signals',
+      'a.credential',
     )) as Array<{
     stage: string;
     seq: number;
@@ -599,6 +751,7 @@ export async function loadApprovals(conn: Conn, workflowId: string): Promise<Pac
     nullifier: string;
     proof: PackagedApproval['proof'];
     public_signals: string[];
+    credential: CredentialFacts | null;
   }>;
   return rows.map((r) => ({
     stage: r.stage,
@@ -611,5 +764,6 @@ export async function loadApprovals(conn: Conn, workflowId: string): Promise<Pac
     nullifier: r.nullifier,
     proof: r.proof,
     publicSignals: r.public_signals,
+    ...(r.credential ? { credential: r.credential } : {}),
   }));
 }

@@ -151,7 +151,7 @@ export const credentialLogSchema = z
     treeSize: z.number().int().positive(),
     proofs: z
       .array(z.object({ leafIndex: z.number().int().nonnegative(), path: z.array(hex64).max(64) }).strict())
-      .max(64),
+      .max(256),
   })
   .strict();
 export type CredentialLog = z.infer<typeof credentialLogSchema>;
@@ -170,8 +170,20 @@ export const issuerLeafHash = (s: IssuerStatement) =>
 export const rootLeafHash = (s: RevocationRootStatement) =>
   toHex(leafHash(entryFor('revocation_root', rootEntryId(s), s)));
 
-/** The log statements a package's credential proofs rest on: two per proof, issuer then root. */
-export function credentialStatements(proofs: readonly PackagedCredentialProof[]) {
+/**
+ * What a package's log statements are of, in the envelope's order: each credential proof's facts, then
+ * each credentialed approval's.
+ */
+export const restingFacts = (pkg: {
+  credentialProofs?: readonly CredentialFacts[] | undefined;
+  approvals?: ReadonlyArray<{ credential?: CredentialFacts | undefined }> | undefined;
+}): CredentialFacts[] => [
+  ...(pkg.credentialProofs ?? []),
+  ...(pkg.approvals ?? []).flatMap((a) => (a.credential ? [a.credential] : [])),
+];
+
+/** The log statements a package's credential facts rest on: two each, issuer then root. */
+export function credentialStatements(proofs: readonly CredentialFacts[]) {
   return proofs.flatMap((p) => [
     {
       kind: 'credential_issuer' as const,
@@ -208,45 +220,85 @@ export async function checkCredentialGate(
   input: { owner: string; requirement: CredentialRequirement; publicSignals: readonly string[]; at: Date },
 ): Promise<AcceptedCredential> {
   const { requirement, publicSignals: signals } = input;
-  const publicKey = [signalAt(signals, 'issuerAx'), signalAt(signals, 'issuerAy')] as const;
+  const facts = await acceptCredentialFacts(db, {
+    owner: input.owner,
+    schemaName: requirement.schema.name,
+    maxProofAge: requirement.maxProofAge,
+    maxRevocationAge: requirement.maxRevocationAge,
+    signals: {
+      issuerAx: signalAt(signals, 'issuerAx'),
+      issuerAy: signalAt(signals, 'issuerAy'),
+      schemaId: signalAt(signals, 'schemaId'),
+      now: signalAt(signals, 'now'),
+      revocationRoot: signalAt(signals, 'revocationRoot'),
+    },
+    at: input.at,
+  });
+  return { requirement: packagedRequirement(requirement), ...facts };
+}
+
+/**
+ * The issuer and revocation root a credential proof's signals name, as the registry has them: the
+ * issuer one the owner accepts for the schema and valid at the proof's time, the root one the log
+ * recorded for it, within `maxRevocationAge` of the proof's time and the newest by then, the proof's
+ * time within `maxProofAge` of `at`. Throws 409 with one of credentialGateCodes.
+ */
+export async function acceptCredentialFacts(
+  db: Conn,
+  input: {
+    owner: string;
+    schemaName: string;
+    maxProofAge: number;
+    maxRevocationAge: number;
+    signals: { issuerAx: string; issuerAy: string; schemaId: string; now: string; revocationRoot: string };
+    at: Date;
+    /**
+     * The root must be the issuer's newest at `at`, not only at the proof's time: a proof made to be
+     * used at once (an approval) cannot pick an earlier time at which a revoked credential still held.
+     */
+    current?: boolean;
+  },
+): Promise<CredentialFacts> {
+  const { signals } = input;
+  const publicKey = [signals.issuerAx, signals.issuerAy] as const;
   const issuer = await acceptedIssuer(db, input.owner, publicKey);
-  const sid = signalAt(signals, 'schemaId');
-  if (!issuer || !issuer.statement.schemas.includes(sid))
+  if (!issuer || !issuer.statement.schemas.includes(signals.schemaId))
     throw conflict(
       'credential_issuer_not_accepted',
-      `The credential's issuer (key ${issuerKeyId(publicKey).slice(0, 12)}…) is not one this organization accepts for ${requirement.schema.name}.`,
+      `The credential's issuer (key ${issuerKeyId(publicKey).slice(0, 12)}…) is not one this organization accepts for ${input.schemaName}.`,
     );
-  const now = Number(signalAt(signals, 'now'));
+  const now = Number(signals.now);
   const at = Math.floor(input.at.getTime() / 1000);
-  if (now > at + CLOCK_SKEW_SECONDS || now < at - requirement.maxProofAge)
+  if (now > at + CLOCK_SKEW_SECONDS || now < at - input.maxProofAge)
     throw conflict(
       'credential_time_out_of_bounds',
-      `The proof's time is ${new Date(now * 1000).toISOString()}; this stage takes proofs made within ${requirement.maxProofAge} s before now.`,
+      `The proof's time is ${new Date(now * 1000).toISOString()}; this takes proofs made within ${input.maxProofAge} s before now.`,
     );
   if (!issuerHoldsAt(issuer.statement, now))
     throw conflict(
       'credential_issuer_revoked',
       `The issuer's key ${issuer.keyId.slice(0, 12)}… is not accepted at the proof's time (revoked or outside its validity).`,
     );
-  const root = await loggedRoot(db, issuer.keyId, signalAt(signals, 'revocationRoot'));
+  const root = await loggedRoot(db, issuer.keyId, signals.revocationRoot);
   if (!root)
     throw conflict(
       'revocation_root_unknown',
       'The proof shows non-revocation against a root the log never recorded for this issuer.',
     );
-  if (Date.parse(root.publishedAt) < (now - requirement.maxRevocationAge) * 1000)
+  if (Date.parse(root.publishedAt) < (now - input.maxRevocationAge) * 1000)
     throw conflict(
       'revocation_root_stale',
-      `The revocation root was published ${root.publishedAt}, more than ${requirement.maxRevocationAge} s before the proof's time; prove again against the issuer's latest root.`,
+      `The revocation root was published ${root.publishedAt}, more than ${input.maxRevocationAge} s before the proof's time; prove again against the issuer's latest root.`,
     );
-  // At the proof's time the root must have been the issuer's newest: a nonce revoked by then counts.
-  if (await newerRootBefore(db, issuer.keyId, root.seq, root.root, now))
+  // At the proof's time (or now, for `current`) the root must have been the issuer's newest: a nonce
+  // revoked by then counts.
+  const by = input.current ? Math.max(now, Math.ceil(input.at.getTime() / 1000)) : now;
+  if (await newerRootBefore(db, issuer.keyId, root.seq, root.root, by))
     throw conflict(
       'revocation_root_superseded',
       'The issuer had published a newer revocation root by the proof’s time; prove again against it.',
     );
   return {
-    requirement: packagedRequirement(requirement),
     issuer: { statement: issuer.statement, leafIndex: issuer.leafIndex },
     revocation: { statement: root.statement, leafIndex: root.leafIndex, loggedAt: root.loggedAt },
   };
@@ -329,6 +381,67 @@ export interface CredentialsVerdict {
   allProven: boolean;
 }
 
+/** The facts a proof's issuer and revocation root rest on, as a package carries them. */
+export interface CredentialFacts {
+  issuer: { statement: IssuerStatement; leafIndex: number };
+  revocation: { statement: RevocationRootStatement; leafIndex: number; loggedAt: string };
+}
+
+/**
+ * What is wrong, offline, with the issuer and revocation root a credential proof's signals name: the
+ * issuer statement is of that key and accepts the schema, its key held at the proof's time, the root
+ * statement is that issuer's root and recent enough, the issuer is in the verifier's own list, and
+ * (`log`) both statements are in the log at `at` and `at + 1` of its inclusion proofs. Empty: nothing.
+ */
+export function credentialFactReasons(input: {
+  signals: { issuerAx: string; issuerAy: string; schemaId: string; now: string; revocationRoot: string };
+  facts: CredentialFacts;
+  maxRevocationAge: number;
+  issuers?: readonly string[] | undefined;
+  log?: { root: string; treeSize: number; proofs: CredentialLog['proofs']; at: number } | undefined;
+}): string[] {
+  const reasons: string[] = [];
+  const { signals: s } = input;
+  const { statement: issuer } = input.facts.issuer;
+  const { statement: root } = input.facts.revocation;
+  if (
+    issuerKeyId([s.issuerAx, s.issuerAy]) !== issuer.keyId ||
+    issuer.publicKey.join() !== [s.issuerAx, s.issuerAy].join()
+  )
+    reasons.push('the proof is under another issuer key than the statement’s');
+  if (!issuer.schemas.includes(s.schemaId)) reasons.push('the issuer was not accepted for this schema');
+  const now = Number(s.now);
+  if (!issuerHoldsAt(issuer, now))
+    reasons.push('the issuer key was revoked or outside its validity at the proof’s time');
+  if (input.issuers && !input.issuers.includes(issuer.keyId))
+    reasons.push('the issuer is not in your list of issuers');
+  if (root.keyId !== issuer.keyId || root.root !== s.revocationRoot)
+    reasons.push('the revocation root is not the statement’s');
+  if (Date.parse(root.publishedAt) < (now - input.maxRevocationAge) * 1000)
+    reasons.push('the revocation root was older than the requirement allows');
+  if (input.log) {
+    const { log } = input;
+    for (const [k, leaf] of [
+      [log.at, { index: input.facts.issuer.leafIndex, hash: issuerLeafHash(issuer) }],
+      [log.at + 1, { index: input.facts.revocation.leafIndex, hash: rootLeafHash(root) }],
+    ] as const) {
+      const proof = log.proofs[k];
+      const ok =
+        proof !== undefined &&
+        proof.leafIndex === leaf.index &&
+        verifyInclusion(
+          fromHex(leaf.hash),
+          leaf.index,
+          log.treeSize,
+          proof.path.map(fromHex),
+          fromHex(log.root),
+        );
+      if (!ok) reasons.push(`the ${k === log.at ? 'issuer' : 'revocation root'} statement is not in the log`);
+    }
+  }
+  return reasons;
+}
+
 /**
  * Checks a package's credential proofs offline. `vkey`: the credential circuit's verification key
  * (without it none is proven); `template`: the catalog's, when it knows the package's; `issuers`: a
@@ -379,42 +492,22 @@ export async function checkCredentialProofs(input: {
         break;
       }
     }
-    if (
-      issuerKeyId([s('issuerAx'), s('issuerAy')]) !== issuer.keyId ||
-      issuer.publicKey.join() !== [s('issuerAx'), s('issuerAy')].join()
-    )
-      reasons.push('the proof is under another issuer key than the statement’s');
-    if (!issuer.schemas.includes(s('schemaId'))) reasons.push('the issuer was not accepted for this schema');
     const now = Number(s('now'));
-    if (!issuerHoldsAt(issuer, now))
-      reasons.push('the issuer key was revoked or outside its validity at the proof’s time');
-    if (input.issuers && !input.issuers.includes(issuer.keyId))
-      reasons.push('the issuer is not in your list of issuers');
-    if (root.keyId !== issuer.keyId || root.root !== s('revocationRoot'))
-      reasons.push('the revocation root is not the statement’s');
-    if (Date.parse(root.publishedAt) < (now - p.requirement.maxRevocationAge) * 1000)
-      reasons.push('the revocation root was older than the requirement allows');
-    if (input.log) {
-      const at = input.log.proofs;
-      for (const [k, leaf] of [
-        [2 * i, { index: p.issuer.leafIndex, hash: issuerLeafHash(issuer) }],
-        [2 * i + 1, { index: p.revocation.leafIndex, hash: rootLeafHash(root) }],
-      ] as const) {
-        const proof = at[k];
-        const ok =
-          proof !== undefined &&
-          proof.leafIndex === leaf.index &&
-          verifyInclusion(
-            fromHex(leaf.hash),
-            leaf.index,
-            input.log.treeSize,
-            proof.path.map(fromHex),
-            fromHex(input.log.root),
-          );
-        if (!ok)
-          reasons.push(`the ${k % 2 === 0 ? 'issuer' : 'revocation root'} statement is not in the log`);
-      }
-    }
+    reasons.push(
+      ...credentialFactReasons({
+        signals: {
+          issuerAx: s('issuerAx'),
+          issuerAy: s('issuerAy'),
+          schemaId: s('schemaId'),
+          now: s('now'),
+          revocationRoot: s('revocationRoot'),
+        },
+        facts: p,
+        maxRevocationAge: p.requirement.maxRevocationAge,
+        issuers: input.issuers,
+        log: input.log ? { ...input.log, at: 2 * i } : undefined,
+      }),
+    );
     let proven = false;
     if (input.vkey) {
       try {

@@ -18,6 +18,7 @@ import type { Envelope, Reason } from '../proofs/envelope';
 import {
   checkCredentialProofs,
   credentialStatements,
+  restingFacts,
   packagedCredentialProofSchema,
 } from './credential-proofs';
 import type { CredentialsVerdict, PackagedCredentialProof } from './credential-proofs';
@@ -484,7 +485,11 @@ export function verifyRecords(input: {
  * (without it no proof counts, and approvals are at most asserted). A package that does not parse has
  * approvals 'none'. Never throws.
  */
-export async function verifyPackageApprovals(input: unknown, vkey: unknown): Promise<ApprovalsVerdict> {
+export async function verifyPackageApprovals(
+  input: unknown,
+  vkey: unknown,
+  opts: { credentialKey?: unknown; logVerified?: boolean; issuers?: readonly string[] | undefined } = {},
+): Promise<ApprovalsVerdict> {
   const parsed = workflowPackageSchema.safeParse(input);
   if (!parsed.success)
     return { approvals: 'none', approvalStages: [], approvalReasons: [], approverSets: [] };
@@ -503,6 +508,18 @@ export async function verifyPackageApprovals(input: unknown, vkey: unknown): Pro
     approvals: pkg.approvals ?? [],
     fixed: pkg.approvers,
     vkey,
+    credentialKey: opts.credentialKey,
+    // The credentialed approvals' statements follow the credential proofs' in the envelope's list.
+    log:
+      pkg.log && opts.logVerified
+        ? {
+            root: pkg.log.treeHead.rootHash,
+            treeSize: pkg.log.treeHead.treeSize,
+            proofs: pkg.log.statements ?? [],
+            at: 2 * (pkg.credentialProofs?.length ?? 0),
+          }
+        : undefined,
+    issuers: opts.issuers,
   });
 }
 
@@ -545,6 +562,9 @@ export function approvalsOf(input: {
   approvals: readonly PackagedApproval[];
   fixed: FixedApprovers | undefined;
   vkey: unknown;
+  credentialKey?: unknown;
+  log?: Parameters<typeof checkApprovals>[0]['log'];
+  issuers?: readonly string[] | undefined;
 }): Promise<ApprovalsVerdict> {
   return checkApprovals({
     proofId: input.proofId,
@@ -563,6 +583,9 @@ export function approvalsOf(input: {
     }),
     approvals: input.approvals,
     vkey: input.vkey,
+    credentialKey: input.credentialKey,
+    log: input.log,
+    issuers: input.issuers,
   });
 }
 
@@ -584,7 +607,14 @@ const fixedText = (a: ApprovalsVerdict): string =>
   a.approverSets.length === 0
     ? ''
     : `; approver sets fixed at prepare (${a.approverSets[0]!.fixedAt}): ${a.approverSets
-        .map((s) => `${s.stage} ${s.size} member${s.size === 1 ? '' : 's'}`)
+        .map(
+          (s) =>
+            `${s.stage} ${s.size} member${s.size === 1 ? '' : 's'}${
+              s.credential
+                ? `, each holding ${s.credential.what} showing ${s.credential.query}${s.credential.issuers.length ? ` (from ${s.credential.issuers.join(', ')})` : ''}`
+                : ''
+            }`,
+        )
         .join(', ')}`;
 
 /**
@@ -596,13 +626,18 @@ export const workflowPackageChecker =
     vkey: () => Promise<unknown>,
     credentialKey: () => Promise<unknown> = async () => undefined,
     issuers?: readonly string[],
+    approvalKey: () => Promise<unknown> = async () => undefined,
   ): PackageChecker =>
   async (pkg, keys) => {
     const v = verifyPackage(pkg, keys);
-    const a = await verifyPackageApprovals(pkg, await vkey());
     const parsed = workflowPackageSchema.safeParse(pkg);
     const proofs = parsed.success ? (parsed.data.credentialProofs ?? []) : [];
+    const facts = parsed.success ? restingFacts(parsed.data) : [];
     // The statements' log inclusion is the bundle's to prove (PackageFinding.statements).
+    const a = await verifyPackageApprovals(pkg, await vkey(), {
+      credentialKey: parsed.success && facts.length > proofs.length ? await approvalKey() : undefined,
+      issuers,
+    });
     const c = proofs.length
       ? await verifyPackageCredentials(pkg, await credentialKey(), { issuers })
       : { credentials: [], allProven: true };
@@ -616,7 +651,7 @@ export const workflowPackageChecker =
           .map((r) => `${r.check}: ${r.code}${r.stage ? ` (stage ${r.stage})` : ''}: ${r.detail}`),
         ...c.credentials.flatMap((cr) => cr.reasons.map((r) => `credential (stage ${cr.stage}): ${r}`)),
       ],
-      ...(proofs.length ? { statements: credentialStatements(proofs) } : {}),
+      ...(facts.length ? { statements: credentialStatements(facts) } : {}),
       restsOnProofs: a.approvalStages.some((stage) => stage.proven > 0) || c.credentials.length > 0,
       warnings:
         a.approvals === 'asserted'

@@ -7,7 +7,7 @@ import { leafHashHex } from '../platform/translog/tree-head';
 import { findLeaf, inclusionProofAt, lockLog } from '../platform/translog/pg-log';
 import { appendEntries } from '../platform/translog/service-log';
 import { loadApprovals, loadFixedApprovers } from './approvers';
-import { loadCredentialProofs } from './credential-proofs';
+import { loadCredentialProofs, restingFacts } from './credential-proofs';
 import { attachLogProof, packageEntry } from '../proofs/envelope';
 import type { WorkflowPackage } from './package';
 import { sealWorkflowPackage } from './seal';
@@ -64,9 +64,10 @@ export async function publishWorkflowPackage(db: Db, proofId: string): Promise<P
     const entry = packageEntry(pkg);
     const { start: index, treeSize, treeHead } = await appendEntries(trx, [{ key: proofId, entry }]);
     const inclusion = await inclusionProofAt(trx, index, treeSize);
-    // Each credential proof's issuer and revocation-root statements, at the package's tree head.
+    // Each credential proof's and credentialed approval's issuer and revocation-root statements, at
+    // the package's tree head.
     const statements = await Promise.all(
-      credentialProofs
+      restingFacts({ credentialProofs, approvals })
         .flatMap((p) => [p.issuer.leafIndex, p.revocation.leafIndex])
         .map(async (leafIndex) => ({
           leafIndex,

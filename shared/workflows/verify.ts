@@ -13,6 +13,7 @@ import { chainHead } from './chain';
 import { genesisOf, workflowStatus } from './engine';
 import { templateOrThrow } from './load';
 import type { Conn, PackageRow } from './load';
+import { CREDENTIALED_APPROVAL_CIRCUIT } from './approval-protocol';
 import type { ApprovalsVerdict, FixedApprovers, PackagedApproval } from './approval-protocol';
 import {
   approvalsOf,
@@ -80,7 +81,10 @@ export async function verifyGivenPackage(db: Db, pkg: unknown): Promise<Verifica
   const v = await verifyUnderServiceTrust(db, pkg, (trust, opts) => verifyPackage(pkg, trust, opts));
   const parsed = pkg as Partial<WorkflowPackage> | null;
   const approvals = v.notAltered
-    ? await verifyPackageApprovals(pkg, await loadVerificationKey(ANONYMITY_CIRCUIT))
+    ? await verifyPackageApprovals(pkg, await loadVerificationKey(ANONYMITY_CIRCUIT), {
+        credentialKey: await loadVerificationKey(CREDENTIALED_APPROVAL_CIRCUIT),
+        logVerified: v.inclusionValid === true,
+      })
     : { approvals: 'none' as const, approvalStages: [], approvalReasons: [], approverSets: [] };
   const credentials =
     v.notAltered && Array.isArray(parsed?.credentialProofs)
@@ -133,17 +137,20 @@ async function loadVerifiable(db: Conn, proofId: string): Promise<VerifiableRow 
           'evidenceCommitment', e.evidence_commitment, 'evidenceKind', e.evidence_kind, 'at', e.at,
           'prevHash', e.prev_hash, 'entryHash', e.entry_hash)) order by e.seq), '[]'::json)::text
         from audit_entries e where e.workflow_id = w.id) as entries,
-       (select coalesce(json_agg(json_build_object('stage', a.stage, 'seq', a.seq, 'setId', a.set_id,
+       (select coalesce(json_agg(jsonb_build_object('stage', a.stage, 'seq', a.seq, 'setId', a.set_id,
           'rootSeq', a.root_seq, 'rootSize', r.size, 'rootStatement', r.statement_sha256, 'root', a.root,
-          'nullifier', a.nullifier, 'proof', a.proof, 'publicSignals', a.public_signals) order by a.seq),
-          '[]'::json)::text
+          'nullifier', a.nullifier, 'proof', a.proof, 'publicSignals', a.public_signals)
+          || case when a.credential is null then '{}'::jsonb else jsonb_build_object('credential', a.credential) end
+          order by a.seq), '[]'::json)::text
         from workflow_approvals a join approver_set_roots r on r.set_id = a.set_id and r.seq = a.root_seq
         where a.workflow_id = w.id) as approvals,
        (select case when count(*) = 0 then null else json_build_object(
           'fixedAt', to_char(min(f.fixed_at) at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
           'leafIndex', min(f.leaf_index),
-          'sets', json_agg(json_build_object('stage', f.stage, 'setId', f.set_id, 'rootSeq', f.root_seq,
-            'root', f.root, 'size', f.size, 'rootStatement', f.root_statement) order by f.idx)) end::text
+          'sets', json_agg(jsonb_build_object('stage', f.stage, 'setId', f.set_id, 'rootSeq', f.root_seq,
+            'root', f.root, 'size', f.size, 'rootStatement', f.root_statement)
+            || case when f.credential is null then '{}'::jsonb else jsonb_build_object('credential', f.credential) end
+            order by f.idx)) end::text
         from workflow_approver_sets f where f.workflow_id = w.id) as approvers,
        p.status as package_status, p.package::text as package_text,
        (select h.timestamp from tree_heads h where h.tree_size > p.leaf_index order by h.tree_size limit 1)
@@ -270,6 +277,7 @@ async function storedApprovals(
     approvals: JSON.parse(wf.approvals) as PackagedApproval[],
     fixed: wf.approvers === null ? undefined : (JSON.parse(wf.approvers) as FixedApprovers),
     vkey: await loadVerificationKey(ANONYMITY_CIRCUIT),
+    credentialKey: await loadVerificationKey(CREDENTIALED_APPROVAL_CIRCUIT),
   });
   approvalVerdicts.set(key, deepFreeze(verdict));
   return verdict;

@@ -18,6 +18,8 @@ import { verifyGroth16 } from './groth16';
 export const ANONYMITY_CIRCUIT = 'ballot';
 /** Depth of the member tree in the circuit: up to 2^10 = 1024 identities. */
 export const ANONYMITY_TREE_DEPTH = 10;
+/** The same membership with, in the same proof, a credential the member holds (circuits/approval.circom). */
+export const CREDENTIALED_APPROVAL_CIRCUIT = 'approval';
 export const MAX_TREE_IDENTITIES = 2 ** ANONYMITY_TREE_DEPTH;
 /** The circuit's public signals, in order (outputs first): the last is the bound message. */
 export const ANONYMITY_PUBLIC_SIGNALS = ['root', 'nullifier', 'scope', 'voteHash'] as const;

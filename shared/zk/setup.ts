@@ -215,7 +215,7 @@ export async function checkKeysAgainstCeremony(manifest: Manifest = loadManifest
       ),
     );
   const circuits = Object.keys(manifest.circuits).sort();
-  // One at a time: each verification holds the circuit's points in memory.
+  // Every constraint system first (a hash each), so a missing one is said before seconds of checks.
   for (const circuit of circuits) {
     const paths = artifactPaths(circuit);
     const r1cs = existsSync(paths.r1cs) ? await fileSha256(paths.r1cs, true) : undefined;
@@ -226,6 +226,10 @@ export async function checkKeysAgainstCeremony(manifest: Manifest = loadManifest
             `restore it from the build (npm run circuits:build writes it beside the keys)`,
         ),
       );
+  }
+  // One at a time: each verification holds the circuit's points in memory.
+  for (const circuit of circuits) {
+    const paths = artifactPaths(circuit);
     const verified = await verifyZkey(paths.r1cs, ptauPath, paths.zkey);
     if (!verified.ok)
       throw new CircuitSetupRefused(

@@ -124,11 +124,16 @@ describe('bad input', () => {
     const jobs = await count('jobs');
     const d = await digest();
     // Text alone is answered (tested below); text and a file, or JSON text that is no request, are not.
+    // A file part is well formed, of a kind this agent does not take: ContentTypeNotSupported.
     await expectRpcError(
       await sendRpc(rawMessage([{ text: 'hello' }, { url: 'https://example.com/f.pdf' }])),
-      -32602,
+      -32005,
       /file/,
+      'content_type_not_supported',
     );
+    // A message says who sent it (A2A 1.0 §3.2.2).
+    const { role: _role, ...roleless } = rawMessage([{ data: { service: 'attest.timestamp', input: {} } }]);
+    await expectRpcError(await sendRpc(roleless), -32602, /role/);
     await expectRpcError(
       await sendRpc(rawMessage([{ text: '{"service": "no.such", "input": {}}' }])),
       -32602,
@@ -160,7 +165,7 @@ describe('bad input', () => {
     );
     await expectRpcError(await sendRpc(rawMessage([{ data: { service: 'attest.timestamp' } }])), -32602);
     await expectRpcError(await sendRpc(rawMessage([{ data: 'text' }])), -32602);
-    await expectRpcError(await sendRpc(rawMessage([{ url: 'https://example.com/f.pdf' }])), -32602, /file/);
+    await expectRpcError(await sendRpc(rawMessage([{ url: 'https://example.com/f.pdf' }])), -32005, /file/);
     await expectRpcError(
       await sendRpc(rawMessage([{ data: { service: 'attest.timestamp', input: { digest: `${d}\u0000` } } }])),
       -32602,
@@ -186,6 +191,15 @@ describe('bad input', () => {
     await expectRpcError(
       await rpc({ jsonrpc: '2.0', id: 5, method: 'CancelTask', params: { id: unknownTask } }, someToken),
       -32001,
+    );
+    // As ListTasks refuses it: a history length is 0 or more.
+    await expectRpcError(
+      await rpc(
+        { jsonrpc: '2.0', id: 7, method: 'GetTask', params: { id: unknownTask, historyLength: -1 } },
+        someToken,
+      ),
+      -32602,
+      /historyLength/,
     );
     await expectRpcError(
       await rpc({ jsonrpc: '2.0', id: 6, method: 'ListTasks', params: { pageSize: 0 } }, someToken),

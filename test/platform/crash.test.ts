@@ -108,27 +108,30 @@ describe('a SIGKILLed worker: its jobs', () => {
       });
       ids.push(row.id);
     }
-    const doomed = startWorkerProcess({ WORKER_LOCK_DURATION_MS: String(lockMs) });
-    const killedAt = await eventually(
-      async () => {
-        const running = await app.deps.db('jobs').whereIn('id', ids).where({ status: 'running' }).first();
-        if (!running) return undefined;
-        doomed.kill('SIGKILL');
-        return Date.now();
-      },
-      60_000,
-      2,
-    );
+    // A worker killed while it holds jobs. Its status writes are group-committed, so the rows it was
+    // seen running may all have been written done by the time the signal lands: then another worker
+    // is killed, until one dies holding jobs.
+    let killedAt = 0;
+    let held: string[] = [];
+    for (let attempt = 0; attempt < 5 && held.length === 0; attempt++) {
+      const doomed = startWorkerProcess({ WORKER_LOCK_DURATION_MS: String(lockMs) });
+      killedAt = await eventually(
+        async () => {
+          const running = await app.deps.db('jobs').whereIn('id', ids).where({ status: 'running' }).first();
+          if (!running) return undefined;
+          doomed.kill('SIGKILL');
+          return Date.now();
+        },
+        60_000,
+        2,
+      );
+      await new Promise((r) => doomed.once('exit', r));
+      held = await app.deps.db('jobs').whereIn('id', ids).where({ status: 'running' }).pluck('id');
+    }
+    expect(held.length).toBeGreaterThan(0);
     // The survivor starts at once, in this process, with the same period.
     const survivor = testQueueWorker('jobs', jobsProcessor, { lockDurationMs: lockMs });
     try {
-      await new Promise((r) => doomed.once('exit', r));
-      const held: string[] = await app.deps
-        .db('jobs')
-        .whereIn('id', ids)
-        .where({ status: 'running' })
-        .pluck('id');
-      expect(held.length).toBeGreaterThan(0);
       const rerun = await eventually(
         async () => {
           const jobs = await Promise.all(held.map((id) => queue.getJob(id)));

@@ -2,6 +2,7 @@
 // every dependency install script has been decided (approved or denied) in package.json.
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import semver from 'semver';
 import { describe, expect, it } from 'vitest';
 
 describe('package-lock.json', () => {
@@ -29,5 +30,26 @@ describe('allowScripts', () => {
     expect(withScripts.length).toBeGreaterThan(0);
     const undecided = withScripts.filter((name) => !(name in pkg.allowScripts));
     expect(undecided).toEqual([]);
+  });
+});
+
+describe('engines', () => {
+  // npm ci warns EBADENGINE for any installed package whose `engines.node` the oldest Node the project
+  // supports does not satisfy; the README and package.json name that version, and they must agree.
+  it('every locked package runs on the oldest Node that package.json and the README name', () => {
+    const pkg = JSON.parse(readFileSync('package.json', 'utf8')) as { engines: { node: string } };
+    const oldest = semver.minVersion(pkg.engines.node)!;
+    expect(readFileSync('README.md', 'utf8')).toContain(`Node.js ${oldest.major}.${oldest.minor} or newer`);
+    const lock = JSON.parse(readFileSync('package-lock.json', 'utf8')) as {
+      packages: Record<
+        string,
+        { engines?: { node?: string } | string[]; optional?: boolean; version?: string }
+      >;
+    };
+    const refused = Object.entries(lock.packages)
+      .filter(([path, p]) => path.includes('node_modules/') && !Array.isArray(p.engines) && p.engines?.node)
+      .filter(([, p]) => !semver.satisfies(oldest, (p.engines as { node: string }).node))
+      .map(([path, p]) => `${path}@${p.version} needs node ${(p.engines as { node: string }).node}`);
+    expect(refused).toEqual([]);
   });
 });

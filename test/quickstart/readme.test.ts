@@ -36,6 +36,8 @@ interface Run {
 }
 
 let clone: string;
+/** The temporary folder the clone is in: the only thing removed afterwards. */
+let cloneParent: string | undefined;
 let env: NodeJS.ProcessEnv;
 let port: number;
 let pgPort: number;
@@ -63,9 +65,9 @@ async function until(run: Run, pattern: RegExp, ms: number): Promise<void> {
 }
 
 beforeAll(async () => {
-  clone = mkdtempSync(join(tmpdir(), 'px-quickstart-')); // 0700, like a clone in root's home
-  execFileSync('git', ['clone', '--quiet', repo, join(clone, 'px')]);
-  clone = join(clone, 'px');
+  cloneParent = mkdtempSync(join(tmpdir(), 'px-quickstart-')); // 0700, like a clone in root's home
+  clone = join(cloneParent, 'px');
+  execFileSync('git', ['clone', '--quiet', repo, clone]);
   // Hard links when the clone is on the same file system (seconds, and nothing in `npm start` writes
   // into node_modules), a full copy otherwise.
   try {
@@ -94,7 +96,7 @@ afterAll(async () => {
     process.kill(-first.child.pid, 'SIGKILL');
   const note = /keeps its data in (\S+)\/pg/.exec(first?.out ?? '')?.[1];
   if (note?.startsWith('/var/tmp/proof-exchange/')) rmSync(note, { recursive: true, force: true });
-  rmSync(resolve(clone, '..'), { recursive: true, force: true });
+  if (cloneParent) rmSync(cloneParent, { recursive: true, force: true });
   const redis = new Redis('redis://127.0.0.1:6379', { maxRetriesPerRequest: 1 });
   let cursor = '0';
   do {

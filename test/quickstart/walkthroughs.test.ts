@@ -139,6 +139,14 @@ describe('the walkthroughs, run as written, two readers at once', () => {
         expect(out).toMatch(
           /^valid: package: workflow Underwriting: .*approvals proven.*stage risk_assessment: a credit report signed by Acme Credit Bureau .*shows score ≥ a value the organization fixed, debtToIncome ≤ a value the organization fixed; .*: proven$/m,
         );
+        // The approvals: each by an underwriter of the directory, proven inside the approval.
+        expect(out).toMatch(
+          /approval 2 members, each holding a staff-role credential showing role = underwriter \(from Example Lender staff directory\)/,
+        );
+        expect(out).toMatch(/must each hold a staff-role credential: give it with --credential FILE\nexit 1/);
+        expect(out).toMatch(
+          /^valid: the bundle's verification key of approval is the one this verifier holds/m,
+        );
         expect(out).toMatch(/^valid: the acceptance of issuer Acme Credit Bureau .* is in the log/m);
         expect(out).toMatch(/^valid: revocation root 2 of issuer Acme Credit Bureau is in the log/m);
         expect(out).toMatch(

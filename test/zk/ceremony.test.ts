@@ -111,7 +111,7 @@ describe('a three-contributor ceremony', () => {
       names.map((n, i) => [i + 1, n, hashes[i]]),
     );
     expect(new Set(hashes).size).toBe(3);
-  }, 40_000);
+  }, 120_000);
 
   it('the CLI verify (as snarkjs zkey verify) says so and lists the contributors', async () => {
     const { stdout } = await execFileAsync(
@@ -206,7 +206,7 @@ describe('a three-contributor ceremony', () => {
     ).rejects.toThrow(/does not verify/);
     expect(existsSync(transcriptPath(CIRCUIT, other))).toBe(false);
     expect(readFileSync(join(other, 'manifest.json')).equals(before)).toBe(true);
-  }, 40_000);
+  }, 120_000);
 
   it('logs the transcript once and the route serves what was logged', async () => {
     env.CIRCUIT_ARTIFACTS_DIR = dir;

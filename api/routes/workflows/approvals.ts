@@ -9,9 +9,12 @@ import {
   approvalBodySchema,
   approvalCodes,
   approvalTarget,
+  approverCredentialInputSchema,
   approverSetTree,
   registerApprovers,
 } from '../../../shared/workflows/approvers';
+import { approverCredentialSchema } from '../../../shared/workflows/approval-protocol';
+import { credentialGateCodes } from '../../../shared/workflows/credential-proofs';
 import { ruleCodes } from '../../../shared/workflows/engine';
 import { recordApproval } from '../../../shared/workflows/events';
 import { stageRecordSchema } from '../../../shared/workflows/records';
@@ -33,6 +36,9 @@ const registeredSchema = z
     size: z.number().int(),
     added: z.number().int(),
     leafIndex: z.number().int().optional().describe('Where the new root’s statement sits in the log'),
+    credential: approverCredentialSchema
+      .optional()
+      .describe('What each approver must hold, in the root statement (absent: nothing)'),
   })
   .meta({ id: 'ApproverSetRegistered' });
 
@@ -49,6 +55,9 @@ const treeSchema = z
       .describe(
         'The latest roots (at most 100), newest first: each a tree of the first `size` commitments, and when it was made',
       ),
+    credential: approverCredentialSchema
+      .nullable()
+      .describe('What each approver must hold under the latest root (null: nothing)'),
   })
   .meta({ id: 'ApproverSetTree' });
 
@@ -65,6 +74,10 @@ const targetSchema = z
     rootSeq: z.number().int(),
     size: z.number().int(),
     fixedAt: z.string().describe('When the workflow was prepared and fixed the set'),
+    credential: approverCredentialSchema
+      .nullable()
+      .describe('What each approver must hold, proven inside the approval (null: nothing)'),
+    circuit: z.enum(['ballot', 'approval']).describe('The circuit an approval of this stage is proven with'),
   })
   .meta({ id: 'ApprovalTarget' });
 
@@ -97,6 +110,11 @@ export function approvalRoutes(table: RouteTable): RouteTable {
         template: z.string().min(1).max(100),
         stage: z.string().min(1).max(64),
         identityCommitments: z.array(identitySchema).min(1).max(1024),
+        credential: approverCredentialInputSchema
+          .optional()
+          .describe(
+            'What each approver must hold from then on, proven inside each approval: a schema the service knows (staff-role, credit-report) and up to two terms with public parameters, e.g. [{"field":"role","op":"eq","value":"underwriter"}]. Issuers are those the organization accepts for the schema. Changing it makes a new root.',
+          ),
       }),
       responses: {
         201: {
@@ -112,6 +130,7 @@ export function approvalRoutes(table: RouteTable): RouteTable {
           'duplicate_identity',
           'invalid_identity',
           'approver_set_full',
+          'unknown_schema',
         ],
       },
       handler: async ({ body, auth, deps }) => ({
@@ -162,14 +181,14 @@ export function approvalRoutes(table: RouteTable): RouteTable {
       path: '/api/proof-workflows/approvals',
       operationId: 'recordWorkflowApproval',
       summary: 'Approve a stage anonymously with a membership proof of its approver set',
-      description: `No credential: the proof is the authority, and it names nobody. publicSignals are [root, nullifier, scope, message] as \`npm run approve -- prove\` makes them. Recorded as an approve entry whose actor commitment is the nullifier (64 hex). Refusals write nothing: 400 invalid_proof_format, 404, 422 unknown_stage, 409 ${approvalCodes.join(', ')}, or an engine rule (${ruleCodes.filter((c) => c !== 'unknown_stage').join(', ')}).`,
+      description: `No credential: the proof is the authority, and it names nobody. publicSignals are [root, nullifier, scope, message] as \`npm run approve -- prove\` makes them; where the stage's set requires a credential, the approval circuit's fifteen (the same four, then issuerAx, issuerAy, schemaId, now, revocationRoot, fields[2], ops[2], parameterCommitments[2]), and the issuer must be one the organization accepts for the schema, its revocation root logged and recent (${credentialGateCodes.join(', ')}). Recorded as an approve entry whose actor commitment is the nullifier (64 hex). Refusals write nothing: 400 invalid_proof_format, 404, 422 unknown_stage, 409 ${approvalCodes.join(', ')}, or an engine rule (${ruleCodes.filter((c) => c !== 'unknown_stage').join(', ')}).`,
       tags,
       body: approvalBodySchema.meta({ id: 'WorkflowApprovalRequest' }),
       responses: { 200: { description: 'The stage record after the approval', schema: recordedSchema } },
       problems: {
         400: ['invalid_proof_format'],
         404: ['not_found'],
-        409: [...approvalCodes, ...ruleCodes.filter((c) => c !== 'unknown_stage')],
+        409: [...approvalCodes, ...credentialGateCodes, ...ruleCodes.filter((c) => c !== 'unknown_stage')],
         422: ['unknown_stage', 'not_an_approval_stage'],
       },
       handler: async ({ body, deps }) => ({
