@@ -124,7 +124,7 @@ describe('the walkthroughs, run as written, two readers at once', () => {
     it.sequential(
       'docs/credentials.md: a bureau’s credit report proven at Risk Assessment, every refusal in one line, anonymous approvals, the bundle verified',
       async () => {
-        const { code, out } = await runWalkthrough('docs/credentials.md', 400_000);
+        const { code, out } = await runWalkthrough('docs/credentials.md', 600_000);
         expect(code, out).toBe(0);
         for (const refusal of [
           'refused (409 credential_issuer_not_accepted)',
@@ -158,7 +158,7 @@ describe('the walkthroughs, run as written, two readers at once', () => {
         expect(out).not.toMatch(/"privateKey"/);
         expect(out).not.toMatch(/lk_[A-Za-z0-9_-]{20}/);
       },
-      420_000,
+      620_000,
     );
   });
 
