@@ -15,8 +15,6 @@ import type {
   MembershipArtifacts,
   NativeMembershipProver,
 } from '../zk/anonymity';
-import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import * as snarkjs from 'snarkjs';
 import type { MemFile } from 'snarkjs';
 import { credentialWitness } from '../credentials/query';
@@ -112,22 +110,10 @@ export async function fetchApprovalTarget(
 }
 
 /** Reads the credentialed approval circuit's wasm and zkey from a folder or a service's public copies. */
-export async function loadCredentialedApprovalArtifacts(
+export const loadCredentialedApprovalArtifacts = (
   from: string,
   fetchImpl: typeof fetch = fetch,
-): Promise<MembershipArtifacts> {
-  const get = async (file: string): Promise<Uint8Array> => {
-    if (!/^https?:\/\//.test(from)) return new Uint8Array(await readFile(join(from, file)));
-    const res = await fetchImpl(new URL(`/circuits/${file}`, from));
-    if (!res.ok) throw new Error(`GET /circuits/${file}: ${res.status}`);
-    return new Uint8Array(await res.arrayBuffer());
-  };
-  const [wasm, zkey] = await Promise.all([
-    get(`${CREDENTIALED_APPROVAL_CIRCUIT}.wasm`),
-    get(`${CREDENTIALED_APPROVAL_CIRCUIT}.zkey`),
-  ]);
-  return { wasm, zkey };
-}
+): Promise<MembershipArtifacts> => loadMembershipArtifacts(from, fetchImpl, CREDENTIALED_APPROVAL_CIRCUIT);
 
 /**
  * The credentialed approval circuit's input for the identity, the target and the credential, with the

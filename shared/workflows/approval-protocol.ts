@@ -24,7 +24,7 @@ import {
 } from '../zk/anonymity';
 import { verifyGroth16 } from '../zk/groth16';
 import type { Groth16ProofJson } from '../zk/anonymity';
-import { credentialFactReasons, issuerStatementSchema, revocationStatementSchema } from './credential-proofs';
+import { credentialFactReasons, credentialFactsSchema } from './credential-proofs';
 import type { CredentialLog } from './credential-proofs';
 import type { ChainedEntry } from './records';
 
@@ -271,21 +271,7 @@ export const packagedApprovalSchema = z
       z.array(decimal).length(CREDENTIALED_APPROVAL_PUBLIC_SIGNALS.length),
     ]),
     /** For a credentialed set: the issuer's and the revocation root's statements the proof rests on. */
-    credential: z
-      .object({
-        issuer: z
-          .object({ statement: issuerStatementSchema, leafIndex: z.number().int().nonnegative() })
-          .strict(),
-        revocation: z
-          .object({
-            statement: revocationStatementSchema,
-            leafIndex: z.number().int().nonnegative(),
-            loggedAt: z.iso.datetime(),
-          })
-          .strict(),
-      })
-      .strict()
-      .optional(),
+    credential: credentialFactsSchema.optional(),
   })
   .strict();
 export type PackagedApproval = z.infer<typeof packagedApprovalSchema>;

@@ -114,6 +114,19 @@ export const revocationStatementSchema = z
   })
   .strict();
 
+/** The issuer's and the revocation root's logged statements a proof rests on, with where each sits. */
+const credentialFactsShape = {
+  issuer: z.object({ statement: issuerStatementSchema, leafIndex: z.number().int().nonnegative() }).strict(),
+  revocation: z
+    .object({
+      statement: revocationStatementSchema,
+      leafIndex: z.number().int().nonnegative(),
+      loggedAt: z.iso.datetime(),
+    })
+    .strict(),
+};
+export const credentialFactsSchema = z.object(credentialFactsShape).strict();
+
 /** A credential proof in a package: the proof, the entry it is evidence of, and the facts it rests on. */
 export const packagedCredentialProofSchema = z
   .object({
@@ -131,16 +144,7 @@ export const packagedCredentialProofSchema = z
     }),
     publicSignals: z.array(decimal).length(CREDENTIAL_PUBLIC_SIGNALS.length),
     requirement: packagedRequirementSchema,
-    issuer: z
-      .object({ statement: issuerStatementSchema, leafIndex: z.number().int().nonnegative() })
-      .strict(),
-    revocation: z
-      .object({
-        statement: revocationStatementSchema,
-        leafIndex: z.number().int().nonnegative(),
-        loggedAt: z.iso.datetime(),
-      })
-      .strict(),
+    ...credentialFactsShape,
   })
   .strict();
 export type PackagedCredentialProof = z.infer<typeof packagedCredentialProofSchema>;

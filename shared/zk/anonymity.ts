@@ -141,10 +141,14 @@ export interface NativeMembershipProver {
   prove(witness: Uint8Array): Promise<{ proof: unknown; publicSignals: string[] }>;
 }
 
-/** Reads the circuit's wasm and zkey from a folder (circuits/artifacts) or a service's public copies. */
+/**
+ * Reads the circuit's wasm and zkey (the ballot circuit's, or `circuit`'s: the credentialed approval's)
+ * from a folder (circuits/artifacts) or a service's public copies.
+ */
 export async function loadMembershipArtifacts(
   from: string,
   fetchImpl: typeof fetch = fetch,
+  circuit: string = ANONYMITY_CIRCUIT,
 ): Promise<MembershipArtifacts> {
   const get = async (file: string): Promise<Uint8Array> => {
     if (!/^https?:\/\//.test(from)) return new Uint8Array(await readFile(join(from, file)));
@@ -152,10 +156,7 @@ export async function loadMembershipArtifacts(
     if (!res.ok) throw new Error(`GET /circuits/${file}: ${res.status}`);
     return new Uint8Array(await res.arrayBuffer());
   };
-  const [wasm, zkey] = await Promise.all([
-    get(`${ANONYMITY_CIRCUIT}.wasm`),
-    get(`${ANONYMITY_CIRCUIT}.zkey`),
-  ]);
+  const [wasm, zkey] = await Promise.all([get(`${circuit}.wasm`), get(`${circuit}.zkey`)]);
   return { wasm, zkey };
 }
 
