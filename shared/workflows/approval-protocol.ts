@@ -85,6 +85,19 @@ export const CREDENTIALED_APPROVAL_PUBLIC_SIGNALS = [
 ] as const;
 export type CredentialedApprovalSignal = (typeof CREDENTIALED_APPROVAL_PUBLIC_SIGNALS)[number];
 
+/** A credentialed approval's signal by name. */
+export const approvalSignal = (signals: readonly string[], name: CredentialedApprovalSignal): string =>
+  signals[CREDENTIALED_APPROVAL_PUBLIC_SIGNALS.indexOf(name)]!;
+
+/** The issuer, schema, time and revocation root a credentialed approval's signals name. */
+export const approvalCredentialSignals = (signals: readonly string[]) => ({
+  issuerAx: approvalSignal(signals, 'issuerAx'),
+  issuerAy: approvalSignal(signals, 'issuerAy'),
+  schemaId: approvalSignal(signals, 'schemaId'),
+  now: approvalSignal(signals, 'now'),
+  revocationRoot: approvalSignal(signals, 'revocationRoot'),
+});
+
 const plainParameter = z.union([z.number(), z.string().min(1).max(200)]);
 
 /**
@@ -441,8 +454,7 @@ export async function checkApprovals(input: {
         );
         continue;
       }
-      const signal = (name: CredentialedApprovalSignal) =>
-        a.publicSignals[CREDENTIALED_APPROVAL_PUBLIC_SIGNALS.indexOf(name)]!;
+      const signal = (name: CredentialedApprovalSignal) => approvalSignal(a.publicSignals, name);
       const query = await approverQuerySignals(set.credential).catch(() => undefined);
       const queried = CREDENTIALED_APPROVAL_PUBLIC_SIGNALS.slice(9).every((n) => signal(n) === query?.[n]);
       if (!query || signal('schemaId') !== query.schemaId || !queried) {
@@ -453,13 +465,7 @@ export async function checkApprovals(input: {
         continue;
       }
       const facts = credentialFactReasons({
-        signals: {
-          issuerAx: signal('issuerAx'),
-          issuerAy: signal('issuerAy'),
-          schemaId: signal('schemaId'),
-          now: signal('now'),
-          revocationRoot: signal('revocationRoot'),
-        },
+        signals: approvalCredentialSignals(a.publicSignals),
         facts: a.credential,
         maxRevocationAge: set.credential.maxRevocationAge,
         issuers: input.issuers,

@@ -33,8 +33,10 @@ import {
   CREDENTIALED_APPROVAL_PUBLIC_SIGNALS,
   approvalActor,
   approvalMessage,
+  approvalCredentialSignals,
   approvalProofSchema,
   approvalScope,
+  approvalSignal,
   approverCredentialSchema,
   approverQuerySignals,
   approverRootLogId,
@@ -629,8 +631,7 @@ export async function checkApproval(db: Db, body: ApprovalBody): Promise<Checked
     throw conflict('approval_nullifier_used', 'This approver has already approved this stage.');
   let credential: CredentialFacts | undefined;
   if (fixed.credential) {
-    const signal = (name: CredentialedApprovalSignal) =>
-      signals.data[CREDENTIALED_APPROVAL_PUBLIC_SIGNALS.indexOf(name)]!;
+    const signal = (name: CredentialedApprovalSignal) => approvalSignal(signals.data, name);
     const query = await approverQuerySignals(fixed.credential);
     const names = ['schemaId', ...CREDENTIALED_APPROVAL_PUBLIC_SIGNALS.slice(9)] as const;
     if (!names.every((n) => signal(n) === query[n]))
@@ -643,13 +644,7 @@ export async function checkApproval(db: Db, body: ApprovalBody): Promise<Checked
       schemaName: fixed.credential.schema.name,
       maxProofAge: fixed.credential.maxProofAge,
       maxRevocationAge: fixed.credential.maxRevocationAge,
-      signals: {
-        issuerAx: signal('issuerAx'),
-        issuerAy: signal('issuerAy'),
-        schemaId: signal('schemaId'),
-        now: signal('now'),
-        revocationRoot: signal('revocationRoot'),
-      },
+      signals: approvalCredentialSignals(signals.data),
       at: new Date(),
       current: true,
     });
