@@ -2,9 +2,10 @@
 // subject, as W3C Verifiable Credentials 2.0 documents whose proof is an EdDSA signature over BabyJubjub
 // with Poseidon (circomlib's EdDSAPoseidonVerifier checks it in a circuit) of the Poseidon hash of the
 // claim's field encoding. docs/credentials.md specifies every step; this file is that specification in
-// code. Pure: no configuration, no database; circomlibjs for Poseidon and the curve.
-import type { Eddsa } from 'circomlibjs';
+// code. Pure: no configuration, no database; @iden3/js-crypto for the curve (its Poseidon and EdDSA are
+// circomlibjs's, bit for bit: test/credentials/issuer.test.ts signs with circomlibjs).
 import { createHash } from 'node:crypto';
+import { PrivateKey, Signature, eddsa } from '@iden3/js-crypto';
 import { z } from 'zod';
 import { canonicalJson } from '../platform/canonical';
 import { FIELD_PRIME, MAX_VALUE, poseidonHash } from '../platform/field';
@@ -203,12 +204,45 @@ export function claimOf(doc: CredentialDocument): Claim {
   };
 }
 
-let eddsa: Promise<Eddsa> | undefined;
+/** An EdDSA signature over BabyJubjub with Poseidon, decimal: R8 a curve point, S a scalar. */
+export interface PoseidonSignature {
+  R8: [string, string];
+  S: string;
+}
 
-/** circomlibjs's EdDSA over BabyJubjub with Poseidon, built once a process. */
-export function getEddsa(): Promise<Eddsa> {
-  eddsa ??= import('circomlibjs').then(({ buildEddsa }) => buildEddsa());
-  return eddsa;
+/** The public point of a 32-byte EdDSA private key (circomlibjs's `eddsa.prv2pub`), decimal. */
+export function eddsaPublicKey(privateKey: Uint8Array): [string, string] {
+  const [x, y] = new PrivateKey(privateKey).public().p;
+  return [String(x), String(y)];
+}
+
+/** Signs a field element (circomlibjs's `eddsa.signPoseidon`): what EdDSAPoseidonVerifier checks. */
+export function eddsaSign(privateKey: Uint8Array, message: bigint): PoseidonSignature {
+  const sig = new PrivateKey(privateKey).signPoseidon(message);
+  return { R8: [String(sig.R8[0]), String(sig.R8[1])], S: String(sig.S) };
+}
+
+/**
+ * Whether `signature` signs `message` under `publicKey`; false, never a throw, for points off the
+ * curve, a scalar out of range or numbers that are not decimal field elements.
+ */
+export function eddsaVerify(
+  message: bigint,
+  signature: PoseidonSignature,
+  publicKey: [string, string],
+): boolean {
+  try {
+    const point = (p: [string, string]): [bigint, bigint] => [BigInt(p[0]), BigInt(p[1])];
+    const numbers = [...point(signature.R8), ...point(publicKey), message];
+    if (numbers.some((n) => n < 0n || n >= FIELD_PRIME)) return false;
+    return eddsa.verifyPoseidon(
+      message,
+      new Signature(point(signature.R8), BigInt(signature.S)),
+      point(publicKey),
+    );
+  } catch {
+    return false;
+  }
 }
 
 export interface CredentialCheck {
@@ -256,18 +290,7 @@ export async function checkCredential(input: unknown): Promise<CredentialCheck> 
   }
   if (String(hash) !== doc.proof.claimHash)
     problems.push('proof.claimHash is not the Poseidon hash of the claim’s fields');
-  const e = await getEddsa();
-  const signature = {
-    R8: [e.F.e(doc.proof.signature.R8[0]), e.F.e(doc.proof.signature.R8[1])] as [Uint8Array, Uint8Array],
-    S: BigInt(doc.proof.signature.S),
-  };
-  const key = [e.F.e(doc.proof.publicKey[0]), e.F.e(doc.proof.publicKey[1])] as [Uint8Array, Uint8Array];
-  let signed = false;
-  try {
-    signed = e.verifyPoseidon(e.F.e(hash), signature, key);
-  } catch {
-    signed = false;
-  }
+  const signed = eddsaVerify(hash, doc.proof.signature, doc.proof.publicKey);
   if (!signed) problems.push('the signature does not verify under proof.publicKey');
   return { ok: problems.length === 0, problems, claim, keyId };
 }

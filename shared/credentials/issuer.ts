@@ -12,13 +12,15 @@ import {
   VC_CONTEXT,
   claimHash,
   credentialSchemaSchema,
-  getEddsa,
+  eddsaPublicKey,
+  eddsaSign,
+  eddsaVerify,
   issuerKeyId,
   schemaId,
 } from './format';
 import type { Claim, CredentialDocument, CredentialSchema } from './format';
-import type { SMT, SMTMemDb, SparseMerkleTree } from 'circomlibjs';
-import { labelToField, poseidonHash, randomFieldElement } from '../platform/field';
+import { InMemoryDB, Merkletree, str2Bytes } from '@iden3/js-merkletree';
+import { FIELD_PRIME, labelToField, poseidonHash, randomFieldElement } from '../platform/field';
 
 export const ISSUER_KEY_TYPE = 'proof-exchange/issuer-key/v1';
 export const REVOCATIONS_TYPE = 'proof-exchange/issuer-revocations/v1';
@@ -31,7 +33,7 @@ export const issuerKeyFileSchema = z
   .object({
     type: z.literal(ISSUER_KEY_TYPE),
     name: z.string().min(1).max(200),
-    /** 32 random bytes, hex: circomlibjs's EdDSA private key. */
+    /** 32 random bytes, hex: an EdDSA private key as circomlibjs reads one. */
     privateKey: z.string().regex(/^[0-9a-f]{64}$/),
     publicKey: z.tuple([decimal, decimal]),
     keyId: z.string().regex(/^[0-9a-f]{64}$/),
@@ -40,9 +42,7 @@ export const issuerKeyFileSchema = z
 export type IssuerKeyFile = z.infer<typeof issuerKeyFileSchema>;
 
 async function publicKeyOf(privateKey: Buffer): Promise<[string, string]> {
-  const e = await getEddsa();
-  const [x, y] = e.prv2pub(privateKey);
-  return [String(e.F.toObject(x)), String(e.F.toObject(y))];
+  return eddsaPublicKey(privateKey);
 }
 
 /** A new issuer key (32 random bytes) and its public point and id. */
@@ -84,8 +84,7 @@ export async function issueCredential(
     revocationNonce: input.revocationNonce ?? String(randomFieldElement()),
   };
   const hash = await claimHash(claim);
-  const e = await getEddsa();
-  const sig = e.signPoseidon(Buffer.from(key.privateKey, 'hex'), e.F.e(hash));
+  const signature = eddsaSign(Buffer.from(key.privateKey, 'hex'), hash);
   const issuer = `urn:proof-exchange:issuer:${key.keyId}`;
   return {
     '@context': [VC_CONTEXT],
@@ -110,41 +109,21 @@ export async function issueCredential(
       proofPurpose: 'assertionMethod',
       publicKey: key.publicKey,
       claimHash: String(hash),
-      signature: {
-        R8: [String(e.F.toObject(sig.R8[0])), String(e.F.toObject(sig.R8[1]))],
-        S: String(sig.S),
-      },
+      signature,
     },
   };
 }
 
-let trieParts:
-  | Promise<{
-      SMT: typeof SMT;
-      SMTMemDb: typeof SMTMemDb;
-      first: SparseMerkleTree;
-    }>
-  | undefined;
-
 /**
- * An empty Poseidon sparse Merkle tree (circomlibjs's). Its hash functions are built once a process:
- * circomlibjs's own `newMemEmptyTrie` builds Poseidon afresh each time (~0.5 s).
+ * The sparse Merkle tree of revoked nonces (iden3's, whose nodes are circomlib's: a leaf
+ * Poseidon(key, value, 1), a branch Poseidon(left, right), the path the key's bits from the lowest;
+ * circomlib's SMTVerifier checks paths in it): key the nonce, value 1. Nonces are taken modulo the
+ * prime, as a circuit takes them.
  */
-export async function emptyTrie(): Promise<SparseMerkleTree> {
-  trieParts ??= import('circomlibjs').then(async (lib) => ({
-    SMT: lib.SMT,
-    SMTMemDb: lib.SMTMemDb,
-    first: await lib.newMemEmptyTrie(),
-  }));
-  const parts = await trieParts;
-  const db = new parts.SMTMemDb(parts.first.F);
-  return new parts.SMT(
-    db,
-    await db.getRoot(),
-    parts.first.hash0,
-    parts.first.hash1,
-    parts.first.F,
-  ) as unknown as SparseMerkleTree;
+export async function revocationTree(nonces: readonly string[]): Promise<Merkletree> {
+  const tree = new Merkletree(new InMemoryDB(str2Bytes('')), true, 254);
+  for (const nonce of nonces) await tree.add(BigInt(nonce) % FIELD_PRIME, 1n);
+  return tree;
 }
 
 /** The issuer's revocations: the nonces it revoked, and when, kept beside its key. */
@@ -175,9 +154,8 @@ export function revoke(state: Revocations, nonce: string, at: Date): Revocations
  * SMTVerifier in a circuit: key the nonce, value 1), decimal; "0" for none.
  */
 export async function revocationRoot(state: Revocations): Promise<string> {
-  const tree = await emptyTrie();
-  for (const r of state.revoked) await tree.insert(BigInt(r.nonce), 1n);
-  return String(tree.F.toObject(tree.root));
+  const tree = await revocationTree(state.revoked.map((r) => r.nonce));
+  return String((await tree.root()).bigInt());
 }
 
 /** What an issuer publishes, signed by its key (docs/credentials.md, "What an issuer publishes"). */
@@ -243,15 +221,10 @@ export async function issuerPublication(
       nonces: state.revoked.map((r) => r.nonce),
     },
   } as const;
-  const e = await getEddsa();
-  const sig = e.signPoseidon(Buffer.from(key.privateKey, 'hex'), e.F.e(await publicationMessage(unsigned)));
   return {
     ...unsigned,
     schemas: [...unsigned.schemas],
-    signature: {
-      R8: [String(e.F.toObject(sig.R8[0])), String(e.F.toObject(sig.R8[1]))],
-      S: String(sig.S),
-    },
+    signature: eddsaSign(Buffer.from(key.privateKey, 'hex'), await publicationMessage(unsigned)),
   };
 }
 
@@ -287,17 +260,7 @@ export async function checkPublication(
   if (new Set(pub.revocation.nonces).size !== pub.revocation.nonces.length)
     problems.push('revocation.nonces repeat');
   const { signature, ...unsigned } = pub;
-  const e = await getEddsa();
-  let signed = false;
-  try {
-    signed = e.verifyPoseidon(
-      e.F.e(await publicationMessage(unsigned)),
-      { R8: [e.F.e(signature.R8[0]), e.F.e(signature.R8[1])], S: BigInt(signature.S) },
-      [e.F.e(pub.publicKey[0]), e.F.e(pub.publicKey[1])],
-    );
-  } catch {
-    signed = false;
-  }
+  const signed = eddsaVerify(await publicationMessage(unsigned), signature, pub.publicKey);
   if (!signed) problems.push('the signature does not verify under publicKey');
   return { problems, publication: pub, schemas };
 }

@@ -8,7 +8,7 @@ import { AppError, validationFailed } from '../platform/errors';
 import { FIELD_PRIME, MAX_VALUE, labelToField, poseidonHash, randomFieldElement } from '../platform/field';
 import { checkCredential, claimVector, encodeField, schemaId } from './format';
 import type { CredentialDocument, CredentialSchema } from './format';
-import { emptyTrie } from './issuer';
+import { revocationTree } from './issuer';
 
 export const CREDENTIAL_CIRCUIT = 'credential';
 export const CREDENTIAL_POLICY_LABEL = 'px.policy.credential.v1';
@@ -197,27 +197,29 @@ export interface RevocationPath {
 }
 
 /**
- * The non-membership path of `nonce` in the tree of the revoked nonces (circomlibjs's Poseidon SMT,
- * key the nonce, value 1). Throws 422 `credential_revoked` when the nonce is in it.
+ * The non-membership path of `nonce` in the tree of the revoked nonces (issuer.ts `revocationTree`:
+ * key the nonce, value 1), as circomlib's SMTVerifier takes it. Throws 422 `credential_revoked` when
+ * the nonce is in it.
  */
 export async function revocationPath(revoked: readonly string[], nonce: string): Promise<RevocationPath> {
-  const tree = await emptyTrie();
-  for (const r of revoked) await tree.insert(BigInt(r), 1n);
-  const found = await tree.find(BigInt(nonce));
-  if (found.found) throw new AppError(422, 'credential_revoked', 'The issuer revoked this credential.');
-  const siblings = found.siblings.map((s) => String(tree.F.toObject(s)));
+  const tree = await revocationTree(revoked);
+  const { proof } = await tree.generateProof(BigInt(nonce) % FIELD_PRIME);
+  if (proof.existence) throw new AppError(422, 'credential_revoked', 'The issuer revoked this credential.');
+  const siblings = proof.allSiblings().map((s) => String(s.bigInt()));
   if (siblings.length > REVOCATION_DEPTH)
     throw new AppError(
       422,
       'revocation_tree_too_deep',
       `The nonce's path in the revocation tree is ${siblings.length} levels; the circuit takes ${REVOCATION_DEPTH}.`,
     );
+  // The path ends at an empty place (isOld0), or at another nonce's leaf that shares its bits so far.
+  const other = proof.nodeAux;
   return {
-    root: String(tree.F.toObject(tree.root)),
+    root: String((await tree.root()).bigInt()),
     siblings: [...siblings, ...Array.from({ length: REVOCATION_DEPTH - siblings.length }, () => '0')],
-    oldKey: found.isOld0 ? '0' : String(tree.F.toObject(found.notFoundKey)),
-    oldValue: found.isOld0 ? '0' : String(tree.F.toObject(found.notFoundValue)),
-    isOld0: found.isOld0 ? '1' : '0',
+    oldKey: other ? String(other.key.bigInt()) : '0',
+    oldValue: other ? String(other.value.bigInt()) : '0',
+    isOld0: other ? '0' : '1',
   };
 }
 

@@ -1,7 +1,7 @@
 // The anonymous ballot protocol, as voter, service and offline verifier all compute it: identities and
 // nullifiers (Poseidon, as circuits/ballot.circom), the room's member tree, the proposal scope, the
 // vote's encryption to the proposal key and the hash that binds it to a proof. Pure: no configuration,
-// no database; node:crypto, circomlibjs, and the Groth16 gate (the native verifier when built, else snarkjs).
+// no database; node:crypto, Poseidon (shared/platform/field), and the Groth16 gate (the native verifier when built, else snarkjs).
 import {
   createHash,
   createPrivateKey,

@@ -1,7 +1,7 @@
 // BN254 field helpers for the blind-policy circuits: Poseidon as circomlib computes it, salts, the
 // membership Merkle tree.
 import { randomBytes } from 'node:crypto';
-import type { Poseidon } from 'circomlibjs';
+import { poseidon } from '@iden3/js-crypto';
 
 /** The scalar field of BN254, in which every circuit signal lives. */
 export const FIELD_PRIME = 21888242871839275222246405745257275088548364400416034343698204186575808495617n;
@@ -14,25 +14,15 @@ export const MAX_VALUE = (1n << BigInt(VALUE_BITS)) - 1n;
 export const MEMBERSHIP_DEPTH = 10;
 export const MAX_SET_SIZE = 2 ** MEMBERSHIP_DEPTH;
 
-let poseidon: Promise<Poseidon> | undefined;
-
 /**
- * circomlibjs builds its round constants on first use; one instance serves the whole process. The
- * library itself loads then too (its index brings ethers along, for contracts this service never makes).
+ * Poseidon over BN254 as circomlib's circuits compute it (@iden3/js-crypto's, checked against
+ * circomlibjs in test/credentials/issuer.test.ts). Plain BigInt arithmetic: nothing to build first,
+ * where circomlibjs compiles its wasm field (~0.6 s a process, ~2 s for its EdDSA), which a command
+ * line tool pays on every run. Inputs are taken modulo the prime, as circomlibjs and the circuits take
+ * them. Async, as callers have always awaited it.
  */
-function getPoseidon(): Promise<Poseidon> {
-  poseidon ??= import('circomlibjs')
-    .then(({ buildPoseidon }) => buildPoseidon())
-    .catch((err: unknown) => {
-      poseidon = undefined;
-      throw err;
-    });
-  return poseidon;
-}
-
 export async function poseidonHash(inputs: bigint[]): Promise<bigint> {
-  const p = await getPoseidon();
-  return p.F.toObject(p(inputs));
+  return poseidon.hash(inputs.map((v) => ((v % FIELD_PRIME) + FIELD_PRIME) % FIELD_PRIME));
 }
 
 /** A uniformly random field element: 31 random bytes are always below the prime. */

@@ -3,7 +3,7 @@
 // nullifier per identity and scope, and the Groth16 proof that binds a root, a nullifier, a scope and
 // one more field element (the ballot's vote hash, an approval's content hash) without saying which leaf.
 // Governance ballots and workflow approvals both stand on it. Pure: no configuration, no database;
-// circomlibjs, snarkjs, and the Groth16 gate (the native verifier when built, else snarkjs).
+// Poseidon (shared/platform/field), snarkjs, and the Groth16 gate (the native verifier when built, else snarkjs).
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
