@@ -3,7 +3,17 @@ import globals from 'globals';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/', '.data/', '.cache/', 'circuits/build/', 'coverage/', 'native-prover/build/'] },
+  {
+    ignores: [
+      'node_modules/',
+      '.data/',
+      '.cache/',
+      'circuits/build/',
+      'coverage/',
+      'native-prover/build/',
+      'dist/',
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

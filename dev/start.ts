@@ -56,7 +56,8 @@ const READY_TIMEOUT_MS = 180_000;
  * Said after a production start fails: npm start is the development launcher, and production runs the
  * Procfile's processes, each with its settings.
  */
-const PRODUCTION_HINT = `npm start is the development launcher (embedded Postgres and Redis, one of each process); a production deployment runs the Procfile's processes instead: release (workers/release.ts, once per deploy), then web (${processTypes.web}), worker (${processTypes.worker}) and prover (${processTypes.prover}), each as node --import tsx <file> with the settings docs/operations.md lists.`;
+const built = (source: string) => `dist/${source.replace(/\.ts$/, '.js')}`;
+const PRODUCTION_HINT = `npm start is the development launcher (embedded Postgres and Redis, one of each process); a production deployment builds once (npm run build) and runs the Procfile's processes instead: release (${built('workers/release.ts')}, once per deploy), then web (${built(processTypes.web)}), worker (${built(processTypes.worker)}) and prover (${built(processTypes.prover)}), each as node --enable-source-maps <file> with the settings docs/operations.md lists.`;
 
 /** TRIAL licenses a day for one address under npm start (when TRIAL_PER_ADDRESS_PER_DAY is left at its default). */
 const DEV_TRIALS_PER_DAY = 25;

@@ -1,8 +1,7 @@
 // Loads the native Groth16 (BN254) addon: per-circuit prover objects, and a verifier for snarkjs keys and proofs.
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { dirname, join } from 'node:path';
 
 export interface Groth16Proof {
   pi_a: string[];
@@ -138,7 +137,11 @@ export interface NativeProverError extends Error {
   code: string;
 }
 
-const packageDir = fileURLToPath(new URL('.', import.meta.url));
+// This package's folder, found by its name: the folder of this file under tsx, but not in a build
+// (dist/native-prover/index.js), whose addon is still the one node-gyp built here.
+const packageDir = dirname(
+  createRequire(import.meta.url).resolve('@proof-exchange/native-prover/package.json'),
+);
 const releaseDir = join(packageDir, 'build', 'Release');
 
 let cached: NativeProver | null | undefined;

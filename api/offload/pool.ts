@@ -3,6 +3,7 @@
 import type { Request } from 'express';
 import { env } from '../../shared/platform/env';
 import { OffloadPool } from '../../shared/platform/offload';
+import { moduleFile } from '../../shared/platform/paths';
 import type { Principal } from '../http/auth';
 import { budgetKey } from '../http/ratelimit';
 import type { OffloadTaskName, offloadTasks } from './tasks';
@@ -10,15 +11,12 @@ import type { OffloadTaskName, offloadTasks } from './tasks';
 let pool: OffloadPool | undefined;
 
 function verifyPool(): OffloadPool {
-  pool ??= new OffloadPool(
-    new URL(`./tasks${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url),
-    {
-      threads: env.VERIFY_POOL_THREADS,
-      queue: env.VERIFY_POOL_QUEUE,
-      perOwner: env.VERIFY_POOL_PER_NETWORK,
-      timeoutMs: env.VERIFY_POOL_TIMEOUT_MS,
-    },
-  );
+  pool ??= new OffloadPool(moduleFile('api/offload/tasks.ts'), {
+    threads: env.VERIFY_POOL_THREADS,
+    queue: env.VERIFY_POOL_QUEUE,
+    perOwner: env.VERIFY_POOL_PER_NETWORK,
+    timeoutMs: env.VERIFY_POOL_TIMEOUT_MS,
+  });
   return pool;
 }
 

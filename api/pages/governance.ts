@@ -2,7 +2,6 @@
 // every value escaped, no external assets. A live vote shows status, time remaining and how to vote:
 // in the page (the proof made in the browser) or with the CLI. Also serves the ballot circuit's public
 // artifacts and the snarkjs browser build, which voters' clients prove with.
-import { fileURLToPath } from 'node:url';
 import express from 'express';
 import type { Request, Response } from 'express';
 import { BALLOT_CIRCUIT } from '../../shared/governance/ballot-protocol';
@@ -10,6 +9,7 @@ import { CREDENTIALED_APPROVAL_CIRCUIT } from '../../shared/zk/anonymity';
 import { AppError } from '../../shared/platform/errors';
 import { idPattern } from '../../shared/platform/ids';
 import { logger } from '../../shared/platform/log';
+import { projectPath } from '../../shared/platform/paths';
 import { ballotKeyInfo } from '../../shared/governance/ballots';
 import { proposalPackage, publicProposal } from '../../shared/governance/proposals';
 import { artifactPaths, loadManifest } from '../../shared/zk/artifacts';
@@ -315,10 +315,7 @@ export function coordinationPagesRouter(deps: AppDeps): express.Router {
       }),
     ),
   );
-  artifactFiles.set(
-    'snarkjs.min.js',
-    fileURLToPath(new URL('../../node_modules/snarkjs/build/snarkjs.min.js', import.meta.url)),
-  );
+  artifactFiles.set('snarkjs.min.js', projectPath('node_modules/snarkjs/build/snarkjs.min.js'));
   // ristretto255 for the voting page under the trustees' key: @noble/curves' modules as published.
   router.get('/circuits/noble/*file', (req, res, next) => {
     const parts = (req.params as { file?: string[] }).file ?? [];

@@ -4,6 +4,7 @@
 import { readFileSync } from 'node:fs';
 import express from 'express';
 import type { Response } from 'express';
+import { projectPath } from '../../shared/platform/paths';
 import { PAGE_CSP, scriptPageCsp } from './csp';
 
 /** A page that runs scripts: the nonce they carry, and whether they compile WebAssembly. */
@@ -13,9 +14,9 @@ export interface PageScripts {
 }
 
 export const STYLESHEET_PATH = '/assets/site.css';
-const stylesheet = readFileSync(new URL('./assets/site.css', import.meta.url));
+const stylesheet = readFileSync(projectPath('api/pages/assets/site.css'));
 export const FAVICON_PATH = '/favicon.ico';
-const favicon = readFileSync(new URL('./assets/favicon.svg', import.meta.url));
+const favicon = readFileSync(projectPath('api/pages/assets/favicon.svg'));
 
 export function escapeHtml(value: unknown): string {
   return String(value ?? '').replace(

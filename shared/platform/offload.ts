@@ -8,6 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
 import { AppError } from './errors';
 import { httpShed, offloadTasks } from './metrics';
+import { projectPath } from './paths';
 
 export interface OffloadLimits {
   /** Worker threads. */
@@ -34,7 +35,7 @@ function overloaded(detail: string): AppError {
 }
 
 /** A module written in TypeScript runs in the thread through tsx, as the process itself does. */
-const bootstrap = fileURLToPath(new URL('./offload-bootstrap.mjs', import.meta.url));
+const bootstrap = projectPath('shared/platform/offload-bootstrap.mjs');
 
 export class OffloadPool {
   private readonly pool: Piscina;

@@ -1,9 +1,9 @@
 // Where the circuit artifacts live and what the build manifest says about them.
 import { readFileSync } from 'node:fs';
 import { isAbsolute, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { env } from '../platform/env';
+import { projectPath } from '../platform/paths';
 
 const sha256Hex = z.string().regex(/^[0-9a-f]{64}$/);
 
@@ -58,7 +58,7 @@ export const manifestSchema = z.object({
 export type CircuitManifest = z.infer<typeof circuitManifestSchema>;
 export type Manifest = z.infer<typeof manifestSchema>;
 
-const defaultDir = fileURLToPath(new URL('../../circuits/artifacts', import.meta.url));
+const defaultDir = projectPath('circuits/artifacts');
 
 export function artifactsDir(): string {
   const dir = env.CIRCUIT_ARTIFACTS_DIR;

@@ -4,12 +4,12 @@
 // the ceremony CLI and the transcript route.
 import { createReadStream, existsSync, readFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { blake2b } from '@noble/hashes/blake2.js';
 import * as snarkjs from 'snarkjs';
 import { z } from 'zod';
 import { sha256Hex } from '../platform/crypto';
 import { env } from '../platform/env';
+import { projectPath } from '../platform/paths';
 import { artifactsDir } from './artifacts';
 
 const hex64 = z.string().regex(/^[0-9a-f]{64}$/);
@@ -24,9 +24,7 @@ const publishedSchema = z.object({
 });
 export type PublishedPtau = z.infer<typeof publishedSchema>['files'][number];
 
-export const publishedPtauPath = fileURLToPath(
-  new URL('../../circuits/ceremony/ptau-hashes.json', import.meta.url),
-);
+export const publishedPtauPath = projectPath('circuits/ceremony/ptau-hashes.json');
 
 let published: PublishedPtau[] | undefined;
 
@@ -241,11 +239,5 @@ export async function makeTranscript(files: {
 }
 
 const snarkjsPackageVersion = (): string =>
-  (
-    JSON.parse(
-      readFileSync(
-        fileURLToPath(new URL('../../node_modules/snarkjs/package.json', import.meta.url)),
-        'utf8',
-      ),
-    ) as { version: string }
-  ).version;
+  (JSON.parse(readFileSync(projectPath('node_modules/snarkjs/package.json'), 'utf8')) as { version: string })
+    .version;

@@ -2,13 +2,14 @@
 // when it is built (snarkjs checks nothing it returns is wrong: a failed check falls back), else snarkjs.
 import { nativeBackend, snarkjsBackend } from './backends';
 import type { NativeProverLike, ProverBackend } from './backends';
+import { moduleFile } from '../platform/paths';
 
 let local: Promise<ProverBackend> | undefined;
 
 export function localProverBackend(): Promise<ProverBackend> {
   local ??= (async () => {
     try {
-      const specifier = new URL('../../native-prover/index.ts', import.meta.url).href;
+      const specifier = moduleFile('native-prover/index.ts').href;
       const mod = (await import(specifier)) as { loadNativeProver?: () => NativeProverLike | null };
       const native = mod.loadNativeProver?.();
       if (native) return nativeBackend(native, { fallback: snarkjsBackend() });

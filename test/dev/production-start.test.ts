@@ -38,7 +38,10 @@ describe('npm start in production without its settings', () => {
       const last = out.trimEnd().split('\n').at(-1)!;
       expect(last).toMatch(/^\[start\] cannot start: /);
       expect(last).toContain('npm start is the development launcher');
-      for (const [, name, file] of procfile.matchAll(/^(\w+): node --import tsx (\S+)$/gm)) {
+      const processes = [...procfile.matchAll(/^(\w+): node --enable-source-maps (\S+)$/gm)];
+      expect(processes.map((p) => p[1])).toEqual(['release', 'web', 'worker', 'prover']);
+      expect(last).toContain('npm run build');
+      for (const [, name, file] of processes) {
         expect(last).toContain(`${name} (${file}`);
       }
       expect(last).not.toContain('unexpected error');

@@ -9,6 +9,7 @@ import { startRpcFront } from './rpc-front';
 import type { TestApp } from '../helpers';
 import type { Chain } from './ganache';
 import type { RpcFront } from './rpc-front';
+import { processArgs } from '../processes';
 
 const chain: Chain = await startChain(1337);
 // The node answers slowly at first, so the worker is surely holding checks when it is killed.
@@ -36,7 +37,7 @@ let app: TestApp;
 const children: ChildProcess[] = [];
 
 function startWorkerProcess(): ChildProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'workers/main.ts'], {
+  const child = spawn(process.execPath, processArgs('worker'), {
     env: { ...process.env, SWEEP_INTERVAL_MS: '60000', WORKER_LOCK_DURATION_MS: '1500' },
     stdio: 'ignore',
   });

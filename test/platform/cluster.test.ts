@@ -1,5 +1,5 @@
-// Scale-out on a real Redis Cluster: two `web` and three `worker` processes (the npm scripts' entry
-// points) against three masters on loopback, a few thousand jobs through both webs, one worker
+// Scale-out on a real Redis Cluster: two `web` and three `worker` processes (as the Procfile runs
+// them) against three masters on loopback, a few thousand jobs through both webs, one worker
 // SIGKILLed while it holds jobs; every job still succeeds exactly once.
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
@@ -19,6 +19,8 @@ import { createRedis } from '../../shared/platform/redis';
 import type { RedisClient } from '../../shared/platform/redis';
 import { eventually } from '../helpers';
 import { newWallet } from '../exchange/fixtures';
+import type { ProcessType } from '../processes';
+import { processArgs } from '../processes';
 
 const JOBS = 2000;
 const IN_FLIGHT = 32;
@@ -41,8 +43,8 @@ const prefix = `{pxc_${randomBytes(4).toString('hex')}}`;
 const webs: Array<Proc & { base: string }> = [];
 const workers: Proc[] = [];
 
-function start(entry: string, extra: Record<string, string>): Proc {
-  const child = spawn(process.execPath, ['--import', 'tsx', entry], {
+function start(type: ProcessType, extra: Record<string, string>): Proc {
+  const child = spawn(process.execPath, processArgs(type), {
     env: {
       ...process.env,
       VITEST: '',
@@ -100,9 +102,9 @@ describe.skipIf(missing.length > 0)('scale-out on a three-master Redis Cluster',
     db = createDb(undefined, { poolMax: 2 });
     for (let i = 0; i < 2; i++) {
       const port = await freePort();
-      webs.push({ ...start('api/main.ts', { PORT: String(port) }), base: `http://127.0.0.1:${port}` });
+      webs.push({ ...start('web', { PORT: String(port) }), base: `http://127.0.0.1:${port}` });
     }
-    for (let i = 0; i < 3; i++) workers.push(start('workers/main.ts', {}));
+    for (let i = 0; i < 3; i++) workers.push(start('worker', {}));
     await eventually(
       async () => {
         const up = await Promise.all(

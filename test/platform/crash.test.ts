@@ -8,12 +8,13 @@ import { createJob } from '../../shared/jobs/jobs';
 import { eventually, testApp, testQueueWorker } from '../helpers';
 import { jobsProcessor } from '../../workers/processors/jobs';
 import type { TestApp } from '../helpers';
+import { processArgs } from '../processes';
 
 let app: TestApp;
 const children: ChildProcess[] = [];
 
 function startWorkerProcess(extra: Record<string, string> = {}): ChildProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'workers/main.ts'], {
+  const child = spawn(process.execPath, processArgs('worker'), {
     env: { ...process.env, WORKER_CONCURRENCY: '16', SWEEP_INTERVAL_MS: '60000', ...extra },
     stdio: 'ignore',
   });

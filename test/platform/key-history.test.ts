@@ -19,6 +19,7 @@ import { sealedColumns as webSealedColumns } from '../../api/wiring';
 import { testApp } from '../helpers';
 import type { TestApp } from '../helpers';
 import { OPERATOR, wallet } from '../governance/helpers';
+import { processArgs } from '../processes';
 
 const key = () => randomBytes(32).toString('hex');
 const [OLD, NEW, WRONG] = [key(), key(), key()];
@@ -171,7 +172,7 @@ describe('a rotated ballot key', () => {
 
   it('the release process in production refuses a wrong key with one line per column, and writes nothing', async () => {
     const before = await app.deps.db('proposals').orderBy('id').pluck('key_wrapped');
-    const child = spawn(process.execPath, ['--import', 'tsx', 'workers/release.ts'], {
+    const child = spawn(process.execPath, processArgs('release'), {
       env: {
         ...process.env,
         VITEST: '',

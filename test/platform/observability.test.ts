@@ -15,6 +15,8 @@ import { metricsAccess, registry, startMetricsServer } from '../../shared/platfo
 import { bearer, eventually, testApp, testQueueWorker, waitForJob } from '../helpers';
 import type { TestApp } from '../helpers';
 import { freePort } from '../ports';
+import type { ProcessType } from '../processes';
+import { processArgs } from '../processes';
 
 const TOKEN = 'metrics-token-0123456789';
 const PROMTOOL = 'promtool'; // Debian's prometheus package (.ci/run installs it)
@@ -30,8 +32,8 @@ const scraped = new Map<'web' | 'worker' | 'prover', string>();
  * freed for it could be taken by another file's server before the child binds it. Its port is what its
  * `metrics listening` log line says.
  */
-function start(entry: string, portVariable: string, extra: Record<string, string> = {}) {
-  const child = spawn(process.execPath, ['--import', 'tsx', entry], {
+function start(type: ProcessType, portVariable: string, extra: Record<string, string> = {}) {
+  const child = spawn(process.execPath, processArgs(type), {
     env: {
       ...process.env,
       METRICS_TOKEN: TOKEN,
@@ -51,7 +53,7 @@ function start(entry: string, portVariable: string, extra: Record<string, string
       const m = /"port":(\d+)[^\n]*"msg":"metrics listening"/.exec(buffered);
       if (m) resolve(Number(m[1]));
     });
-    child.once('exit', (code) => reject(new Error(`${entry} exited with ${code} before listening`)));
+    child.once('exit', (code) => reject(new Error(`${type} exited with ${code} before listening`)));
   });
   return port.then((p) => ({ port: p, child }));
 }
@@ -99,12 +101,12 @@ let prover: Promise<{ port: number; child: ChildProcess }>;
 let productionWorker: Promise<{ port: number; code: number | null; output: string }>;
 beforeAll(() => {
   app = testApp({ metricsToken: TOKEN });
-  worker = start('workers/main.ts', 'WORKER_METRICS_PORT');
-  prover = start('workers/prover/main.ts', 'PROVER_METRICS_PORT', { PROVER_CONCURRENCY: '1' });
+  worker = start('worker', 'WORKER_METRICS_PORT');
+  prover = start('prover', 'PROVER_METRICS_PORT', { PROVER_CONCURRENCY: '1' });
   // Awaited by their tests, which say why one did not start.
   for (const p of [worker, prover]) p.catch(() => undefined);
   productionWorker = freePort().then((port) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'workers/main.ts'], {
+    const child = spawn(process.execPath, processArgs('worker'), {
       env: {
         ...process.env,
         // A production setup complete but for the metrics token; refusals exit rather than throw.

@@ -22,6 +22,7 @@ import type { BatchAttestation } from '../../shared/jobs/services/attest-batch';
 import type { Db } from '../../shared/platform/db/knex';
 import type { TrustRoot } from '../../shared/platform/trust';
 import type { WorkflowPackage } from '../../shared/workflows/package';
+import { processArgs } from '../processes';
 
 // The node first: the processes this file starts take their chain settings from its environment.
 const { chain, payer, usdc } = await startPaidChain();
@@ -51,11 +52,6 @@ const logB = key(seeds.logB);
 const TEMPLATE = 'Vendor Onboarding';
 
 type Kind = 'web' | 'worker' | 'prover';
-const entries: Record<Kind, string> = {
-  web: 'api/main.ts',
-  worker: 'workers/main.ts',
-  prover: 'workers/prover/main.ts',
-};
 
 interface Proc {
   kind: Kind;
@@ -71,7 +67,7 @@ const running = new Set<Proc>();
 
 async function start(kind: Kind, keys: { service: string; log: string }): Promise<Proc> {
   const port = kind === 'web' ? await freePort() : undefined;
-  const child = spawn(process.execPath, ['--import', 'tsx', entries[kind]], {
+  const child = spawn(process.execPath, processArgs(kind), {
     env: {
       ...process.env,
       VITEST: '',

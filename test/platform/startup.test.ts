@@ -4,6 +4,7 @@
 // (web, worker and prover until told to stop, release to its end) once its keys are imported: a key
 // the trust root lacks is refused, and only `npm run keys -- import` puts it there.
 import { spawn, spawnSync } from 'node:child_process';
+import { readdirSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createDb } from '../../shared/platform/db/knex';
 import { parseEnv } from '../../shared/platform/env';
@@ -15,13 +16,15 @@ import {
   developmentSwitchIssues,
   productionSettingIssues,
 } from '../../shared/platform/startup-checks';
+import { processArgs } from '../processes';
 
+// Each process type as the Procfile runs it (test/processes.ts).
 const entries = {
-  web: 'api/main.ts',
-  worker: 'workers/main.ts',
-  prover: 'workers/prover/main.ts',
-  release: 'workers/release.ts',
-} as const;
+  web: processArgs('web'),
+  worker: processArgs('worker'),
+  prover: processArgs('prover'),
+  release: processArgs('release'),
+};
 
 const SIGNING = '7'.repeat(64);
 const LOG = '8'.repeat(64);
@@ -57,7 +60,7 @@ function run(
   extra: Record<string, string>,
   options: { until?: string; whileUp?: (line: { port?: number }) => Promise<void>; timeoutMs?: number } = {},
 ): Promise<Exit & { up: boolean }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', entries[kind]], {
+  const child = spawn(process.execPath, entries[kind], {
     env: { ...process.env, ...production, ...extra },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -276,6 +279,23 @@ describe('development and mock switches in production', () => {
 });
 
 describe('a complete production setup', () => {
+  it('release, as built, migrates an empty database: every migration loads from its build in dist/', async () => {
+    const empty = `${new URL(process.env.DATABASE_URL!).pathname.slice(1)}_empty`;
+    const url = Object.assign(new URL(process.env.DATABASE_URL!), { pathname: `/${empty}` }).toString();
+    await db.raw(`create database "${empty}"`);
+    try {
+      const migrations = readdirSync('migrations').filter((f) => /^\d{14}_[\w-]+\.ts$/.test(f));
+      const release = await run('release', { ALLOW_INSECURE_CIRCUITS: 'true', DATABASE_URL: url });
+      expect(release.stderr).toBe('');
+      expect(release.code).toBe(0);
+      expect(release.stdout).toMatch(new RegExp(`^applied ${migrations.length} migration\\(s\\): `));
+      const again = await run('release', { ALLOW_INSECURE_CIRCUITS: 'true', DATABASE_URL: url });
+      expect(again.stdout).toBe('schema is up to date\n');
+    } finally {
+      await db.raw(`drop database if exists "${empty}" with (force)`);
+    }
+  }, 60_000);
+
   it('starts every process type: release migrates, then web serves, worker and prover take work, each stopping cleanly', async () => {
     // This checkout's circuit keys come from the development setup: the explicit way past that refusal.
     const complete = { ALLOW_INSECURE_CIRCUITS: 'true' };

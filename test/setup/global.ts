@@ -23,6 +23,9 @@ export default async function setup(project: TestProject) {
   process.env.LOG_LEVEL = 'silent';
   const { resolvePostgres } = await import('../../dev/stack/postgres');
   const { resolveRedis } = await import('../../dev/stack/redis');
+  // The production build the Procfile runs (test/platform/startup.test.ts starts it), as a deploy makes it.
+  const { buildDist } = await import('../../scripts/build');
+  await buildDist({ quiet: true });
   const pgInfo = await resolvePostgres();
   const redisInfo = await resolveRedis();
 

@@ -8,13 +8,14 @@ import type { ProofRow } from '../../shared/zk/rows';
 import { eventually, testApp } from '../helpers';
 import type { TestApp } from '../helpers';
 import { dumpDatabase, privateInputs, secretValues } from './helpers';
+import { processArgs } from '../processes';
 
 let app: TestApp;
 const children: ChildProcess[] = [];
 const output: string[] = [];
 
 function startProver(): ChildProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'workers/prover/main.ts'], {
+  const child = spawn(process.execPath, processArgs('prover'), {
     env: { ...process.env, PROVER_CONCURRENCY: '1', LOG_LEVEL: 'debug', PROVER_BACKEND: 'snarkjs' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -13,6 +13,7 @@ import type { Manifest } from '../../shared/zk/artifacts';
 import { blake2b512File, ptauProvenance, publishedPtaus, transcriptPath } from '../../shared/zk/ceremony';
 import { assertCircuitSetup, circuitReadiness, circuitSetup } from '../../shared/zk/setup';
 import { repoRoot } from '../../circuits/sources';
+import { processArgs } from '../processes';
 
 const saved = {
   NODE_ENV: env.NODE_ENV,
@@ -51,7 +52,7 @@ afterAll(() => {
 
 /** A production web on the artifacts in `dir`: its exit code and what it wrote to each stream. */
 async function productionWeb(dir: string, settings: Record<string, string>) {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'api/main.ts'], {
+  const child = spawn(process.execPath, processArgs('web'), {
     cwd: repoRoot,
     env: {
       ...process.env,

@@ -12,8 +12,9 @@ import { artifactsDir } from '../../shared/zk/artifacts';
 import { terminateCurves } from '../../shared/zk';
 import { importProductionKeys, testApp } from '../helpers';
 import type { TestApp } from '../helpers';
+import { processArgs } from '../processes';
 
-const entries = { web: 'api/main.ts', prover: 'workers/prover/main.ts' } as const;
+const kinds = ['web', 'prover'] as const;
 const production = {
   NODE_ENV: 'production',
   SERVICE_SIGNING_KEY: '7'.repeat(64),
@@ -36,8 +37,8 @@ interface Run {
 
 const children: ChildProcess[] = [];
 
-function start(kind: keyof typeof entries, extra: Record<string, string>): Run {
-  const child = spawn(process.execPath, ['--import', 'tsx', entries[kind]], {
+function start(kind: (typeof kinds)[number], extra: Record<string, string>): Run {
+  const child = spawn(process.execPath, processArgs(kind), {
     env: { ...process.env, ...production, ...extra },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -102,7 +103,7 @@ afterAll(async () => {
 });
 
 describe('the development setup in production', () => {
-  it.each(Object.keys(entries) as Array<keyof typeof entries>)(
+  it.each(kinds)(
     '%s exits non-zero with one line naming the insecure setup and how to build real artifacts',
     async (kind) => {
       const run = start(kind, {});
@@ -197,7 +198,7 @@ describe('APP_ENV=production is production', () => {
 });
 
 describe('artifacts checked by sha256, not size', () => {
-  it.each(Object.keys(entries) as Array<keyof typeof entries>)(
+  it.each(kinds)(
     '%s refuses to load a zkey altered by one byte',
     async (kind) => {
       const run = start(kind, {

@@ -22,6 +22,7 @@ import {
 import { Queues, queueCatalog } from '../../shared/platform/queues';
 import { createRedis } from '../../shared/platform/redis';
 import { Shutdown } from '../../shared/platform/shutdown';
+import { moduleFile } from '../../shared/platform/paths';
 import { startTracing, stopTracing } from '../../shared/platform/tracing';
 import { startWorker } from '../pool';
 import { env } from '../../shared/platform/env';
@@ -88,7 +89,7 @@ export function proofsProcessor(db: Db, queues: Queues): Processor {
  * fail to load on a machine without the build; either way the process proves with another backend.
  */
 async function loadNative(): Promise<NativeProverLike | null> {
-  const specifier = new URL('../../native-prover/index.ts', import.meta.url).href;
+  const specifier = moduleFile('native-prover/index.ts').href;
   try {
     const mod = (await import(specifier)) as { loadNativeProver?: () => NativeProverLike | null };
     return mod.loadNativeProver?.() ?? null;

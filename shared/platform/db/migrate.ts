@@ -1,11 +1,12 @@
 // Schema migrations: append-only knex migrations in migrations/, run by the release process.
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { pathToFileURL } from 'node:url';
+import { moduleFile, projectPath, runsBuilt } from '../paths';
 import type { Knex } from 'knex';
 import type { Db } from './knex';
 
-export const migrationsDirectory = fileURLToPath(new URL('../../../migrations', import.meta.url));
+export const migrationsDirectory = projectPath('migrations');
 
 /**
  * Loads migration modules through our own import(), so the same TypeScript files load under the
@@ -21,7 +22,11 @@ class FileMigrationSource implements Knex.MigrationSource<string> {
     return migration;
   }
   async getMigration(migration: string): Promise<Knex.Migration> {
-    return (await import(pathToFileURL(join(migrationsDirectory, migration)).href)) as Knex.Migration;
+    // A built process (dist/) loads each migration's build, under the same name.
+    const file = runsBuilt
+      ? moduleFile(`migrations/${migration}`)
+      : pathToFileURL(join(migrationsDirectory, migration));
+    return (await import(file.href)) as Knex.Migration;
   }
 }
 
