@@ -7,6 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import { env, serviceUrl } from '../shared/platform/env';
 import { printable, printableJson } from '../shared/platform/text';
+import { localOperatorToken, readLocalRun } from '../shared/platform/local-run';
 import { unreachableLine } from './io';
 
 const usage = `usage: npm run admin -- [--url URL] [--token TOKEN] [--json] <command>
@@ -19,7 +20,7 @@ const usage = `usage: npm run admin -- [--url URL] [--token TOKEN] [--json] <com
   agent-keys list [--agent agt_…] [--limit N] [--cursor C]
   agent-keys revoke|rotate <keyId>
   audit [--license lic_…] [--limit N] [--cursor C]
-The service is PX_URL (else BASE_URL, else this machine's PORT) and the credential OPERATOR_TOKEN, unless --url and --token say otherwise.`;
+The service is PX_URL (else BASE_URL, else the npm start running from this checkout, else this machine's PORT) and the credential OPERATOR_TOKEN (else that npm start's own), unless --url and --token say otherwise.`;
 
 export class UsageError extends Error {}
 
@@ -193,10 +194,19 @@ function organizationKeyLine(k: Json): string {
   return `${shown(k.keyId)}  ${shown(k.prefix)}  ${scopes}  ${state}  last used ${shown(k.lastUsedAt ?? 'never')}  ${shown(k.name)}`;
 }
 
+/** What an empty page of a list is, in words. */
+function emptyList(path: string): string {
+  if (path.endsWith('/keys')) return 'this license has no organization keys';
+  if (path.includes('/agent-keys')) return 'no agent keys';
+  if (path.includes('/audit')) return 'no audited actions';
+  return 'no licenses';
+}
+
 /** What a reply says to a person: one line per item, the new key on a line of its own. */
 function render(call: Call, body: Json, io: AdminIo): void {
   const items = body.items as Json[] | undefined;
   if (items) {
+    if (!items.length) io.err(`# ${emptyList(call.path)}`);
     for (const item of items) {
       if ('licenseId' in item && 'tier' in item) io.out(licenseLine(item));
       else if ('agentId' in item) io.out(agentKeyLine(item));
@@ -220,6 +230,22 @@ function render(call: Call, body: Json, io: AdminIo): void {
   }
 }
 
+/**
+ * The service and token from the settings; where they leave one unset, those of the npm start running
+ * from this checkout (DATA_DIR/running.json), saying so.
+ */
+function localDefaults(): { url: string; token?: string | undefined; from?: string } {
+  const run = env.PX_URL && env.OPERATOR_TOKEN ? undefined : readLocalRun(env.DATA_DIR);
+  const url = env.PX_URL || env.BASE_URL || !run ? serviceUrl() : run.serviceUrl;
+  if (env.OPERATOR_TOKEN || !run) return { url, token: env.OPERATOR_TOKEN };
+  const token = localOperatorToken(run);
+  return {
+    url,
+    token,
+    ...(token ? { from: `the operator token of the npm start running here (pid ${run.pid})` } : {}),
+  };
+}
+
 /** Runs one command; returns the exit status (0 done, 1 refused by the service, 2 usage). */
 export async function runAdmin(
   args: string[],
@@ -227,10 +253,7 @@ export async function runAdmin(
     out: (l) => process.stdout.write(`${l}\n`),
     err: (l) => process.stderr.write(`${l}\n`),
   },
-  defaults: { url?: string | undefined; token?: string | undefined } = {
-    url: serviceUrl(),
-    token: env.OPERATOR_TOKEN,
-  },
+  defaults: { url?: string | undefined; token?: string | undefined; from?: string } = localDefaults(),
 ): Promise<number> {
   if (args.includes('--help') || args.includes('-h')) {
     io.out(usage);
@@ -249,9 +272,12 @@ export async function runAdmin(
   const base = parsed.flags.get('url') ?? defaults.url;
   const token = parsed.flags.get('token') ?? defaults.token;
   if (!base || !token) {
-    io.err(`set PX_URL and OPERATOR_TOKEN (or pass --url and --token)\n${usage}`);
+    io.err(
+      `set OPERATOR_TOKEN (or pass --token): no npm start runs from this checkout to take its token from\n${usage}`,
+    );
     return 2;
   }
+  if (defaults.from && !parsed.flags.has('token')) io.err(`# ${defaults.from}`);
   const url = new URL(`${base.replace(/\/+$/, '')}${call.path}`);
   for (const [k, v] of Object.entries(call.query ?? {})) url.searchParams.set(k, v);
   const headers: Record<string, string> = { Authorization: `Bearer ${token}`, Accept: 'application/json' };

@@ -7,6 +7,8 @@
 // be pinned first. The procedures are in docs/security.md ("Rotating a signing key").
 import { createDb } from '../shared/platform/db/knex';
 import { env } from '../shared/platform/env';
+import { explainPostgresError, urlTarget } from '../shared/platform/failures';
+import { localRunFile, readLocalRun } from '../shared/platform/local-run';
 import { derivationInput, derivedKeyPurposes } from '../shared/platform/sealing';
 import {
   KeyHistoryError,
@@ -73,6 +75,15 @@ export function derivedSettings(): string[] {
     .map(([name, purpose]) => `${name}=${derivationInput(purpose).toString('hex')}`);
 }
 
+/** DATABASE_URL, else the Postgres of the npm start running from this checkout (said on stderr). */
+function databaseOf(): { url: string; source: string } | undefined {
+  if (env.DATABASE_URL) return { url: env.DATABASE_URL, source: 'DATABASE_URL' };
+  const run = readLocalRun(env.DATA_DIR);
+  if (!run) return undefined;
+  process.stderr.write(`keys: the database of the npm start running here (pid ${run.pid})\n`);
+  return { url: run.databaseUrl, source: `the npm start running here (${localRunFile(env.DATA_DIR)})` };
+}
+
 async function main(): Promise<number> {
   const [command, keyId, ...rest] = process.argv.slice(2);
   if (command === '--help' || command === '-h' || command === 'help') {
@@ -105,10 +116,19 @@ async function main(): Promise<number> {
     );
     return 2;
   }
-  const db = createDb(undefined, { poolMax: 1 });
+  const database = databaseOf();
+  if (!database) {
+    process.stderr.write(
+      `keys: DATABASE_URL is not set, and no npm start runs from this checkout (${localRunFile(env.DATA_DIR)}): set DATABASE_URL to the database whose keys these are\n`,
+    );
+    return 2;
+  }
+  const db = createDb(database.url, { poolMax: 1 });
   try {
     if (command === 'list') {
-      for (const r of await listKeys(db)) process.stdout.write(`${line(r)}\n`);
+      const rows = await listKeys(db);
+      if (!rows.length) process.stderr.write('keys: the trust root holds no keys yet\n');
+      for (const r of rows) process.stdout.write(`${line(r)}\n`);
     } else if (command === 'own') {
       for (const { own, row, missing } of await ownKeyStatus(db))
         process.stdout.write(
@@ -164,6 +184,12 @@ async function main(): Promise<number> {
   } catch (err) {
     if (err instanceof KeyHistoryError) {
       process.stderr.write(`keys: ${err.message}\n`);
+      return 1;
+    }
+    const code = (err as { code?: unknown }).code;
+    if (typeof code === 'string' && /^(E[A-Z]+|28P01|28000|3D000)$/.test(code)) {
+      const failure = explainPostgresError(err, database.source, urlTarget(database.url));
+      process.stderr.write(`keys: ${failure.what}. Fix: ${failure.fix}.\n`);
       return 1;
     }
     throw err;

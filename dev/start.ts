@@ -9,7 +9,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startStandInProvider } from './stack/payments-standin';
 import { createDb } from '../shared/platform/db/knex';
@@ -35,7 +35,9 @@ import {
   isProduction,
   processVariables,
   refuseConfig,
+  serviceUrl,
 } from '../shared/platform/env';
+import { removeLocalRun, writeLocalRun } from '../shared/platform/local-run';
 import { developmentSwitchIssues, refuseStart } from '../shared/platform/startup-checks';
 import { release } from '../workers/release';
 
@@ -160,6 +162,7 @@ async function main() {
       process.exit(130);
     }
     run.state = 'stopping';
+    removeLocalRun(env.DATA_DIR);
     say(`stopping (${sig}); press Ctrl-C again to force`);
     void stopAll().then(() => {
       say('stopped');
@@ -173,6 +176,7 @@ async function main() {
   supervisor.onUnexpectedExit((name, exit) => {
     if (run.state === 'stopping') return;
     run.state = 'stopping';
+    removeLocalRun(env.DATA_DIR);
     refuse(
       `${name} stopped unexpectedly (${describe(exit)}); its log lines above say why. Stopping everything.`,
     );
@@ -287,6 +291,13 @@ async function main() {
     await supervisor.start([processType('web'), processType('worker'), processType('prover')]);
 
     run.state = 'running';
+    // For this checkout's command-line tools (npm run keys, npm run admin): where this run answers.
+    writeLocalRun(env.DATA_DIR, {
+      pid: process.pid,
+      databaseUrl: pgInfo.url,
+      serviceUrl: serviceUrl({ ...env, PX_URL: undefined }),
+      ...(env.OPERATOR_TOKEN ? {} : { operatorTokenFile: resolve(tokenFile) }),
+    });
     const lines = banner({
       port: env.PORT,
       baseUrl: env.BASE_URL,

@@ -24,7 +24,7 @@ import type {
   TaskPushNotificationConfig,
 } from '@a2a-js/sdk';
 import { Role } from '@a2a-js/sdk';
-import { UnsupportedOperationError } from '@a2a-js/sdk/errors';
+import { PushNotificationNotSupportedError, UnsupportedOperationError } from '@a2a-js/sdk/errors';
 import { validationFailed } from '../../shared/platform/errors';
 import type { A2ARequestHandler, ServerCallContext } from '@a2a-js/sdk/server';
 import { taskContext } from '../../shared/a2a/context';
@@ -50,7 +50,13 @@ import { baseOf, callerOf, jobIdOf, ownJob } from './caller';
 import { agentCard } from './card';
 import { a2a, toA2AError } from './errors';
 import { answerText, ownConversation } from './conversation';
-import { createPushConfig, getPushConfig, listPushConfigs, removePushConfig } from './push-configs';
+import {
+  createPushConfig,
+  getPushConfig,
+  listPushConfigs,
+  noPushConfig,
+  removePushConfig,
+} from './push-configs';
 import { startTask } from './start';
 
 /**
@@ -207,11 +213,11 @@ export class JobTaskHandler implements A2ARequestHandler {
   ): AsyncGenerator<StreamResponse, void, undefined> {
     try {
       const caller = callerOf(context);
-      await this.refuseConversation(
-        params.id,
-        caller,
-        'has no events to follow: it waits for your next message',
-      );
+      const talk = await this.conversationOnly(params.id, caller);
+      if (talk)
+        throw new UnsupportedOperationError(
+          `Task ${talk.id} ${talk.state === 'canceled' ? 'was cancelled' : 'has no job yet'}; it has no events to follow: it waits for your next message.`,
+        );
       const { id } = await ownJob(this.deps, params.id, caller);
       // The cursor before the row: an event in between shows twice rather than not at all.
       const after = await lastEventId(this.deps.db, id);
@@ -233,7 +239,13 @@ export class JobTaskHandler implements A2ARequestHandler {
     context: ServerCallContext,
   ): Promise<TaskPushNotificationConfig> {
     return a2a(async () => {
-      await this.refuseConversation(params.taskId, callerOf(context), PUSH_LATER);
+      // A conversation task has no job to push for yet: of the errors A2A allows here (§3.1.7), this
+      // one, saying how to have it pushed.
+      const talk = await this.conversationOnly(params.taskId, callerOf(context));
+      if (talk)
+        throw new PushNotificationNotSupportedError(
+          `Task ${talk.id} ${talk.state === 'canceled' ? 'was cancelled' : 'has no job yet'}; it ${PUSH_LATER}.`,
+        );
       return createPushConfig(this.deps, params, callerOf(context));
     });
   }
@@ -243,7 +255,8 @@ export class JobTaskHandler implements A2ARequestHandler {
     context: ServerCallContext,
   ): Promise<TaskPushNotificationConfig> {
     return a2a(async () => {
-      await this.refuseConversation(params.taskId, callerOf(context), PUSH_LATER);
+      const talk = await this.conversationOnly(params.taskId, callerOf(context));
+      if (talk) throw noPushConfig(talk.id, params.id);
       return getPushConfig(this.deps, params, callerOf(context));
     });
   }
@@ -253,7 +266,9 @@ export class JobTaskHandler implements A2ARequestHandler {
     context: ServerCallContext,
   ): Promise<ListTaskPushNotificationConfigsResponse> {
     return a2a(async () => {
-      await this.refuseConversation(params.taskId, callerOf(context), PUSH_LATER);
+      // A conversation task holds none.
+      if (await this.conversationOnly(params.taskId, callerOf(context)))
+        return { configs: [], nextPageToken: '' };
       return listPushConfigs(this.deps, params, callerOf(context));
     });
   }
@@ -263,19 +278,16 @@ export class JobTaskHandler implements A2ARequestHandler {
     context: ServerCallContext,
   ): Promise<void> {
     return a2a(async () => {
-      await this.refuseConversation(params.taskId, callerOf(context), PUSH_LATER);
+      const talk = await this.conversationOnly(params.taskId, callerOf(context));
+      if (talk) throw noPushConfig(talk.id, params.id);
       return removePushConfig(this.deps, params, callerOf(context));
     });
   }
 
-  /** A conversation not yet a job has no events: what follows a job's events refuses it, saying why. */
-  private async refuseConversation(taskId: string, caller: A2ACaller, why: string): Promise<void> {
+  /** The caller's conversation task of this id that has no job (none yet, or cancelled before one). */
+  private async conversationOnly(taskId: string, caller: A2ACaller) {
     const talk = await ownConversation(this.deps, taskId, caller);
-    if (talk && talk.state !== 'started') {
-      throw new UnsupportedOperationError(
-        `Task ${talk.id} ${talk.state === 'canceled' ? 'was cancelled' : 'has no job yet'}; it ${why}.`,
-      );
-    }
+    return talk && talk.state !== 'started' ? talk : undefined;
   }
 
   /** The job as a task, with what the caller already holds of its context. */

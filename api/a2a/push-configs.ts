@@ -30,7 +30,7 @@ const configView = (taskId: string, c: PushConfig): TaskPushNotificationConfig =
   authentication: c.authentication ? { scheme: c.authentication.scheme, credentials: '' } : undefined,
 });
 
-const noSuchConfig = (taskId: string, id: string) =>
+export const noPushConfig = (taskId: string, id: string) =>
   new TaskNotFoundError(`Task ${taskId} has no push notification config ${id.slice(0, 200)}.`);
 
 export async function createPushConfig(
@@ -54,7 +54,7 @@ export async function getPushConfig(
 ): Promise<TaskPushNotificationConfig> {
   const row = await ownJob(deps, params.taskId, caller);
   const config = await pushConfigOf(deps.db, row.id);
-  if (!config || config.id !== params.id) throw noSuchConfig(row.id, params.id);
+  if (!config || config.id !== params.id) throw noPushConfig(row.id, params.id);
   return configView(row.id, config);
 }
 
@@ -74,5 +74,5 @@ export async function removePushConfig(
   caller: A2ACaller,
 ): Promise<void> {
   const row = await ownJob(deps, params.taskId, caller);
-  if (!(await deletePushConfig(deps.db, row.id, params.id))) throw noSuchConfig(row.id, params.id);
+  if (!(await deletePushConfig(deps.db, row.id, params.id))) throw noPushConfig(row.id, params.id);
 }

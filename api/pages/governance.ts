@@ -218,13 +218,16 @@ async function governanceIndex(deps: AppDeps): Promise<[string, string]> {
     .whereIn('status', ['closed', 'executed'])
     .orderBy('updated_at', 'desc')
     .limit(INDEX_LIMIT)
-    .select('id', 'title', 'status', 'outcome', 'tally_proof_id')) as Array<{
+    .select('id', 'title', 'status', 'outcome', 'tally_proof_id', 'final_proof_id')) as Array<{
     id: string;
     title: string;
     status: string;
     outcome: string | null;
     tally_proof_id: string | null;
+    final_proof_id: string | null;
   }>;
+  // The package to check: the final one once executed (it carries the tally), else the tally's.
+  const proofOf = (r: (typeof rows)[number]) => r.final_proof_id ?? r.tally_proof_id;
   const list = rows.length
     ? `<div class="table-wrap"><table id="proposals"><thead><tr><th>Proposal</th><th>Status</th><th>Outcome</th><th>Proof</th></tr></thead><tbody>${rows
         .map(
@@ -232,8 +235,8 @@ async function governanceIndex(deps: AppDeps): Promise<[string, string]> {
             `<tr data-proposal="${escapeHtml(r.id)}"><td><a href="/governance/proposals/${escapeHtml(r.id)}/">${escapeHtml(
               r.title,
             )}</a></td><td>${escapeHtml(r.status)}</td><td>${escapeHtml(r.outcome ?? '—')}</td><td>${
-              r.tally_proof_id
-                ? `<a class="hash" href="/proof-workflows/verify/${escapeHtml(r.tally_proof_id)}/">${escapeHtml(r.tally_proof_id)}</a>`
+              proofOf(r)
+                ? `<a class="hash" href="/proof-workflows/verify/${escapeHtml(proofOf(r))}/">${escapeHtml(proofOf(r))}</a>`
                 : '—'
             }</td></tr>`,
         )
@@ -243,7 +246,8 @@ async function governanceIndex(deps: AppDeps): Promise<[string, string]> {
     'Governance',
     `<h1>Governance</h1>
 <p class="lead">Private votes: Proposal → Review → Vote → Execution → Proof. Ballots are anonymous membership proofs; each closed vote publishes every ballot, the tally and a signed proof package anyone can recompute.</p>
-<p>Votes that have closed, newest first. A vote in review or open is reached by the link its room shares.</p>
+<p>Votes that have closed, newest first, each with its proof package (the final one once executed). A vote in review or open is reached by the link its room shares.</p>
+<p>A room's trustee takes part in its key ceremony and opens its ballots after the close on the <a href="/governance/trustee/">trustee page</a>, in this browser, or with <code>npm run trustee</code>.</p>
 ${list}`,
   ];
 }

@@ -38,6 +38,7 @@ export const options = {
   organization: { type: 'string' },
   email: { type: 'string' },
   identity: { type: 'string', multiple: true },
+  trustee: { type: 'string', multiple: true },
   commitment: { type: 'string', multiple: true },
   room: { type: 'string' },
   title: { type: 'string' },

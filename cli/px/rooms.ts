@@ -1,5 +1,6 @@
 // `px room …` and `px identity …`: rooms, their committees, membership proven by a wallet's signature,
 // and the voter identities of a room's tree.
+import { readFileSync } from 'node:fs';
 import { identityRegistration, membershipProof } from '../client/crypto';
 import { UsageError, int, memberFiles } from './context';
 import type { Command } from './context';
@@ -67,6 +68,54 @@ export const roomCommands: Command[] = [
               threshold: int(need('threshold'), 'threshold')!,
               members: members(),
             },
+          }),
+        ),
+      ),
+  },
+  {
+    name: 'room trustees',
+    usage:
+      'room trustees ROOM --threshold T --trustee NAME=FILE...   FILE: what `npm run trustee -- keys` printed',
+    run: async ({ needId, need, values, px, call, out }) => {
+      const roomId = needId('a ROOM');
+      const given = values.trustee ?? [];
+      if (!given.length) throw new UsageError('--trustee NAME=FILE: one for each trustee');
+      const trustees = given.map((t) => {
+        const at = t.indexOf('=');
+        if (at < 1) throw new UsageError(`--trustee ${t}: NAME=FILE`);
+        const file = t.slice(at + 1);
+        let keys: { publicKey?: unknown; encryptionKey?: unknown };
+        try {
+          keys = JSON.parse(readFileSync(file, 'utf8')) as typeof keys;
+        } catch {
+          throw new UsageError(`--trustee ${t}: ${file} is not the JSON \`npm run trustee -- keys\` printed`);
+        }
+        if ('secret' in keys)
+          throw new UsageError(
+            `--trustee ${t}: ${file} is a trustee's own key file, holding its secret: give what it printed`,
+          );
+        if (typeof keys.publicKey !== 'string' || typeof keys.encryptionKey !== 'string')
+          throw new UsageError(`--trustee ${t}: ${file} has no publicKey and encryptionKey`);
+        return { name: t.slice(0, at), publicKey: keys.publicKey, encryptionKey: keys.encryptionKey };
+      });
+      out(
+        await call(
+          px().platform.POST('/api/governance/rooms/{roomId}/trustees', {
+            params: { path: { roomId } },
+            body: { threshold: int(need('threshold'), 'threshold')!, trustees },
+          }),
+        ),
+      );
+    },
+  },
+  {
+    name: 'room trustees-end',
+    usage: 'room trustees-end ROOM          ends the key ceremony with the dealings that qualify',
+    run: async ({ needId, px, call, out }) =>
+      out(
+        await call(
+          px().platform.POST('/api/governance/rooms/{roomId}/trustees/end', {
+            params: { path: { roomId: needId('a ROOM') } },
           }),
         ),
       ),

@@ -2,6 +2,7 @@
 // default options sees it.
 import { Role, TaskState } from '@a2a-js/sdk';
 import type { Message, Task, StreamResponse } from '@a2a-js/sdk';
+import { PushNotificationNotSupportedError, TaskNotFoundError } from '@a2a-js/sdk/errors';
 import { describe, expect, it } from 'vitest';
 import {
   app,
@@ -84,7 +85,19 @@ describe('a conversation: text alone from a caller with a key', () => {
         },
         asMe,
       ),
-    ).rejects.toThrow(/has no job yet/);
+    ).rejects.toThrow(PushNotificationNotSupportedError);
+    // It holds none, and has none to get or delete.
+    expect(
+      (
+        await client.listTaskPushNotificationConfig(
+          { tenant: '', taskId: first.id, pageSize: 0, pageToken: '' },
+          asMe,
+        )
+      ).configs,
+    ).toEqual([]);
+    await expect(
+      client.getTaskPushNotificationConfig({ tenant: '', taskId: first.id, id: 'cfg_x' }, asMe),
+    ).rejects.toThrow(TaskNotFoundError);
     // A refused request leaves it waiting, unchanged, and makes no job.
     const unchanged = await talk(first);
     await expect(

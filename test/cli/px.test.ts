@@ -312,6 +312,56 @@ describe('npm run px', () => {
     });
   }, 240_000);
 
+  it('names a room’s trustees from the keys each printed, and refuses a trustee’s own secret file', async () => {
+    const { newTrusteeFile, trusteePublicKeys, keyFingerprint } =
+      await import('../../shared/governance/trustee-client');
+    const room = await ok<{ roomId: string }>(['room', 'create', '--name', 'Trusted', '--member', 'alice']);
+    const files = ['ana', 'ben', 'chi'].map((name) => {
+      const own = newTrusteeFile();
+      const keys = trusteePublicKeys(own);
+      // What `npm run trustee -- keys` printed, as the trustee sent it; and the trustee's own file.
+      writeFileSync(
+        join(dir, `${name}.json`),
+        JSON.stringify({ ...keys, fingerprint: keyFingerprint(keys) }),
+      );
+      writeFileSync(join(dir, `${name}.secret.json`), JSON.stringify(own));
+      return { name, keys };
+    });
+    const before = await app.deps.db('room_trustees').count({ n: '*' }).first();
+    const secret = await px([
+      'room',
+      'trustees',
+      room.roomId,
+      '--threshold',
+      '2',
+      '--trustee',
+      `ana=${join(dir, 'ana.secret.json')}`,
+    ]);
+    expect(secret.code).toBe(2);
+    expect(secret.stderr).toMatch(/is a trustee's own key file, holding its secret/);
+    expect(await app.deps.db('room_trustees').count({ n: '*' }).first()).toEqual(before);
+
+    const named = await ok<{ threshold: number; trustees: Array<{ name: string; publicKey: string }> }>([
+      'room',
+      'trustees',
+      room.roomId,
+      '--threshold',
+      '2',
+      ...files.flatMap((f) => ['--trustee', `${f.name}=${join(dir, `${f.name}.json`)}`]),
+    ]);
+    expect(named.threshold).toBe(2);
+    expect(named.trustees.map((t) => [t.name, t.publicKey])).toEqual(
+      files.map((f) => [f.name, f.keys.publicKey]),
+    );
+    // Once per room; and an ended ceremony needs t dealings, which nobody has made yet.
+    await refused(
+      ['room', 'trustees', room.roomId, '--threshold', '1', '--trustee', `ana=${join(dir, 'ana.json')}`],
+      409,
+      'trustees_exist',
+    );
+    await refused(['room', 'trustees-end', room.roomId], 409, 'too_few_dealings');
+  });
+
   it("someone else's room is refused as one that does not exist", async () => {
     await refused(['room', 'show', roomId], 404, 'not_found', otherKeys);
     await refused(['room', 'add-members', roomId, '--member', 'other-admin'], 404, 'not_found', otherKeys);

@@ -410,6 +410,17 @@ describe('a proposal from review to proof', () => {
       'executed',
     ]);
     expect(await verifyGovernancePackage(pkg, keys())).toMatchObject({ valid: true, inclusionValid: true });
+    // The public list links the final package now, not the tally's (which the final one repeats).
+    const { final_proof_id: finalId, tally_proof_id: tallyId } = await app.deps
+      .db('proposals')
+      .where('id', proposalId)
+      .first('final_proof_id', 'tally_proof_id');
+    expect(finalId).not.toBe(tallyId);
+    const index = (await app.request.get('/governance/').expect(200)).text;
+    const row = new RegExp(`<tr data-proposal="${proposalId}">.*?</tr>`).exec(index)![0];
+    expect(row).toContain(`href="/proof-workflows/verify/${finalId}/"`);
+    expect(row).not.toContain(tallyId);
+    expect(index).toContain('href="/governance/trustee/"');
     const again = await app.request
       .post(`/api/governance/proposals/${proposalId}/execution`)
       .set('Authorization', OPERATOR)

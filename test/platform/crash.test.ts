@@ -63,6 +63,22 @@ describe('SIGKILL mid-job', () => {
       );
       expect(runningAtKill, 'the worker finished everything before it could be killed').toBeGreaterThan(0);
       await new Promise((r) => worker.once('exit', r));
+      // A statement the worker sent just before it died still runs to its end in Postgres (a completion
+      // among them): what it held is read once nothing of it runs there any more. Nothing else uses this
+      // file's database now.
+      await eventually(
+        async () =>
+          Number(
+            (
+              await app.deps.db.raw(
+                `select count(*) as n from pg_stat_activity
+                  where datname = current_database() and state <> 'idle' and pid <> pg_backend_pid()`,
+              )
+            ).rows[0].n,
+          ) === 0,
+        10_000,
+        20,
+      );
       leftRunning = await app.deps.db('jobs').where({ status: 'running' }).pluck('id');
     }
     expect(leftRunning.length).toBeGreaterThan(0);
