@@ -16,6 +16,7 @@ import { a2aRouter } from './a2a/router';
 import type { AppDeps } from './deps';
 import { pagesRouter } from './pages';
 import { docsRouter } from './pages/docs';
+import { browserNotFound } from './pages/layout';
 import { coordinationPagesRouter } from './pages/governance';
 import { ADMIN_PATH, adminRouter } from './http/admin';
 import { acceptKeys, bearerOnly, bearerToken } from './http/auth';
@@ -264,6 +265,7 @@ export function createApp(deps: AppDeps, options: AppOptions = {}): express.Expr
   app.use(tables.commercial.router(deps));
   app.use(tables.site.router(deps));
 
+  app.use(browserNotFound);
   app.use(notFoundMiddleware);
   app.use(errorMiddleware);
   return app;

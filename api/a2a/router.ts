@@ -126,6 +126,30 @@ function checkShape(req: Request, transport: Transport): void {
       'The message is malformed.',
     );
   }
+  const legacy = a03Shape(parsed.data);
+  if (legacy.length)
+    throw validationFailed(
+      legacy.map((l) => ({ path: `${where}.${l.path}`, message: l.message })),
+      'This is an A2A 0.3 message; this agent speaks A2A 1.0: a part is {"text": …}, {"data": {…}} or {"url": …} with no "kind", and the role is "ROLE_USER" (send A2A-Version: 1.0; docs/a2a.md).',
+    );
+}
+
+/** What marks a message as A2A 0.3's (parts with `kind`, role `user`, `kind: "message"`), each where. */
+function a03Shape(
+  message: { parts?: Array<Record<string, unknown>> | undefined; [k: string]: unknown } | null | undefined,
+) {
+  const found: Array<{ path: string; message: string }> = [];
+  if (!message) return found;
+  if (message.kind === 'message') found.push({ path: 'kind', message: 'A2A 0.3 only: 1.0 has no "kind"' });
+  if (message.role === 'user' || message.role === 'agent')
+    found.push({ path: 'role', message: `A2A 0.3's "${message.role}": 1.0 says "ROLE_USER"` });
+  for (const [i, part] of (message.parts ?? []).entries())
+    if (typeof part.kind === 'string')
+      found.push({
+        path: `parts.${i}.kind`,
+        message: `A2A 0.3's part kind "${part.kind.slice(0, 20)}": in 1.0 the part is {"${part.kind === 'file' ? 'url' : part.kind.slice(0, 20)}": …} itself`,
+      });
+  return found;
 }
 
 /**

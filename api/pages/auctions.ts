@@ -2,6 +2,8 @@
 // outcome, every bid and the package's verification once finalized. Mounted by ./governance.
 import { auctionPackage, publicAuction } from '../../shared/auctions/auctions';
 import { verifyAuctionPackage } from '../../shared/auctions/package';
+import { findAsset } from '../../shared/chains/assets';
+import { formatUnits } from '../../shared/payments/pricing';
 import { verifyUnderServiceTrust } from '../../shared/proofs/service-trust';
 import type { AppDeps } from '../deps';
 import { escapeHtml, yesNo } from './layout';
@@ -13,14 +15,30 @@ export function formatSeconds(s: number): string {
   return [d ? `${d} d` : '', h ? `${h} h` : '', m ? `${m} min` : '', `${s % 60} s`].filter(Boolean).join(' ');
 }
 
+/**
+ * An amount as a person reads it: whole coins and the asset's symbol ("1.8 USDC"), the base units the
+ * rules and the package count kept in its data attribute; base units alone for an asset no longer listed.
+ */
+function amountHtml(assetId: string, baseUnits: string | null | undefined, id?: string): string {
+  const attr = id ? ` id="${id}"` : '';
+  if (baseUnits === null || baseUnits === undefined || !/^\d+$/.test(baseUnits))
+    return `<span${attr}>—</span>`;
+  const asset = findAsset(assetId);
+  const shown = asset
+    ? `${formatUnits(BigInt(baseUnits), asset.decimals)} ${asset.symbol}`
+    : `${baseUnits} base units`;
+  return `<span${attr} data-base-units="${escapeHtml(baseUnits)}">${escapeHtml(shown)}</span>`;
+}
+
 export async function auctionPage(deps: AppDeps, id: string): Promise<[string, string]> {
   const a = await publicAuction(deps.db, id, deps.clock);
+  const asset = findAsset(a.asset);
   const rules = Object.entries(a.rules)
     .map(([k, v]) => `<tr><th scope="row">${escapeHtml(k)}</th><td>${escapeHtml(v)}</td></tr>`)
     .join('');
   const head = `<h1>Auction ${escapeHtml(id)}</h1><p>${escapeHtml(a.title)} — ${escapeHtml(a.visibility)}, ${escapeHtml(
     a.pricing,
-  )}-price, in ${escapeHtml(a.asset)} base units.</p>`;
+  )}-price, in ${escapeHtml(asset ? `${asset.symbol} (${asset.name}, ${asset.decimals} decimals)` : a.asset)}. The stated rules and the package count amounts in base units (10^${escapeHtml(asset?.decimals ?? '?')} a coin).</p>`;
   const rulesBlock = `<h2>Rules (stated before bidding)</h2><table id="rules"><tbody>${rules}</tbody></table>`;
   if (a.status === 'awaiting_trustees')
     return [
@@ -49,8 +67,9 @@ export async function auctionPage(deps: AppDeps, id: string): Promise<[string, s
   const bids = pkg.bids
     .map(
       (b) =>
-        `<tr><td class="hash">${escapeHtml(b.commitment)}</td><td class="hash">${b.bidder ? escapeHtml(b.bidder) : '<em>not named</em>'}</td><td>${escapeHtml(
-          b.reveal?.amount ?? '—',
+        `<tr><td class="hash">${escapeHtml(b.commitment)}</td><td class="hash">${b.bidder ? escapeHtml(b.bidder) : '<em>not named</em>'}</td><td>${amountHtml(
+          a.asset,
+          b.reveal?.amount,
         )}</td><td>${escapeHtml(fate.get(b.commitment)?.status)}</td><td>${escapeHtml(fate.get(b.commitment)?.deposit)}</td></tr>`,
     )
     .join('');
@@ -59,7 +78,7 @@ export async function auctionPage(deps: AppDeps, id: string): Promise<[string, s
     `Auction ${id}`,
     `${head}<p>Status: <strong data-status="finalized">finalized</strong>. Winner: <strong id="winner" class="hash">${escapeHtml(
       r.winner ?? 'none',
-    )}</strong>; price: <strong id="price">${escapeHtml(r.price ?? '—')}</strong> (${escapeHtml(r.reason)}).</p>
+    )}</strong>; price: <strong>${amountHtml(a.asset, r.price, 'price')}</strong> (${escapeHtml(r.reason)}).</p>
 <h2>Verification of package ${escapeHtml(pkg.proofId)}</h2><table id="facts"><tbody>
 <tr><th scope="row">Signature valid</th><td>${yesNo(v.signatureValid)}</td></tr>
 <tr><th scope="row">In the transparency log</th><td>${yesNo(v.inclusionValid)}</td></tr>

@@ -85,8 +85,11 @@ export const ballotForm = (
   nonce: string,
 ): string => `<h2>Vote in this browser</h2>
 <form id="vote-form">
-<label for="identity">Your identity (the JSON file <code>npm run ballot -- identity</code> wrote; it stays in this page)</label><br>
-<textarea id="identity" required autocomplete="off" spellcheck="false"></textarea>
+<label for="identity-file">Your identity: the file <code>npm run ballot -- identity</code> wrote (read in this page, never sent)</label><br>
+<input type="file" id="identity-file" accept="application/json,.json">
+<details id="identity-paste"><summary>or paste it</summary>
+<textarea id="identity" autocomplete="off" spellcheck="false" aria-label="Your identity, pasted"></textarea>
+<p>Pasted text is cleared from the page as soon as it is read.</p></details>
 <fieldset id="choices"><legend>Your choice</legend>
 ${options
   .map(
@@ -98,6 +101,7 @@ ${options
 <button type="submit">Prove and vote</button>
 </form>
 <p id="vote-status" role="status"></p>
+<p><a id="receipt-download" hidden>Download the receipt</a></p>
 <pre id="receipt" class="hash"></pre>
 <script src="/circuits/snarkjs.min.js" nonce="${nonce}"></script>
 ${scheme === 'threshold' ? thresholdModule(proposalId, nonce) : ''}
@@ -145,17 +149,36 @@ ${scheme === 'threshold' ? thresholdModule(proposalId, nonce) : ''}
     if (!res.ok) throw new Error(body.code + ': ' + body.detail);
     return body;
   }
+  // The identity, once read: kept in this script only, never shown again (a pasted one is cleared).
+  var identity = null;
+  $('identity-file').addEventListener('change', async function () {
+    var file = this.files && this.files[0];
+    identity = null;
+    if (file) identity = JSON.parse(await file.text());
+  });
+  function readIdentity() {
+    var pasted = $('identity').value.trim();
+    if (pasted) {
+      $('identity').value = '';
+      identity = JSON.parse(pasted);
+    }
+    if (!identity || identity.secret === undefined || identity.commitment === undefined)
+      throw new Error('Give your identity file (or paste it).');
+    return identity;
+  }
   $('vote-form').addEventListener('submit', async function (e) {
     e.preventDefault();
     var status = $('vote-status');
+    var download = $('receipt-download');
     $('receipt').textContent = '';
+    download.hidden = true;
     status.textContent = 'Proving on this device…';
     try {
       var picked = document.querySelector('input[name="choice"]:checked');
       var choice = picked ? picked.value : '';
       // A vote that is none of the options would only be counted as spoiled: none is made.
       if (OPTIONS.indexOf(choice) < 0) throw new Error('Choose one of the options.');
-      var identity = JSON.parse($('identity').value);
+      var identity = readIdentity();
       var key = await getJson('/api/governance/proposals/' + PROPOSAL + '/ballot-key');
       var tree = await getJson('/api/governance/rooms/' + key.roomId + '/tree?levels=true');
       var index = tree.identityCommitments.indexOf(String(identity.commitment));
@@ -177,6 +200,9 @@ ${scheme === 'threshold' ? thresholdModule(proposalId, nonce) : ''}
       var receipt = await res.json();
       if (res.status !== 201) throw new Error(receipt.code + ': ' + receipt.detail);
       $('receipt').textContent = JSON.stringify(receipt, null, 2);
+      download.href = URL.createObjectURL(new Blob([JSON.stringify(receipt, null, 2) + '\\n'], { type: 'application/json' }));
+      download.download = 'ballot-receipt-' + PROPOSAL + '.json';
+      download.hidden = false;
       status.textContent = 'Cast. Keep this receipt: it proves your ballot is counted once the vote closes.';
     } catch (err) {
       status.textContent = 'Not cast: ' + (err && err.message ? err.message : String(err));

@@ -20,6 +20,7 @@ import { ballotForm } from './ballot-script';
 import { newNonce } from './csp';
 import { nobleFiles } from './noble-assets';
 import { trusteePage } from './trustee-script';
+import { origin } from '../http/links';
 import { escapeHtml, sendPage as sendAnyPage, yesNo } from './layout';
 
 /**
@@ -99,7 +100,7 @@ async function proposalPage(deps: AppDeps, id: string, req: Request, nonce: stri
 <p>Ballots are anonymous: your machine proves that you hold an identity of the room’s member tree and encrypts your vote to this proposal’s key; the service receives a nullifier, a ciphertext and a proof, never who you are. The identity secret never leaves your machine. A vote that is not exactly one of the options above is counted as spoiled, so the clients refuse to make one.</p>
 <ol>
 <li>Once per room, make an identity and have its commitment added to the room: <code>npm run ballot -- identity --out my-identity.json</code></li>
-<li>Vote: <code>npm run ballot -- vote --url ${escapeHtml('<this service>')} --proposal ${escapeHtml(id)} --identity my-identity.json --choice ${escapeHtml('<option>')}</code></li>
+<li>Vote: <code>npm run ballot -- vote --url ${escapeHtml(origin(req, deps, 'base'))} --proposal ${escapeHtml(id)} --identity my-identity.json --choice ${escapeHtml(state.options[0] ?? '<option>')}</code> (with your choice: one of ${escapeHtml(state.options.join(', '))})</li>
 <li>Keep the receipt it prints: after the close, <code>POST /api/governance/verify</code> with the package and the receipt shows your ballot was counted as cast.</li>
 </ol>
 <p>The client downloads the room’s whole member list (never only your own path, which would say who is voting) and the circuit: <a href="/circuits/${BALLOT_CIRCUIT}.wasm">${BALLOT_CIRCUIT}.wasm</a>, <a href="/circuits/${BALLOT_CIRCUIT}.zkey">${BALLOT_CIRCUIT}.zkey</a>, <a href="/circuits/${BALLOT_CIRCUIT}.vkey.json">${BALLOT_CIRCUIT}.vkey.json</a>. Send your ballot over a network path that does not name you (Tor, a relay) if your address must stay apart from your vote.</p>

@@ -201,12 +201,12 @@ function resultPage(v: Verification, pasted?: unknown): string {
       : '';
   const stages = v.stages ?? v.package?.stages ?? [];
   const timeline = stages.length
-    ? `<h2>Stage timeline</h2><div class="table-wrap"><table><thead><tr><th>Stage</th><th>Status</th><th>Time</th><th>Proof hash</th><th>Actor commitment</th></tr></thead><tbody>${stages
+    ? `<h2>Stage timeline</h2><div class="table-wrap"><table id="stages" class="stack"><thead><tr><th>Stage</th><th>Status</th><th>Time</th><th>Proof hash</th><th>Actor commitment</th></tr></thead><tbody>${stages
         .map(
           (s) =>
-            `<tr data-stage="${escapeHtml(s.key)}"><td>${escapeHtml(s.name)}</td><td>${escapeHtml(s.status)}${
+            `<tr data-stage="${escapeHtml(s.key)}"><td data-label="Stage">${escapeHtml(s.name)}</td><td data-label="Status">${escapeHtml(s.status)}${
               s.approvals ? ` (${escapeHtml(s.approvals)} approval${s.approvals === 1 ? '' : 's'})` : ''
-            }</td><td class="time">${escapeHtml(s.timestamp ?? '—')}</td><td class="hash">${escapeHtml(s.proofHash ?? '—')}</td><td class="hash">${
+            }</td><td class="time" data-label="Time">${escapeHtml(s.timestamp ?? '—')}</td><td class="hash" data-label="Proof hash">${escapeHtml(s.proofHash ?? '—')}</td><td class="hash" data-label="Actor commitment">${
               s.actorCommitments.length
                 ? s.actorCommitments.map(escapeHtml).join('<br>')
                 : escapeHtml(s.actorCommitment ?? '—')

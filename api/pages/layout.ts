@@ -83,3 +83,25 @@ export function assetsRouter(): express.Router {
   });
   return router;
 }
+
+/** Paths of the API and the machine-read documents: a miss there is problem+json, whoever asks. */
+const MACHINE_PATHS = /^\/(api|a2a|mcp|\.well-known|metrics|openapi|admin\/queues)(\/|\.|$)/;
+
+/**
+ * A page for a browser that asked for one at an address with nothing there (a mistyped or stale link):
+ * the site's frame, the address, and where to go. API clients, and any request not for HTML first,
+ * still get the RFC 9457 problem the next handler sends.
+ */
+export const browserNotFound: express.RequestHandler = (req, res, next) => {
+  if (!['GET', 'HEAD'].includes(req.method) || MACHINE_PATHS.test(req.path)) return next();
+  if (req.accepts(['application/problem+json', 'application/json', 'text/html']) !== 'text/html')
+    return next();
+  sendPage(
+    res,
+    404,
+    'Not found',
+    `<h1>Nothing here</h1>
+<p class="lead">There is no page at <code>${escapeHtml(req.path)}</code>.</p>
+<p>Go to the <a href="/">home page</a>, <a href="/proof-workflows/verify/">verify a proof</a>, or read the <a href="/docs">API docs</a>.</p>`,
+  );
+};

@@ -141,6 +141,19 @@ describe('bad input', () => {
       'unknown_service',
     );
     await expectRpcError(await sendRpc(rawMessage([])), -32602, /exactly one data part/);
+    // A message in A2A 0.3's shape is told the 1.0 shape, by name.
+    const legacy = await expectRpcError(
+      await sendRpc({
+        kind: 'message',
+        messageId: 'm-0.3',
+        role: 'user',
+        parts: [{ kind: 'data', data: { service: 'attest.timestamp', input: { digest: d } } }],
+      }),
+      -32602,
+      /A2A 0\.3 message; this agent speaks A2A 1\.0: a part is \{"text": …\}, \{"data": \{…\}\}/,
+      'validation_failed',
+    );
+    expect(JSON.stringify(legacy.error)).toContain('parts.0.kind');
     await expectRpcError(
       await sendRpc(
         rawMessage([

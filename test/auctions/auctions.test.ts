@@ -198,6 +198,10 @@ describe('sealed auctions', () => {
     const page = await app.request.get(`/auctions/${ids.second}/`).expect(200);
     expect(page.text).toContain(b.address);
     expect(page.text).toMatch(/Outcome follows the stated rules<\/th><td><span class="yes">yes/);
+    // Amounts as a person reads them (USDC has 6 decimals), the base units the package counts kept beside.
+    expect(page.text).toContain('<span id="price" data-base-units="300">0.0003 USDC</span>');
+    expect(page.text).toMatch(/<td><span data-base-units="300">0\.0003 USDC<\/span><\/td>/);
+    expect(page.text).not.toMatch(/<td>300<\/td>/);
   });
 
   it('sole bidder pays the reserve under second price; first price pays the winning bid', async () => {

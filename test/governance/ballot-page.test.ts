@@ -3,7 +3,9 @@
 // stored opens (with the proposal key) to the choice and carries the identity's nullifier — made by the
 // browser from a secret the service never saw. The voting and trustee pages do all of it under their
 // own Content-Security-Policy (nonced scripts, WebAssembly only where snarkjs proves) with nothing refused.
-import { existsSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { chromium } from 'playwright-core';
@@ -182,7 +184,10 @@ describe('the voting page in a browser', () => {
     });
     await page.goto(`${base}/governance/proposals/${proposalId}/`);
     expect(await page.locator('[data-status="voting"]').count()).toBe(1);
-    await page.fill('#identity', JSON.stringify(me));
+    // The identity file, as the voter picks it: read in the page, its secret never shown.
+    const identityFile = join(mkdtempSync(join(tmpdir(), 'px-ballot-page-')), 'my-identity.json');
+    writeFileSync(identityFile, JSON.stringify(me));
+    await page.setInputFiles('#identity-file', identityFile);
     await page.check(`input[name="choice"][value="${CHOICE}"]`);
     await page.click('#vote-form button');
     await page
@@ -192,6 +197,13 @@ describe('the voting page in a browser', () => {
     expect(await page.locator('#vote-status').innerText(), errors.join('\n')).toMatch(/^Cast\./);
     const receipt = JSON.parse(await page.locator('#receipt').innerText()) as { type: string };
     expect(receipt.type).toBe('proof-exchange/ballot-receipt/v2');
+    expect(await page.content()).not.toContain(me.secret);
+    // The receipt downloads as a file, the same receipt.
+    const [download] = await Promise.all([page.waitForEvent('download'), page.click('#receipt-download')]);
+    expect(download.suggestedFilename()).toBe(`ballot-receipt-${proposalId}.json`);
+    expect(JSON.parse(readFileSync(await download.path(), 'utf8'))).toEqual(receipt);
+    // The command line hint names this service, not a placeholder.
+    expect(await page.content()).toContain(`npm run ballot -- vote --url ${base} --proposal ${proposalId}`);
 
     const rows = (await deps.db('ballots').where('proposal_id', proposalId)) as Array<{
       nullifier: string;
@@ -237,6 +249,8 @@ describe('the voting page in a browser', () => {
     });
     await page.goto(`${base}/governance/proposals/${id}/`);
     expect(await page.locator('#trustee-note').innerText()).toContain('T1, T2');
+    // Pasted instead of picked: cleared from the page once read.
+    await page.click('#identity-paste summary');
     await page.fill('#identity', JSON.stringify(voter));
     await page.check(`input[name="choice"][value="${CHOICE}"]`);
     await page.click('#vote-form button');
@@ -246,6 +260,8 @@ describe('the voting page in a browser', () => {
       .waitFor({ timeout: 150_000 });
     expect(await page.locator('#vote-status').innerText(), errors.join('\n')).toMatch(/^Cast\./);
     expect(errors).toEqual([]);
+    expect(await page.inputValue('#identity')).toBe('');
+    expect(await page.content()).not.toContain(voter.secret);
 
     const [row] = (await deps.db('ballots').where('proposal_id', id)) as Array<{ ciphertext: Buffer }>;
     const R = ballotEphemeral(row!.ciphertext, id);
