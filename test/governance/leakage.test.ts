@@ -45,7 +45,10 @@ const forged: Ballot[] = [];
 
 beforeAll(async () => {
   logs = captureLogs();
-  app = testApp();
+  // The public address a deployment configures (BASE_URL): the pages name it (the voting page's
+  // command-line hint), and without it each request's own Host would, which here is a new port each
+  // time, not something a ballot changed.
+  app = testApp({ urls: { base: 'https://exchange.example' } });
   const all = [...reviewers, ...voters];
   roomId = (
     await app.request
