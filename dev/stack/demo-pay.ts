@@ -214,6 +214,46 @@ async function runningDevnet(dataDir: string): Promise<DevnetInfo> {
   return info;
 }
 
+/** Sends exactly `amount` of the demo stablecoin from the demo payer to `payTo`, mined; its hash. */
+async function sendDemoTransfer(
+  info: DevnetInfo,
+  amount: bigint,
+  payTo: string,
+  amountDisplay: string,
+  say: (line: string) => void,
+): Promise<{ txHash: Hex; payer: Address }> {
+  const account = privateKeyToAccount(readFileSync(info.payerKeyFile, 'utf8').trim() as Hex);
+  const chain = devnetChain(info.rpcUrl);
+  const transport = http(info.rpcUrl, { retryCount: 0, timeout: 30_000 });
+  const pub = createPublicClient({ chain, transport });
+  const wallet = createWalletClient({ chain, transport, account });
+  const token = getAddress(info.token.address);
+  const held = await pub.readContract({
+    address: token,
+    abi: erc20Abi,
+    functionName: 'balanceOf',
+    args: [account.address],
+  });
+  if (held < amount) {
+    throw new DemoPayError(
+      'insufficient_funds',
+      `the demo payer ${account.address} holds ${formatUnits(held, info.token.decimals)} ${info.token.symbol}, less than the ${amountDisplay} quoted; restart npm start to top it up`,
+    );
+  }
+  const txHash = await wallet.writeContract({
+    address: token,
+    abi: erc20Abi,
+    functionName: 'transfer',
+    args: [getAddress(payTo) as Address, amount],
+  });
+  const mined = await pub.waitForTransactionReceipt({ hash: txHash, timeout: 30_000 });
+  if (mined.status !== 'success') {
+    throw new DemoPayError('transfer_failed', `the transfer ${txHash} reverted on the ${DEVNET_LABEL}`);
+  }
+  say(`sent: transaction ${txHash} (block ${mined.blockNumber})`);
+  return { txHash, payer: account.address };
+}
+
 export async function demoPay(opts: DemoPayOptions): Promise<DemoPayResult> {
   const say = opts.say ?? (() => undefined);
   const deadline = Date.now() + (opts.timeoutMs ?? 120_000);
@@ -228,40 +268,16 @@ export async function demoPay(opts: DemoPayOptions): Promise<DemoPayResult> {
   const state = await readJob(serviceUrl, opts.token, opts.jobId);
   const quote = quoteToPay(state, info);
 
-  const account = privateKeyToAccount(readFileSync(info.payerKeyFile, 'utf8').trim() as Hex);
-  const chain = devnetChain(info.rpcUrl);
-  const transport = http(info.rpcUrl, { retryCount: 0, timeout: 30_000 });
-  const pub = createPublicClient({ chain, transport });
-  const wallet = createWalletClient({ chain, transport, account });
-  const token = getAddress(info.token.address);
-  const amount = BigInt(quote.amount);
-  const held = await pub.readContract({
-    address: token,
-    abi: erc20Abi,
-    functionName: 'balanceOf',
-    args: [account.address],
-  });
-  if (held < amount) {
-    throw new DemoPayError(
-      'insufficient_funds',
-      `the demo payer ${account.address} holds ${formatUnits(held, info.token.decimals)} ${info.token.symbol}, less than the ${quote.amountDisplay} quoted; restart npm start to top it up`,
-    );
-  }
-
   say(
     `paying job ${opts.jobId}: exactly ${quote.amountDisplay} ${info.token.symbol} (${quote.amount} base units, the quote's own amount) to ${quote.payTo} on the ${DEVNET_LABEL}`,
   );
-  const txHash = await wallet.writeContract({
-    address: token,
-    abi: erc20Abi,
-    functionName: 'transfer',
-    args: [getAddress(quote.payTo) as Address, amount],
-  });
-  const mined = await pub.waitForTransactionReceipt({ hash: txHash, timeout: 30_000 });
-  if (mined.status !== 'success') {
-    throw new DemoPayError('transfer_failed', `the transfer ${txHash} reverted on the ${DEVNET_LABEL}`);
-  }
-  say(`sent: transaction ${txHash} (block ${mined.blockNumber})`);
+  const { txHash, payer } = await sendDemoTransfer(
+    info,
+    BigInt(quote.amount),
+    quote.payTo,
+    quote.amountDisplay,
+    say,
+  );
 
   const submitted = await call(serviceUrl, opts.token, `/api/jobs/${opts.jobId}/payment`, {
     method: 'POST',
@@ -270,7 +286,7 @@ export async function demoPay(opts: DemoPayOptions): Promise<DemoPayResult> {
       asset: quote.asset,
       txRef: txHash,
       reference: quote.reference,
-      payer: account.address,
+      payer,
     }),
   });
   if (submitted.status !== 202) {
@@ -320,5 +336,134 @@ export async function demoPay(opts: DemoPayOptions): Promise<DemoPayResult> {
         throw new DemoPayError('payment_failed', `job ${opts.jobId} succeeded without a receipt link`);
       return { jobId: opts.jobId, txHash, paymentId, receiptUrl, status: 'succeeded' };
     }
+  }
+}
+
+export interface DemoPayCheckoutOptions {
+  checkoutId: string;
+  /** The checkout's client secret (cs_…), which prepare answered once. */
+  clientSecret: string;
+  serviceUrl: string;
+  dataDir: string;
+  timeoutMs?: number;
+  say?: (line: string) => void;
+}
+
+interface CheckoutView {
+  id: string;
+  licenseType: string;
+  organization: string;
+  status: string;
+  reason: string | null;
+  detail: string | null;
+  payment: {
+    asset: string;
+    network: string;
+    amount: string;
+    amountDisplay: string;
+    contract?: string;
+    payTo: string;
+  } | null;
+  license: { id: string; tier: string; expiresAt: string } | null;
+}
+
+const CHECKOUT_FINAL_FAILURES = new Set(['rejected', 'underpaid', 'expired']);
+
+async function readCheckout(serviceUrl: string, secret: string, checkoutId: string): Promise<CheckoutView> {
+  const { status, body } = await call(
+    serviceUrl,
+    secret,
+    `/api/v1/commercial/checkout/status?checkoutId=${encodeURIComponent(checkoutId)}`,
+  );
+  // As for a job: one that does not exist and a secret that is not its own answer alike.
+  if (status === 404)
+    throw new DemoPayError(
+      'job_not_found',
+      `checkout ${checkoutId} not found at ${serviceUrl} (or the secret is not that checkout's: pass the clientSecret its prepare answered)`,
+    );
+  if (status !== 200)
+    throw new DemoPayError(
+      'service_unreachable',
+      `reading checkout ${checkoutId} answered ${status}${body.detail ? `: ${String(body.detail)}` : ''}`,
+    );
+  return body.checkout as CheckoutView;
+}
+
+/**
+ * `npm run demo:pay -- --checkout <checkout id> <client secret>`: pays a license checkout's amount in
+ * the development chain's demo stablecoin, submits the transfer through the checkout's verify route and
+ * waits until the license is issued. The license key is not printed: the checkout's status shows it to
+ * the holder of the client secret.
+ */
+export async function demoPayCheckout(
+  opts: DemoPayCheckoutOptions,
+): Promise<{ checkoutId: string; txHash: Hex; licenseId: string; tier: string; expiresAt: string }> {
+  const say = opts.say ?? (() => undefined);
+  const deadline = Date.now() + (opts.timeoutMs ?? 120_000);
+  const serviceUrl = opts.serviceUrl.replace(/\/+$/, '');
+  if (!idPattern('chk').test(opts.checkoutId))
+    throw new DemoPayError(
+      'bad_job_id',
+      `'${opts.checkoutId}' is not a checkout id (chk_ and 26 characters)`,
+    );
+  if (!/^cs_\S+$/.test(opts.clientSecret))
+    throw new DemoPayError('bad_token', 'the client secret is the cs_… its prepare answered');
+  const info = await runningDevnet(opts.dataDir);
+  const checkout = await readCheckout(serviceUrl, opts.clientSecret, opts.checkoutId);
+  if (checkout.license || checkout.status === 'confirmed')
+    throw new DemoPayError(
+      'already_paid',
+      `checkout ${checkout.id} is already paid: license ${checkout.license?.id ?? '(being issued)'}`,
+    );
+  if (checkout.status !== 'awaiting_payment' || !checkout.payment)
+    throw new DemoPayError(
+      'not_payable',
+      `checkout ${checkout.id} is ${checkout.status}${checkout.detail ? ` (${checkout.detail})` : ''}: it takes no payment now`,
+    );
+  const pay = checkout.payment;
+  if (pay.network !== info.network || pay.contract?.toLowerCase() !== info.token.address.toLowerCase())
+    throw new DemoPayError(
+      'no_devnet_quote',
+      `checkout ${checkout.id} is to be paid in ${pay.asset} on ${pay.network}, not the ${DEVNET_LABEL}'s ${info.token.symbol}: prepare it with "asset": "USDC-ETH" while npm start runs the chain`,
+    );
+  say(
+    `paying checkout ${checkout.id} (${checkout.licenseType} for ${checkout.organization}): exactly ${pay.amountDisplay} ${info.token.symbol} (${pay.amount} base units) to ${pay.payTo} on the ${DEVNET_LABEL}`,
+  );
+  const { txHash } = await sendDemoTransfer(info, BigInt(pay.amount), pay.payTo, pay.amountDisplay, say);
+  const submitted = await call(serviceUrl, opts.clientSecret, '/api/v1/commercial/checkout/verify', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'idempotency-key': `demo-pay-${txHash}` },
+    body: JSON.stringify({ checkoutId: checkout.id, txRef: txHash }),
+  });
+  if (submitted.status !== 202)
+    throw new DemoPayError(
+      'payment_refused',
+      `the service refused the payment (${submitted.status} ${String(submitted.body.code ?? '')}): ${String(submitted.body.detail ?? 'no detail')}`,
+    );
+  say(`submitted: waiting for the service to verify it on chain and issue the license`);
+  let said = '';
+  for (;;) {
+    if (Date.now() > deadline)
+      throw new DemoPayError(
+        'timeout',
+        `checkout ${checkout.id} was not confirmed in time (last: ${said || 'no change'})`,
+      );
+    const now = await readCheckout(serviceUrl, opts.clientSecret, checkout.id);
+    if (now.status !== said) say(`checkout ${now.status}`);
+    said = now.status;
+    if (CHECKOUT_FINAL_FAILURES.has(now.status))
+      throw new DemoPayError(
+        'payment_failed',
+        `checkout ${checkout.id} was ${now.status}${now.reason ? ` (${now.reason})` : ''}: ${now.detail ?? ''}`.trim(),
+      );
+    if (now.license)
+      return {
+        checkoutId: checkout.id,
+        txHash,
+        licenseId: now.license.id,
+        tier: now.license.tier,
+        expiresAt: now.license.expiresAt,
+      };
+    await new Promise((r) => setTimeout(r, 500));
   }
 }

@@ -23,7 +23,8 @@ import type { NpmStart } from './npm-start';
 const repo = resolve('.');
 const readme = readFileSync(join(repo, 'README.md'), 'utf8');
 const blocks = [...readme.matchAll(/```(\w+)\n([\s\S]*?)```/g)].map((m) => ({ lang: m[1], body: m[2]! }));
-const walkthrough = blocks.find((b) => b.lang === 'sh' && b.body.includes('npm run demo:pay'));
+const walkthrough = blocks.find((b) => b.lang === 'sh' && b.body.includes('npm run demo:pay -- "$JOB"'));
+const licenseWalkthrough = blocks.find((b) => b.lang === 'sh' && b.body.includes('demo:pay -- --checkout'));
 
 const dataDir = mkdtempSync(join(tmpdir(), 'px-paid-'));
 let env: NodeJS.ProcessEnv;
@@ -205,6 +206,56 @@ describe('the README paid walkthrough, on the local development chain npm start 
     for (const run of [again, missing, wrongToken, noToken, notPriced, notAnId])
       expect(run.stderr).not.toMatch(/\n\s+at /);
   }, 120_000);
+
+  it('buys a license as written: a checkout paid with demo:pay --checkout, its key kept in a file only', async () => {
+    expect(licenseWalkthrough, 'the README has a license walkthrough').toBeDefined();
+    const before = await demoTokenBalance(info.rpcUrl, info.token.address, info.treasury);
+    const out = execFileSync(
+      'bash',
+      [
+        '--norc',
+        '-euo',
+        'pipefail',
+        '-c',
+        `${licenseWalkthrough!.body}\necho "CHECKOUT=$CHECKOUT SECRET=$SECRET FILE=$LICENSE_KEY_FILE"`,
+      ],
+      { cwd: repo, env, encoding: 'utf8', timeout: 120_000, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    const [, checkout, secret, file] = /^CHECKOUT=(chk_\w{26}) SECRET=(cs_\S+) FILE=(\S+)$/m.exec(out)!;
+    expect(out).toMatch(
+      new RegExp(`^checkout ${checkout} confirmed: license (lic_\\w{26}) \\(Starter\\) until `, 'm'),
+    );
+    expect(out).toMatch(/^confirmed Starter lic_\w{26}$/m);
+    expect(out).toMatch(/"tier":"Starter"/);
+    // The key went to its file (its owner's alone), never to the terminal.
+    expect(statSync(file!).mode & 0o777).toBe(0o600);
+    const key = readFileSync(file!, 'utf8');
+    expect(key).toMatch(/^lk_/);
+    expect(out).not.toContain(key);
+    expect(out).not.toMatch(/lk_[A-Za-z0-9_-]{20}/);
+    // The treasury received exactly the checkout's amount.
+    const status = (await (
+      await fetch(`http://127.0.0.1:${port}/api/v1/commercial/checkout/status?checkoutId=${checkout}`, {
+        headers: { authorization: `Bearer ${secret}` },
+      })
+    ).json()) as { checkout: { status: string; payment: { amount: string } } };
+    expect(status.checkout.status).toBe('confirmed');
+    const after = await demoTokenBalance(info.rpcUrl, info.token.address, info.treasury);
+    expect(after - before).toBe(BigInt(status.checkout.payment.amount));
+
+    // Paid once: again it is refused, and a secret not its own finds no checkout; nothing is sent.
+    const nonce = await payerNonce();
+    const again = demoPay(['--checkout', checkout!, secret!]);
+    expect(again.status).toBe(1);
+    expect(again.stderr.trim()).toMatch(
+      new RegExp(`^demo:pay: checkout ${checkout} is already paid: license lic_`),
+    );
+    const stranger = demoPay(['--checkout', checkout!, `cs_${'x'.repeat(43)}`]);
+    expect(stranger.status).toBe(1);
+    expect(stranger.stderr).toContain(`checkout ${checkout} not found`);
+    expect(await payerNonce()).toBe(nonce);
+    rmSync(join(file!, '..'), { recursive: true, force: true });
+  }, 150_000);
 
   it('says there is no development chain when there is none, and never printed a key', async () => {
     const elsewhere = mkdtempSync(join(tmpdir(), 'px-paid-none-'));
