@@ -37,6 +37,15 @@ export function jobsProcessor(db: Db): Processor {
       });
       end({ outcome });
       jobsProcessed.inc({ queue: 'jobs', outcome });
+      // A job that reported progress ends at 100 in the queue (Bull Board), as its row does, not at
+      // its last report (a small attest.batch stops reporting at 30). Jobs that never reported pay nothing.
+      if (
+        outcome === 'succeeded' &&
+        typeof job.progress === 'number' &&
+        job.progress > 0 &&
+        job.progress < 100
+      )
+        await job.updateProgress(100);
       return outcome;
     } catch (err) {
       end({ outcome: 'error' });
