@@ -5,6 +5,7 @@
 //   npm run approve -- approve --url https://… --proof prf_… --stage approval --identity me.json
 // The service is --url, else PX_URL, else BASE_URL, else this machine's PORT, as the variables it is
 // given say. `main(argv, io)` runs in process (`px approve …` calls it); this file is also its command line.
+import { localNativeProver } from '../shared/zk/local-prover';
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { parseEnv, serviceUrl } from '../shared/platform/env';
@@ -83,6 +84,7 @@ async function run(argv: string[], io: Io): Promise<void> {
           credential,
           revocation: { revoked: nonces },
           artifacts,
+          native: await localNativeProver(artifacts.zkey),
         });
         return approval;
       } catch (err) {
@@ -95,7 +97,12 @@ async function run(argv: string[], io: Io): Promise<void> {
       }
     }
     const artifacts = await loadMembershipArtifacts(values.artifacts ?? url());
-    const { timings: _t, ...approval } = await makeApproval({ identity, target, artifacts });
+    const { timings: _t, ...approval } = await makeApproval({
+      identity,
+      target,
+      artifacts,
+      native: await localNativeProver(artifacts.zkey),
+    });
     return approval;
   }
 

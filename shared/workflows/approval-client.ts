@@ -179,13 +179,19 @@ export async function makeCredentialedApproval(options: {
   artifacts: MembershipArtifacts;
   /** Seconds since 1970 (default: now). */
   now?: bigint;
+  /** The native prover loaded with the circuit's key (shared/zk/local-prover.ts); else snarkjs proves. */
+  native?: NativeMembershipProver | undefined;
 }): Promise<Approval & { timings: { provingMs: number } }> {
   const { input, publicSignals: expected } = await credentialedApprovalInput(options);
   const { target } = options;
   const start = performance.now();
   const wtns: MemFile = { type: 'mem' };
   await snarkjs.wtns.calculate(input, { type: 'mem', data: options.artifacts.wasm }, wtns);
-  const proved = await snarkjs.groth16.prove({ type: 'mem', data: options.artifacts.zkey }, wtns);
+  const snarkjsProof = () => snarkjs.groth16.prove({ type: 'mem', data: options.artifacts.zkey }, wtns);
+  // The native prover when there is one; should it fail, snarkjs proves the same statement.
+  const proved = options.native
+    ? await options.native.prove(wtns.data!).catch(() => snarkjsProof())
+    : await snarkjsProof();
   const provingMs = Math.round(performance.now() - start);
   if (proved.publicSignals.join() !== expected.join())
     throw new Error('The prover returned public signals that are not this proof’s.');

@@ -223,7 +223,11 @@ export interface NativeCircuitProver {
   prove(witness: Uint8Array): Promise<{ proof: unknown; publicSignals: string[] }>;
 }
 export interface NativeProverLike {
-  load(zkey: Uint8Array): Promise<NativeCircuitProver>;
+  /** `precompute`: native-prover's LoadOptions (the shifted tables: built in the background by default). */
+  load(
+    zkey: Uint8Array,
+    options?: { precompute?: 'eager' | 'background' | 'off' },
+  ): Promise<NativeCircuitProver>;
 }
 
 /**
@@ -233,6 +237,11 @@ export interface NativeProverLike {
 export interface NativeBackendOptions {
   /** Verify every native proof before it is returned (NATIVE_PROOF_CHECK). */
   check?: boolean;
+  /**
+   * The shifted tables of each key (native-prover's `precompute`): a process that proves once or twice
+   * (a command line) takes 'off', as building them costs more CPU than the proofs they would speed up.
+   */
+  precompute?: 'eager' | 'background' | 'off';
   /** Proves instead when a native proof fails its check or the native prover fails. */
   fallback?: ProverBackend;
 }
@@ -243,7 +252,7 @@ export function nativeBackend(native: NativeProverLike, options: NativeBackendOp
   const proverFor = (circuit: string, zkey: Uint8Array) => {
     let prover = provers.get(circuit);
     if (!prover) {
-      prover = native.load(zkey);
+      prover = native.load(zkey, options.precompute ? { precompute: options.precompute } : undefined);
       prover.catch(() => provers.delete(circuit));
       provers.set(circuit, prover);
     }
