@@ -132,16 +132,12 @@ export async function idempotent(
       .update({ locked_at: deps.db.fn.now() });
   }
 
-  // Capture what this request answers and store it; an answer that did nothing frees the key.
-  const send = res.send.bind(res);
-  let captured: unknown;
-  res.send = (body?: unknown) => {
-    captured = body;
-    return send(body);
-  };
-  res.on('finish', () => {
+  // Store what this request answers before its last bytes go out, so a client that has the answer and
+  // sends the key again gets the replay, never "still being processed"; an answer that did nothing
+  // frees the key.
+  const store = (body: unknown) => {
     const status = res.statusCode;
-    const done = notStored(status)
+    return notStored(status)
       ? deps.db('idempotency_keys').where({ scope, key: keyDigest }).delete()
       : deps
           .db('idempotency_keys')
@@ -152,15 +148,27 @@ export async function idempotent(
               sealResponse(
                 withhold && status < 400
                   ? { headers: pickHeaders(res.getHeaders(), ['location']), body: '', withheld: true }
-                  : { headers: pickHeaders(res.getHeaders()), body: bodyText(captured) },
+                  : { headers: pickHeaders(res.getHeaders()), body: bodyText(body) },
                 clientKey,
                 scope,
               ),
             ),
             locked_at: null,
           });
-    done.catch((err: Error) => req.log?.warn({ err: err.message }, 'could not store idempotent response'));
-  });
+  };
+  const warn = (err: Error) => req.log?.warn({ err: err.message }, 'could not store idempotent response');
+  // At end: the status, every header and the body are final there, however the route answered.
+  const end = res.end.bind(res) as (...args: unknown[]) => typeof res;
+  let stored = false;
+  res.end = ((...args: unknown[]) => {
+    if (stored) return end(...args);
+    stored = true;
+    const body = typeof args[0] === 'function' ? undefined : args[0];
+    void Promise.resolve(store(body))
+      .catch(warn)
+      .finally(() => end(...args));
+    return res;
+  }) as typeof res.end;
   return false;
 }
 

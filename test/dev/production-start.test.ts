@@ -3,21 +3,13 @@
 // failure, that a production deployment runs the Procfile's processes, naming each and its file.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+// Below the ephemeral range, where a port handed out is not taken meanwhile (npm start takes PORT and PORT+1).
+import { freePorts } from '../ports';
 
 const procfile = readFileSync('Procfile', 'utf8');
-
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const probe = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as AddressInfo;
-      probe.close(() => resolve(port));
-    });
-  });
 
 describe('npm start in production without its settings', () => {
   it('ends with one line that names the failure and the Procfile processes to run instead', async () => {
@@ -27,7 +19,7 @@ describe('npm start in production without its settings', () => {
       for (const k of ['BASE_URL', 'SERVICE_SIGNING_KEY', 'LOG_SIGNING_KEY', 'DATABASE_URL', 'REDIS_URL'])
         delete env[k];
       const child = spawn(process.execPath, ['--import', 'tsx', 'dev/start.ts'], {
-        env: { ...env, DATA_DIR: dataDir, PORT: String(await freePort()) },
+        env: { ...env, DATA_DIR: dataDir, PORT: String(await freePorts(2)) },
         stdio: ['ignore', 'pipe', 'pipe'],
       });
       let out = '';
