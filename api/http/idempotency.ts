@@ -164,7 +164,9 @@ export async function idempotent(
     if (stored) return end(...args);
     stored = true;
     const body = typeof args[0] === 'function' ? undefined : args[0];
-    void Promise.resolve(store(body))
+    // Through a promise from the start: a store that throws at once still lets the answer out.
+    void Promise.resolve()
+      .then(() => store(body))
       .catch(warn)
       .finally(() => end(...args));
     return res;

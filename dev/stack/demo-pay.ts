@@ -356,14 +356,8 @@ interface CheckoutView {
   status: string;
   reason: string | null;
   detail: string | null;
-  payment: {
-    asset: string;
-    network: string;
-    amount: string;
-    amountDisplay: string;
-    contract?: string;
-    payTo: string;
-  } | null;
+  /** What to pay: a quote's fields. */
+  payment: Pick<Quote, 'asset' | 'network' | 'amount' | 'amountDisplay' | 'contract' | 'payTo'> | null;
   license: { id: string; tier: string; expiresAt: string } | null;
 }
 
