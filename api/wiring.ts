@@ -14,6 +14,7 @@ import { BALLOT_CIRCUIT } from '../shared/governance/ballot-protocol';
 import { governancePackageChecker } from '../shared/governance/package-verify';
 import { resolveOrganizationKey } from '../shared/licensing/keys';
 import { resolveLicenseToken } from '../shared/licensing/licenses';
+import { resolveOperatorKey } from '../shared/licensing/operators';
 import type { PackageCheckers } from '../shared/platform/translog/bundle';
 import { chainNetworkReadiness, chainReadiness } from '../shared/providers/probes';
 import { checkTreasuryPackage } from '../shared/treasury/package';
@@ -26,7 +27,7 @@ import type { KeyResolvers } from './http/auth';
 import { platformReadinessChecks } from './http/readiness';
 import type { ReadinessChecks } from './http/readiness';
 
-/** The Bearer keys the API resolves to a principal, by prefix (the operator token is checked apart). */
+/** The Bearer keys the API resolves to a principal, by prefix (the bootstrap operator token is checked apart). */
 export const keyResolvers: KeyResolvers = {
   // An agent's API key, issued once by registerAgent.
   ak_: async (token, deps) => {
@@ -37,6 +38,11 @@ export const keyResolvers: KeyResolvers = {
   lk_: (token, deps) => resolveLicenseToken(deps.db, token),
   // An organization's API key: its license, with the key's scopes.
   rk_: (token, deps) => resolveOrganizationKey(deps.db, token),
+  // A named operator key, with its role (issued by an admin operator: npm run admin -- operators issue).
+  opk_: async (token, deps) => {
+    const found = await resolveOperatorKey(deps.db, token);
+    return found ? { kind: 'operator', ...found } : null;
+  },
 };
 
 /** What /api/v1/readiness checks, in the order it lists them: the platform's, then the lines'. */

@@ -1,6 +1,7 @@
 // `npm run admin -- licenses issue|list|show|suspend|resume|revoke|rotate …`, `org-keys list|revoke …`,
-// `agent-keys list|revoke|rotate …`, `audit`: the operator's hand on tenants, through the operator API (/api/v1/admin/…) of the
-// service at PX_URL (or --url) with OPERATOR_TOKEN (or --token). A new key is printed once, on its own
+// `agent-keys list|revoke|rotate …`, `operators issue|list|revoke|rotate …`, `audit`: the operator's
+// hand on tenants and on operators' keys, through the operator API (/api/v1/admin/…) of the service at
+// PX_URL (or --url) with OPERATOR_TOKEN or a named operator key (or --token). A new key is printed once, on its own
 // line; the service keeps only its hash. docs/tenants.md has the procedures. Every string the service
 // stored is printed escaped (shared/platform/text.ts): a name holding a CR or a bidi override cannot
 // overwrite or reorder the operator's rows.
@@ -19,8 +20,11 @@ const usage = `usage: npm run admin -- [--url URL] [--token TOKEN] [--json] <com
   org-keys revoke <licenseId> --key <keyId>
   agent-keys list [--agent agt_…] [--limit N] [--cursor C]
   agent-keys revoke|rotate <keyId>
+  operators issue --name NAME --role read-only|support|admin
+  operators list [--limit N] [--cursor C]
+  operators revoke|rotate <operatorId>
   audit [--license lic_…] [--limit N] [--cursor C]
-The service is PX_URL (else BASE_URL, else the npm start running from this checkout, else this machine's PORT) and the credential OPERATOR_TOKEN (else that npm start's own), unless --url and --token say otherwise.`;
+The service is PX_URL (else BASE_URL, else the npm start running from this checkout, else this machine's PORT) and the credential OPERATOR_TOKEN (else that npm start's own), unless --url and --token say otherwise. --token takes a named operator key (opk_…) too: read-only reads, support also suspends and resumes licenses and revokes keys, admin does everything.`;
 
 export class UsageError extends Error {}
 
@@ -154,6 +158,25 @@ function route(words: string[], flags: Map<string, string>): Call {
         break;
     }
   }
+  if (group === 'operators') {
+    switch (verb) {
+      case 'issue': {
+        none();
+        const body: Record<string, unknown> = pick(flags, { name: 'name', role: 'role' });
+        if (!body.name || !body.role) throw new UsageError('operators issue needs --name and --role');
+        return { method: 'POST', path: '/api/v1/admin/operators', body };
+      }
+      case 'list':
+        none();
+        return { method: 'GET', path: '/api/v1/admin/operators', query: pick(flags, paging) };
+      case 'revoke':
+      case 'rotate':
+        pick(flags, {});
+        return { method: 'POST', path: `${one('/api/v1/admin/operators')}/${verb}` };
+      default:
+        break;
+    }
+  }
   if (group === 'audit' && verb === undefined) {
     return {
       method: 'GET',
@@ -194,11 +217,18 @@ function organizationKeyLine(k: Json): string {
   return `${shown(k.keyId)}  ${shown(k.prefix)}  ${scopes}  ${state}  last used ${shown(k.lastUsedAt ?? 'never')}  ${shown(k.name)}`;
 }
 
+function operatorLine(o: Json): string {
+  const state = o.revokedAt ? `revoked ${shown(o.revokedAt)}` : 'in use';
+  return `${shown(o.operatorId)}  ${shown(o.role).padEnd(9)}  ${shown(o.prefix)}  ${state}  last used ${shown(o.lastUsedAt ?? 'never')}  ${shown(o.name)}`;
+}
+
 /** What an empty page of a list is, in words. */
 function emptyList(path: string): string {
   if (path.endsWith('/keys')) return 'this license has no organization keys';
   if (path.includes('/agent-keys')) return 'no agent keys';
   if (path.includes('/audit')) return 'no audited actions';
+  if (path.includes('/operators'))
+    return 'no operator keys: the bootstrap OPERATOR_TOKEN is the only operator';
   return 'no licenses';
 }
 
@@ -208,7 +238,8 @@ function render(call: Call, body: Json, io: AdminIo): void {
   if (items) {
     if (!items.length) io.err(`# ${emptyList(call.path)}`);
     for (const item of items) {
-      if ('licenseId' in item && 'tier' in item) io.out(licenseLine(item));
+      if ('operatorId' in item) io.out(operatorLine(item));
+      else if ('licenseId' in item && 'tier' in item) io.out(licenseLine(item));
       else if ('agentId' in item) io.out(agentKeyLine(item));
       else if ('scopes' in item) io.out(organizationKeyLine(item));
       else io.out(`${shown(item.at)}  ${shown(item.actor)}  ${shown(item.action)}  ${shown(item.target)}`);
@@ -219,9 +250,11 @@ function render(call: Call, body: Json, io: AdminIo): void {
   const license = (body.license ?? ('licenseId' in body ? body : undefined)) as Json | undefined;
   if (license) io.out(licenseLine(license));
   if (body.key) io.out(agentKeyLine(body.key as Json));
+  if (body.operator) io.out(operatorLine(body.operator as Json));
+  if (!license && !body.operator && 'operatorId' in body) io.out(operatorLine(body));
   if (!license && !body.key && 'agentId' in body) io.out(agentKeyLine(body));
   if (!license && !body.key && 'scopes' in body) io.out(organizationKeyLine(body));
-  const secret = (body.licenseKey ?? body.apiKey) as string | undefined;
+  const secret = (body.licenseKey ?? body.apiKey ?? body.operatorKey) as string | undefined;
   if (secret) {
     io.err(
       `# the new key, shown this once (${call.path.endsWith('rotate') ? 'the old one is refused from now on' : 'keep it'}):`,

@@ -14,7 +14,7 @@ import { z } from 'zod';
 import { AppError, unauthorized, validationFailed } from '../../shared/platform/errors';
 import type { AppDeps } from '../deps';
 import { requireScope } from '../../shared/licensing/scopes';
-import { authenticate, bearerToken } from '../http/auth';
+import { requireOperatorRole, authenticate, bearerToken } from '../http/auth';
 import { closedSignal } from '../http/closed';
 import { guardInput } from '../http/input-guard';
 import { sendProblem, toAppError } from '../http/problem';
@@ -233,6 +233,10 @@ function prelude(deps: AppDeps, transport: Transport): RequestHandler {
           principal = await authenticate(req, deps, 'job');
           // A task is an exchange job, paid from the license's credit: an organization key needs admin.
           if (principal.kind === 'license') requireScope(principal.scopes, 'admin', undefined);
+          // A named operator key reads tasks over the REST binding's GETs by any role; a JSON-RPC call
+          // can send, cancel or configure, so it takes an admin.
+          if (principal.kind === 'operator')
+            requireOperatorRole(principal, req.method === 'GET' ? 'read-only' : 'admin');
         } catch (err) {
           sendProblem(res, toAppError(err), req.originalUrl);
           return;

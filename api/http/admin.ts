@@ -1,5 +1,7 @@
-// Bull Board for operators at /admin/queues, behind the operator token (Bearer, or Basic with the token
-// as password: the only place Basic is accepted). Mounted behind the rate limiter; every wrong token or
+// Bull Board for operators at /admin/queues, behind the operator token or a named operator key (Bearer,
+// or Basic with the token as password: the only place Basic is accepted), by role: a read-only operator
+// gets a read-only board (and the board's own API refuses its changes), support may retry and promote,
+// an admin do everything. Mounted behind the rate limiter; every wrong token or
 // password spends from the client network's failure budget.
 import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
@@ -7,7 +9,8 @@ import { ExpressAdapter } from '@bull-board/express';
 import express from 'express';
 import type { AppDeps } from '../deps';
 import { sendProblem } from './problem';
-import { bearerToken, isOperator } from './auth';
+import { bearerToken, requireOperatorRole, resolveToken } from './auth';
+import type { OperatorRole } from '../../shared/licensing/operators';
 import type { Request } from 'express';
 import { AppError } from '../../shared/platform/errors';
 import { spendAuthFailure } from './ratelimit';
@@ -39,24 +42,47 @@ function adminToken(req: Request): string | undefined {
   return decoded.slice(decoded.indexOf(':') + 1);
 }
 
-export function adminRouter(deps: AppDeps): express.Router {
-  const router = express.Router();
+/** A board over every queue; read-only (no retry, clean, remove, pause or add) for read-only operators. */
+function board(deps: AppDeps, readOnlyMode: boolean): express.Express {
   const serverAdapter = new ExpressAdapter();
   serverAdapter.setBasePath(ADMIN_PATH);
   createBullBoard({
-    queues: deps.queues.all().map((q) => new BullMQAdapter(q)),
+    queues: deps.queues.all().map((q) => new BullMQAdapter(q, { readOnlyMode })),
     serverAdapter,
-    options: { uiConfig: { boardTitle: 'proof-exchange queues' } },
+    options: {
+      uiConfig: { boardTitle: readOnlyMode ? 'proof-exchange queues (read-only)' : 'proof-exchange queues' },
+    },
   });
+  const router = serverAdapter.getRouter() as express.Express;
+  withoutExternalAssets(router);
+  return router;
+}
+
+/**
+ * What a support operator may change on the board: retry and promote (a job runs again or sooner).
+ * Cleaning, removing, emptying, pausing, adding or editing jobs is an admin's.
+ */
+const SUPPORT_ACTIONS = /^\/api\/queues\/[^/]+\/(?:retry\/[^/]+|promote|[^/]+\/retry|[^/]+\/promote)$/;
+
+/** The role a board request needs: reads are anyone's, retry and promote support's, the rest admin's. */
+function boardRole(req: Request): OperatorRole {
+  if (req.method === 'GET' || req.method === 'HEAD') return 'read-only';
+  return SUPPORT_ACTIONS.test(req.path) ? 'support' : 'admin';
+}
+
+export function adminRouter(deps: AppDeps): express.Router {
+  const router = express.Router();
+  const boards = { full: board(deps, false), readOnly: board(deps, true) };
   router.use(ADMIN_PATH, async (req, res, next) => {
-    if (!deps.operatorToken) {
+    const { principal } = await resolveToken(adminToken(req), deps);
+    if (!deps.operatorToken && principal?.kind !== 'operator') {
       sendProblem(
         res,
         new AppError(503, 'operator_disabled', 'Bull Board is disabled: OPERATOR_TOKEN is not configured.'),
       );
       return;
     }
-    if (!isOperator(adminToken(req), deps)) {
+    if (principal?.kind !== 'operator') {
       // A wrong token or password is a guess: it spends from the network's failure budget (429 once spent).
       if (req.headers.authorization !== undefined) await spendAuthFailure(deps, req, res);
       sendProblem(
@@ -64,12 +90,18 @@ export function adminRouter(deps: AppDeps): express.Router {
         new AppError(
           401,
           'unauthorized',
-          'Bull Board needs the operator token (Bearer, or as the Basic password).',
+          'Bull Board needs the operator token or an operator key (Bearer, or as the Basic password).',
           {
             headers: { 'WWW-Authenticate': 'Basic realm="proof-exchange operator", charset="UTF-8"' },
           },
         ),
       );
+      return;
+    }
+    try {
+      requireOperatorRole(principal, boardRole(req));
+    } catch (err) {
+      sendProblem(res, err as AppError);
       return;
     }
     if (/^Basic\s/i.test(req.headers.authorization ?? '') && !['GET', 'HEAD'].includes(req.method)) {
@@ -90,14 +122,15 @@ export function adminRouter(deps: AppDeps): express.Router {
         return;
       }
     }
+    res.locals.board = principal.role === 'read-only' ? 'readOnly' : 'full';
     next();
   });
-  const board = serverAdapter.getRouter() as express.Express;
-  withoutExternalAssets(board);
   router.use(ADMIN_PATH, (_req, res, next) => {
     res.setHeader('Content-Security-Policy', BOARD_CSP);
     next();
   });
-  router.use(ADMIN_PATH, board);
+  router.use(ADMIN_PATH, (req, res, next) =>
+    boards[res.locals.board === 'readOnly' ? 'readOnly' : 'full'](req, res, next),
+  );
   return router;
 }

@@ -6,6 +6,8 @@ import { capabilityPrefixes, isCapability } from '../../shared/platform/capabili
 import { safeEqual } from '../../shared/platform/crypto';
 import type { JobAccess } from '../../shared/jobs/access';
 import type { LicensePrincipal } from '../../shared/licensing/licenses';
+import { BOOTSTRAP_OPERATOR, roleAllows } from '../../shared/licensing/operators';
+import type { OperatorIdentity, OperatorRole } from '../../shared/licensing/operators';
 import { AppError, unauthorized } from '../../shared/platform/errors';
 import type { AppDeps } from '../deps';
 
@@ -33,7 +35,8 @@ export type AuthMode =
 
 export type Principal =
   | { kind: 'anonymous' }
-  | { kind: 'operator' }
+  /** The bootstrap operator token (an admin with no name), or a named operator key (opk_…) with its role. */
+  | ({ kind: 'operator' } & OperatorIdentity)
   /** `network`: the tag of the client network that registered the agent (null for agents made before). */
   | { kind: 'agent'; agentId: string; keyId: string; network: string | null }
   /** A license key, or one of its organization's API keys (rk_…) with the scopes it was given. */
@@ -41,7 +44,7 @@ export type Principal =
 
 /**
  * Resolves a bearer credential of one prefix (ak_… agent keys, lk_… license keys, rk_… organization
- * keys) to a principal.
+ * keys, opk_… operator keys) to a principal.
  */
 export type KeyResolver = (token: string, deps: AppDeps) => Promise<Principal | null>;
 /** A resolver for each key prefix the product lines issue (the prefix ends with `_`). */
@@ -92,15 +95,17 @@ const credentials = new WeakMap<Request, Promise<Credential>>();
 export function resolveCredential(req: Request, deps: AppDeps): Promise<Credential> {
   let found = credentials.get(req);
   if (!found) {
-    found = resolve(bearerToken(req), deps);
+    found = resolveToken(bearerToken(req), deps);
     credentials.set(req, found);
   }
   return found;
 }
 
-async function resolve(token: string | undefined, deps: AppDeps): Promise<Credential> {
+/** What a Bearer token (or Bull Board's Basic password) amounts to, resolved afresh. */
+export async function resolveToken(token: string | undefined, deps: AppDeps): Promise<Credential> {
   if (!token) return { token, principal: null, refusal: undefined };
-  if (isOperator(token, deps)) return { token, principal: { kind: 'operator' }, refusal: undefined };
+  if (isOperator(token, deps))
+    return { token, principal: { kind: 'operator', ...BOOTSTRAP_OPERATOR }, refusal: undefined };
   const resolver = resolvers.get(token.slice(0, token.indexOf('_') + 1));
   if (!resolver) return { token, principal: null, refusal: undefined };
   try {
@@ -120,7 +125,7 @@ async function resolve(token: string | undefined, deps: AppDeps): Promise<Creden
 export function principalKey(principal: Exclude<Principal, { kind: 'anonymous' }>): string {
   switch (principal.kind) {
     case 'operator':
-      return 'operator';
+      return principal.operatorId ? `operator:${principal.operatorId}` : 'operator';
     case 'agent':
       return `agent:${principal.agentId}`;
     case 'license':
@@ -156,16 +161,17 @@ export async function authenticate(req: Request, deps: AppDeps, mode: AuthMode):
     return principal?.kind === 'operator' ? principal : { kind: 'anonymous' };
   }
   if (mode === 'operator') {
-    if (!deps.operatorToken) {
+    if (principal?.kind === 'operator') return principal;
+    if (!deps.operatorToken && !refusal) {
       throw new AppError(
         503,
         'operator_disabled',
         'Operator routes are disabled: OPERATOR_TOKEN is not configured.',
       );
     }
-    if (principal?.kind !== 'operator')
-      throw unauthorized('This route needs the operator token as a Bearer token.');
-    return principal;
+    throw (
+      refusal ?? unauthorized('This route needs the operator token or an operator key as a Bearer token.')
+    );
   }
   if (mode === 'operator-or-license') {
     if (principal?.kind === 'operator' || principal?.kind === 'license') return principal;
@@ -188,6 +194,23 @@ export async function authenticate(req: Request, deps: AppDeps, mode: AuthMode):
     if (!principal && !refusal && isJobCapability(token)) return { kind: 'anonymous' };
   }
   throw refusal ?? unauthorized('The API key is not valid.');
+}
+
+/**
+ * The operator role a route needs: its own, else `read-only` to read and `admin` to change anything.
+ * An operator whose role falls short is refused 403 `operator_role_insufficient`, with nothing done.
+ */
+export function requireOperatorRole(
+  auth: Extract<Principal, { kind: 'operator' }>,
+  needed: OperatorRole,
+): void {
+  if (roleAllows(auth.role, needed)) return;
+  throw new AppError(
+    403,
+    'operator_role_insufficient',
+    `This needs an operator key with the role ${needed}${needed === 'admin' ? '' : ' or above'}; ${auth.name}'s role is ${auth.role}.`,
+    { extra: { role: auth.role, needed } },
+  );
 }
 
 /** Whether a Bearer token is shaped as a job's capability (whether it is one, only the job can say). */

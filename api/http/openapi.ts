@@ -9,14 +9,15 @@ import type { CapabilityKind } from '../../shared/platform/capabilities';
 import { requiredScope } from '../../shared/licensing/scopes';
 import type { RouteTables } from '../tables';
 import type { AuthMode } from './auth';
-import { problemSchema, routeBodyLimit } from './route';
+import { operatorRoleOf, problemSchema, routeBodyLimit } from './route';
 import type { ProblemCodes, RouteTable } from './route';
 
 type AnyRoute = ReturnType<RouteTable['list']>[number];
 type Security = Array<Record<string, string[]>>;
 
 const securitySchemes = {
-  operatorToken: 'The operator token (OPERATOR_TOKEN).',
+  operatorToken:
+    'The bootstrap operator token (OPERATOR_TOKEN, an admin), or a named operator key (opk_…) with its role: `read-only` reads every operator route; `support` also suspends and resumes licenses and revokes agents’ and organizations’ keys; `admin` does everything else. A write needs `admin` unless its description says `support`.',
   agentKey: 'An agent API key (ak_…), issued once by registerAgent.',
   licenseKey:
     'A license key (lk_…) from a confirmed checkout, a TRIAL or the operator. It is its organization’s admin key: every route a license may use, with every scope.',
@@ -108,7 +109,10 @@ function add(into: Map<number, Set<string>>, status: number, ...codes: string[])
  * license's product line and quota.
  */
 export function pipelineProblems(
-  spec: Pick<AnyRoute, 'method' | 'path' | 'auth' | 'budget' | 'product' | 'quota' | 'secretReply'>,
+  spec: Pick<
+    AnyRoute,
+    'method' | 'path' | 'auth' | 'budget' | 'product' | 'quota' | 'secretReply' | 'operatorRole'
+  >,
 ) {
   const out = new Map<number, Set<string>>();
   add(out, 400, 'validation_failed');
@@ -129,9 +133,17 @@ export function pipelineProblems(
     add(out, 409, 'idempotency_conflict', 'idempotency_in_progress');
     if (spec.secretReply) add(out, 409, 'idempotency_reply_withheld');
   }
-  switch (spec.auth ?? 'public') {
+  const mode = spec.auth ?? 'public';
+  // A named operator key whose role falls short of the route's (a write needs admin unless it says).
+  if (
+    (mode === 'operator' || mode === 'job' || mode === 'operator-or-license') &&
+    operatorRoleOf(spec) !== 'read-only'
+  )
+    add(out, 403, 'operator_role_insufficient');
+  switch (mode) {
     case 'operator':
       add(out, 503, 'operator_disabled');
+      add(out, 401, 'key_revoked');
       break;
     case 'agent':
     case 'agent-optional':
@@ -151,6 +163,13 @@ export function pipelineProblems(
   if (licensed && spec.product) add(out, 403, 'license_product_not_included');
   if (licensed && spec.product && spec.quota) add(out, 403, 'license_quota_exhausted');
   return out;
+}
+
+/** A route's description, with the operator role it needs where that is not the rule's. */
+function describedRole(spec: AnyRoute): string | undefined {
+  if (spec.auth !== 'operator' || operatorRoleOf(spec) !== 'support') return spec.description;
+  const role = 'An operator key with the role `support` (or `admin`) may call it.';
+  return spec.description ? `${spec.description} ${role}` : role;
 }
 
 /** Every problem a route can answer with: the pipeline's and its own, by status. */
@@ -240,7 +259,7 @@ function registerRoute(registry: OpenAPIRegistry, spec: AnyRoute): void {
     path: spec.path,
     operationId: spec.operationId,
     summary: spec.summary,
-    ...(spec.description ? { description: spec.description } : {}),
+    ...(describedRole(spec) ? { description: describedRole(spec) } : {}),
     ...(spec.tags ? { tags: spec.tags } : {}),
     security: securityOfRoute(spec),
     request: {

@@ -7,10 +7,11 @@ import type { CapabilityKind } from '../../shared/platform/capabilities';
 import { requireProductLine, spendQuota } from '../../shared/licensing/entitlements';
 import { requireScope, requiredScope } from '../../shared/licensing/scopes';
 import type { KeyScope } from '../../shared/licensing/scopes';
+import type { OperatorRole } from '../../shared/licensing/operators';
 import type { ProductLine } from '../../shared/licensing/tiers';
 import { AppError, validationFailed } from '../../shared/platform/errors';
 import type { AppDeps } from '../deps';
-import { authenticate, bearerToken } from './auth';
+import { authenticate, bearerToken, requireOperatorRole } from './auth';
 import type { AuthMode, Principal } from './auth';
 import { idempotent } from './idempotency';
 import { guardInput } from './input-guard';
@@ -80,6 +81,11 @@ export interface RouteSpec<P extends ZObject, Q extends ZObject, B extends z.Zod
    * write the product line, a write outside every line `admin`) does not fit.
    */
   scope?: KeyScope;
+  /**
+   * The operator role this route needs, where the rule (`operatorRoleOf`: GET needs `read-only`,
+   * anything else `admin`) does not fit: `support` for the actions that contain abuse.
+   */
+  operatorRole?: OperatorRole;
   /** A license spends one unit of the product line's quota here (refunded if nothing is created). */
   quota?: boolean;
   /**
@@ -104,6 +110,11 @@ export interface RouteSpec<P extends ZObject, Q extends ZObject, B extends z.Zod
   /** Left out of the OpenAPI document (pages, streams documented elsewhere). */
   hidden?: boolean;
 }
+
+/** The operator role a route needs (see `RouteSpec.operatorRole`). */
+export const operatorRoleOf = (
+  spec: Pick<RouteSpec<ZObject, ZObject, z.ZodType>, 'method' | 'operatorRole'>,
+) => spec.operatorRole ?? (spec.method === 'get' ? 'read-only' : 'admin');
 
 /** What a route with a body accepts unless it says otherwise: every such input fits in a few KB. */
 export const SMALL_BODY_BYTES = 16 * 1024;
@@ -219,6 +230,7 @@ export class RouteTable {
         // Before the idempotency layer: a key without the scope never gets even a replayed answer.
         if (auth.kind === 'license')
           requireScope(auth.scopes, requiredScope(spec.method, spec.product, spec.scope), spec.product);
+        if (auth.kind === 'operator') requireOperatorRole(auth, operatorRoleOf(spec));
         if (spec.budget) await spendRouteBudget(deps, spec.budget, req, res, auth);
         if (spec.method === 'post' && (await idempotent(deps, req, res, spec.secretReply === true))) return;
         const params = parsePart(spec.params ?? empty, req.params, 'params');

@@ -1728,7 +1728,7 @@ export interface operations {
           };
         };
       };
-      /** @description Forbidden. Problem codes: `insufficient_scope`. */
+      /** @description Forbidden. Problem codes: `insufficient_scope`, `operator_role_insufficient`. */
       403: {
         headers: {
           [name: string]: unknown;
@@ -1736,7 +1736,7 @@ export interface operations {
         content: {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
-            code?: 'insufficient_scope';
+            code?: 'insufficient_scope' | 'operator_role_insufficient';
           };
         };
       };
@@ -2804,7 +2804,7 @@ export interface operations {
           };
         };
       };
-      /** @description Forbidden. Problem codes: `insufficient_scope`. */
+      /** @description Forbidden. Problem codes: `insufficient_scope`, `operator_role_insufficient`. */
       403: {
         headers: {
           [name: string]: unknown;
@@ -2812,7 +2812,7 @@ export interface operations {
         content: {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
-            code?: 'insufficient_scope';
+            code?: 'insufficient_scope' | 'operator_role_insufficient';
           };
         };
       };
@@ -3531,7 +3531,7 @@ export interface operations {
           };
         };
       };
-      /** @description Unauthorized. Problem codes: `unauthorized`. */
+      /** @description Unauthorized. Problem codes: `key_revoked`, `unauthorized`. */
       401: {
         headers: {
           /** @description The scheme to authenticate with (Bearer) */
@@ -3541,7 +3541,7 @@ export interface operations {
         content: {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
-            code?: 'unauthorized';
+            code?: 'key_revoked' | 'unauthorized';
           };
         };
       };

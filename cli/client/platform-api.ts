@@ -200,7 +200,10 @@ export interface paths {
     };
     get?: never;
     put?: never;
-    /** Suspend a license: its key and its organization’s keys are refused until it resumes */
+    /**
+     * Suspend a license: its key and its organization’s keys are refused until it resumes
+     * @description An operator key with the role `support` (or `admin`) may call it.
+     */
     post: operations['adminSuspendLicense'];
     delete?: never;
     options?: never;
@@ -217,7 +220,10 @@ export interface paths {
     };
     get?: never;
     put?: never;
-    /** Resume a suspended license */
+    /**
+     * Resume a suspended license
+     * @description An operator key with the role `support` (or `admin`) may call it.
+     */
     post: operations['adminResumeLicense'];
     delete?: never;
     options?: never;
@@ -285,7 +291,10 @@ export interface paths {
     };
     get?: never;
     put?: never;
-    /** Revoke one of an organization’s API keys: refused from the next request on */
+    /**
+     * Revoke one of an organization’s API keys: refused from the next request on
+     * @description An operator key with the role `support` (or `admin`) may call it.
+     */
     post: operations['adminRevokeOrganizationKey'];
     delete?: never;
     options?: never;
@@ -319,7 +328,10 @@ export interface paths {
     };
     get?: never;
     put?: never;
-    /** Revoke an agent’s API key: refused from now on */
+    /**
+     * Revoke an agent’s API key: refused from now on
+     * @description An operator key with the role `support` (or `admin`) may call it.
+     */
     post: operations['adminRevokeAgentKey'];
     delete?: never;
     options?: never;
@@ -355,6 +367,61 @@ export interface paths {
     get: operations['adminAudit'];
     put?: never;
     post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v1/admin/operators': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** Operator keys, newest first (cursor pagination); a prefix, never a key */
+    get: operations['adminListOperatorKeys'];
+    put?: never;
+    /**
+     * Issue a named operator key with a role; the key is shown this once
+     * @description An operator is a person: the key (opk_…) acts with its role (`read-only` reads; `support` also suspends and resumes licenses, revokes agents’ and organizations’ keys, and retries jobs on Bull Board; `admin` does everything) and every audited action it takes names it (`operator:<name>`). A name is never reused. Only the key’s hash is kept.
+     */
+    post: operations['adminIssueOperatorKey'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v1/admin/operators/{operatorId}/revoke': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Revoke an operator key for good: refused from its next request on */
+    post: operations['adminRevokeOperatorKey'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v1/admin/operators/{operatorId}/rotate': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** A new key for an operator (same name and role); the old key is refused from now on */
+    post: operations['adminRotateOperatorKey'];
     delete?: never;
     options?: never;
     head?: never;
@@ -2076,7 +2143,7 @@ export interface components {
     };
     AdminAction: {
       id: string;
-      /** @description `operator`, or the organization’s `license:<id>` or `key:<id>` */
+      /** @description `operator` (the bootstrap token), `operator:<name>` (a named operator key), or the organization’s `license:<id>` or `key:<id>` */
       actor: string;
       action: string;
       target: string;
@@ -2085,6 +2152,19 @@ export interface components {
         [key: string]: unknown;
       };
       at: string;
+    };
+    AdminOperator: {
+      operatorId: string;
+      name: string;
+      /** @enum {string} */
+      role: 'read-only' | 'support' | 'admin';
+      prefix: string;
+      /** @description Who issued it, as the audit names them */
+      createdBy: string;
+      createdAt: string;
+      rotatedAt: string | null;
+      lastUsedAt: string | null;
+      revokedAt: string | null;
     };
     PaymentGateRequest: {
       id: string;
@@ -4570,7 +4650,7 @@ export interface operations {
           };
         };
       };
-      /** @description Forbidden. Problem codes: `insufficient_scope`. */
+      /** @description Forbidden. Problem codes: `insufficient_scope`, `operator_role_insufficient`. */
       403: {
         headers: {
           [name: string]: unknown;
@@ -4578,7 +4658,7 @@ export interface operations {
         content: {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
-            code?: 'insufficient_scope';
+            code?: 'insufficient_scope' | 'operator_role_insufficient';
           };
         };
       };
@@ -4721,7 +4801,7 @@ export interface operations {
           };
         };
       };
-      /** @description Forbidden. Problem codes: `insufficient_scope`. */
+      /** @description Forbidden. Problem codes: `insufficient_scope`, `operator_role_insufficient`. */
       403: {
         headers: {
           [name: string]: unknown;
@@ -4729,7 +4809,7 @@ export interface operations {
         content: {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
-            code?: 'insufficient_scope';
+            code?: 'insufficient_scope' | 'operator_role_insufficient';
           };
         };
       };
@@ -4859,7 +4939,7 @@ export interface operations {
           };
         };
       };
-      /** @description Unauthorized. Problem codes: `unauthorized`. */
+      /** @description Unauthorized. Problem codes: `key_revoked`, `unauthorized`. */
       401: {
         headers: {
           /** @description The scheme to authenticate with (Bearer) */
@@ -4869,7 +4949,7 @@ export interface operations {
         content: {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
-            code?: 'unauthorized';
+            code?: 'key_revoked' | 'unauthorized';
           };
         };
       };
@@ -4962,7 +5042,7 @@ export interface operations {
           };
         };
       };
-      /** @description Unauthorized. Problem codes: `unauthorized`. */
+      /** @description Unauthorized. Problem codes: `key_revoked`, `unauthorized`. */
       401: {
         headers: {
           /** @description The scheme to authenticate with (Bearer) */
@@ -4972,7 +5052,19 @@ export interface operations {
         content: {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
-            code?: 'unauthorized';
+            code?: 'key_revoked' | 'unauthorized';
+          };
+        };
+      };
+      /** @description Forbidden. Problem codes: `operator_role_insufficient`. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'operator_role_insufficient';
           };
         };
       };
@@ -5121,7 +5213,7 @@ export interface operations {
           };
         };
       };
-      /** @description Unauthorized. Problem codes: `unauthorized`. */
+      /** @description Unauthorized. Problem codes: `key_revoked`, `unauthorized`. */
       401: {
         headers: {
           /** @description The scheme to authenticate with (Bearer) */
@@ -5131,7 +5223,7 @@ export interface operations {
         content: {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
-            code?: 'unauthorized';
+            code?: 'key_revoked' | 'unauthorized';
           };
         };
       };
@@ -5225,7 +5317,7 @@ export interface operations {
           };
         };
       };
-      /** @description Unauthorized. Problem codes: `unauthorized`. */
+      /** @description Unauthorized. Problem codes: `key_revoked`, `unauthorized`. */
       401: {
         headers: {
           /** @description The scheme to authenticate with (Bearer) */
@@ -5235,7 +5327,19 @@ export interface operations {
         content: {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
-            code?: 'unauthorized';
+            code?: 'key_revoked' | 'unauthorized';
+          };
+        };
+      };
+      /** @description Forbidden. Problem codes: `operator_role_insufficient`. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'operator_role_insufficient';
           };
         };
       };
@@ -5365,7 +5469,7 @@ export interface operations {
           };
         };
       };
-      /** @description Unauthorized. Problem codes: `unauthorized`. */
+      /** @description Unauthorized. Problem codes: `key_revoked`, `unauthorized`. */
       401: {
         headers: {
           /** @description The scheme to authenticate with (Bearer) */
@@ -5375,7 +5479,19 @@ export interface operations {
         content: {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
-            code?: 'unauthorized';
+            code?: 'key_revoked' | 'unauthorized';
+          };
+        };
+      };
+      /** @description Forbidden. Problem codes: `operator_role_insufficient`. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'operator_role_insufficient';
           };
         };
       };
@@ -5505,7 +5621,7 @@ export interface operations {
           };
         };
       };
-      /** @description Unauthorized. Problem codes: `unauthorized`. */
+      /** @description Unauthorized. Problem codes: `key_revoked`, `unauthorized`. */
       401: {
         headers: {
           /** @description The scheme to authenticate with (Bearer) */
@@ -5515,7 +5631,19 @@ export interface operations {
         content: {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
-            code?: 'unauthorized';
+            code?: 'key_revoked' | 'unauthorized';
+          };
+        };
+      };
+      /** @description Forbidden. Problem codes: `operator_role_insufficient`. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'operator_role_insufficient';
           };
         };
       };
@@ -5649,7 +5777,7 @@ export interface operations {
           };
         };
       };
-      /** @description Unauthorized. Problem codes: `unauthorized`. */
+      /** @description Unauthorized. Problem codes: `key_revoked`, `unauthorized`. */
       401: {
         headers: {
           /** @description The scheme to authenticate with (Bearer) */
@@ -5659,7 +5787,19 @@ export interface operations {
         content: {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
-            code?: 'unauthorized';
+            code?: 'key_revoked' | 'unauthorized';
+          };
+        };
+      };
+      /** @description Forbidden. Problem codes: `operator_role_insufficient`. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'operator_role_insufficient';
           };
         };
       };
@@ -5792,7 +5932,7 @@ export interface operations {
           };
         };
       };
-      /** @description Unauthorized. Problem codes: `unauthorized`. */
+      /** @description Unauthorized. Problem codes: `key_revoked`, `unauthorized`. */
       401: {
         headers: {
           /** @description The scheme to authenticate with (Bearer) */
@@ -5802,7 +5942,7 @@ export interface operations {
         content: {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
-            code?: 'unauthorized';
+            code?: 'key_revoked' | 'unauthorized';
           };
         };
       };
@@ -5897,7 +6037,7 @@ export interface operations {
           };
         };
       };
-      /** @description Unauthorized. Problem codes: `unauthorized`. */
+      /** @description Unauthorized. Problem codes: `key_revoked`, `unauthorized`. */
       401: {
         headers: {
           /** @description The scheme to authenticate with (Bearer) */
@@ -5907,7 +6047,19 @@ export interface operations {
         content: {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
-            code?: 'unauthorized';
+            code?: 'key_revoked' | 'unauthorized';
+          };
+        };
+      };
+      /** @description Forbidden. Problem codes: `operator_role_insufficient`. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'operator_role_insufficient';
           };
         };
       };
@@ -6035,7 +6187,7 @@ export interface operations {
           };
         };
       };
-      /** @description Unauthorized. Problem codes: `unauthorized`. */
+      /** @description Unauthorized. Problem codes: `key_revoked`, `unauthorized`. */
       401: {
         headers: {
           /** @description The scheme to authenticate with (Bearer) */
@@ -6045,7 +6197,7 @@ export interface operations {
         content: {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
-            code?: 'unauthorized';
+            code?: 'key_revoked' | 'unauthorized';
           };
         };
       };
@@ -6127,7 +6279,7 @@ export interface operations {
           };
         };
       };
-      /** @description Unauthorized. Problem codes: `unauthorized`. */
+      /** @description Unauthorized. Problem codes: `key_revoked`, `unauthorized`. */
       401: {
         headers: {
           /** @description The scheme to authenticate with (Bearer) */
@@ -6137,7 +6289,19 @@ export interface operations {
         content: {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
-            code?: 'unauthorized';
+            code?: 'key_revoked' | 'unauthorized';
+          };
+        };
+      };
+      /** @description Forbidden. Problem codes: `operator_role_insufficient`. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'operator_role_insufficient';
           };
         };
       };
@@ -6271,7 +6435,7 @@ export interface operations {
           };
         };
       };
-      /** @description Unauthorized. Problem codes: `unauthorized`. */
+      /** @description Unauthorized. Problem codes: `key_revoked`, `unauthorized`. */
       401: {
         headers: {
           /** @description The scheme to authenticate with (Bearer) */
@@ -6281,7 +6445,19 @@ export interface operations {
         content: {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
-            code?: 'unauthorized';
+            code?: 'key_revoked' | 'unauthorized';
+          };
+        };
+      };
+      /** @description Forbidden. Problem codes: `operator_role_insufficient`. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'operator_role_insufficient';
           };
         };
       };
@@ -6413,7 +6589,7 @@ export interface operations {
           };
         };
       };
-      /** @description Unauthorized. Problem codes: `unauthorized`. */
+      /** @description Unauthorized. Problem codes: `key_revoked`, `unauthorized`. */
       401: {
         headers: {
           /** @description The scheme to authenticate with (Bearer) */
@@ -6423,7 +6599,559 @@ export interface operations {
         content: {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
-            code?: 'unauthorized';
+            code?: 'key_revoked' | 'unauthorized';
+          };
+        };
+      };
+      /** @description Too Many Requests. Problem codes: `rate_limited`. */
+      429: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'rate_limited';
+          };
+        };
+      };
+      /** @description Service Unavailable. Problem codes: `operator_disabled`, `overloaded`. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'operator_disabled' | 'overloaded';
+          };
+        };
+      };
+      /** @description Any other failure, as an RFC 9457 problem document (5xx: try again later). */
+      default: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+    };
+  };
+  adminListOperatorKeys: {
+    parameters: {
+      query?: {
+        limit?: number;
+        cursor?: string;
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description A page of operators */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            items: components['schemas']['AdminOperator'][];
+            nextCursor: string | null;
+          };
+        };
+      };
+      /** @description Bad Request. Problem codes: `invalid_cursor`, `validation_failed`. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'invalid_cursor' | 'validation_failed';
+          };
+        };
+      };
+      /** @description Unauthorized. Problem codes: `key_revoked`, `unauthorized`. */
+      401: {
+        headers: {
+          /** @description The scheme to authenticate with (Bearer) */
+          'WWW-Authenticate'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'key_revoked' | 'unauthorized';
+          };
+        };
+      };
+      /** @description Too Many Requests. Problem codes: `rate_limited`. */
+      429: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'rate_limited';
+          };
+        };
+      };
+      /** @description Service Unavailable. Problem codes: `operator_disabled`, `overloaded`. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'operator_disabled' | 'overloaded';
+          };
+        };
+      };
+      /** @description Any other failure, as an RFC 9457 problem document (5xx: try again later). */
+      default: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+    };
+  };
+  adminIssueOperatorKey: {
+    parameters: {
+      query?: never;
+      header?: {
+        'Idempotency-Key'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    /** @description At most 16384 bytes; a longer body is 413 payload_too_large before it is read. */
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description The person, as the audit names them */
+          name: string;
+          /** @enum {string} */
+          role: 'read-only' | 'support' | 'admin';
+        };
+      };
+    };
+    responses: {
+      /** @description The operator and its key (once) */
+      201: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            operator: components['schemas']['AdminOperator'];
+            /** @description The operator key (opk_…); shown this once */
+            operatorKey: string;
+          };
+        };
+      };
+      /** @description Bad Request. Problem codes: `invalid_idempotency_key`, `json_too_deep`, `malformed_json`, `validation_failed`. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'invalid_idempotency_key' | 'json_too_deep' | 'malformed_json' | 'validation_failed';
+          };
+        };
+      };
+      /** @description Unauthorized. Problem codes: `key_revoked`, `unauthorized`. */
+      401: {
+        headers: {
+          /** @description The scheme to authenticate with (Bearer) */
+          'WWW-Authenticate'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'key_revoked' | 'unauthorized';
+          };
+        };
+      };
+      /** @description Forbidden. Problem codes: `operator_role_insufficient`. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'operator_role_insufficient';
+          };
+        };
+      };
+      /** @description Conflict. Problem codes: `idempotency_conflict`, `idempotency_in_progress`, `idempotency_reply_withheld`, `operator_name_taken`. */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?:
+              | 'idempotency_conflict'
+              | 'idempotency_in_progress'
+              | 'idempotency_reply_withheld'
+              | 'operator_name_taken';
+          };
+        };
+      };
+      /** @description Payload Too Large. Problem codes: `payload_too_large`. */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'payload_too_large';
+          };
+        };
+      };
+      /** @description Unsupported Media Type. Problem codes: `unsupported_media_type`. */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'unsupported_media_type';
+          };
+        };
+      };
+      /** @description Too Many Requests. Problem codes: `rate_limited`. */
+      429: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'rate_limited';
+          };
+        };
+      };
+      /** @description Service Unavailable. Problem codes: `operator_disabled`, `overloaded`. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'operator_disabled' | 'overloaded';
+          };
+        };
+      };
+      /** @description Any other failure, as an RFC 9457 problem document (5xx: try again later). */
+      default: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+    };
+  };
+  adminRevokeOperatorKey: {
+    parameters: {
+      query?: never;
+      header?: {
+        'Idempotency-Key'?: string;
+      };
+      path: {
+        operatorId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The operator as it now is */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['AdminOperator'];
+        };
+      };
+      /** @description Bad Request. Problem codes: `bad_request`, `invalid_idempotency_key`, `json_too_deep`, `malformed_json`, `validation_failed`. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?:
+              | 'bad_request'
+              | 'invalid_idempotency_key'
+              | 'json_too_deep'
+              | 'malformed_json'
+              | 'validation_failed';
+          };
+        };
+      };
+      /** @description Unauthorized. Problem codes: `key_revoked`, `unauthorized`. */
+      401: {
+        headers: {
+          /** @description The scheme to authenticate with (Bearer) */
+          'WWW-Authenticate'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'key_revoked' | 'unauthorized';
+          };
+        };
+      };
+      /** @description Forbidden. Problem codes: `operator_role_insufficient`. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'operator_role_insufficient';
+          };
+        };
+      };
+      /** @description Not Found. Problem codes: `not_found`. */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'not_found';
+          };
+        };
+      };
+      /** @description Conflict. Problem codes: `idempotency_conflict`, `idempotency_in_progress`. */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'idempotency_conflict' | 'idempotency_in_progress';
+          };
+        };
+      };
+      /** @description Payload Too Large. Problem codes: `payload_too_large`. */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'payload_too_large';
+          };
+        };
+      };
+      /** @description Unsupported Media Type. Problem codes: `unsupported_media_type`. */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'unsupported_media_type';
+          };
+        };
+      };
+      /** @description Too Many Requests. Problem codes: `rate_limited`. */
+      429: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'rate_limited';
+          };
+        };
+      };
+      /** @description Service Unavailable. Problem codes: `operator_disabled`, `overloaded`. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'operator_disabled' | 'overloaded';
+          };
+        };
+      };
+      /** @description Any other failure, as an RFC 9457 problem document (5xx: try again later). */
+      default: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+    };
+  };
+  adminRotateOperatorKey: {
+    parameters: {
+      query?: never;
+      header?: {
+        'Idempotency-Key'?: string;
+      };
+      path: {
+        operatorId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The operator and its new key (once) */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            operator: components['schemas']['AdminOperator'];
+            /** @description The new operator key (opk_…); shown this once */
+            operatorKey: string;
+          };
+        };
+      };
+      /** @description Bad Request. Problem codes: `bad_request`, `invalid_idempotency_key`, `json_too_deep`, `malformed_json`, `validation_failed`. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?:
+              | 'bad_request'
+              | 'invalid_idempotency_key'
+              | 'json_too_deep'
+              | 'malformed_json'
+              | 'validation_failed';
+          };
+        };
+      };
+      /** @description Unauthorized. Problem codes: `key_revoked`, `unauthorized`. */
+      401: {
+        headers: {
+          /** @description The scheme to authenticate with (Bearer) */
+          'WWW-Authenticate'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'key_revoked' | 'unauthorized';
+          };
+        };
+      };
+      /** @description Forbidden. Problem codes: `operator_role_insufficient`. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'operator_role_insufficient';
+          };
+        };
+      };
+      /** @description Not Found. Problem codes: `not_found`. */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'not_found';
+          };
+        };
+      };
+      /** @description Conflict. Problem codes: `idempotency_conflict`, `idempotency_in_progress`, `idempotency_reply_withheld`, `operator_key_revoked`. */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?:
+              | 'idempotency_conflict'
+              | 'idempotency_in_progress'
+              | 'idempotency_reply_withheld'
+              | 'operator_key_revoked';
+          };
+        };
+      };
+      /** @description Payload Too Large. Problem codes: `payload_too_large`. */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'payload_too_large';
+          };
+        };
+      };
+      /** @description Unsupported Media Type. Problem codes: `unsupported_media_type`. */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'] & {
+            /** @enum {string} */
+            code?: 'unsupported_media_type';
           };
         };
       };
@@ -8299,7 +9027,7 @@ export interface operations {
           };
         };
       };
-      /** @description Forbidden. Problem codes: `insufficient_scope`, `license_product_not_included`, `license_quota_exhausted`. */
+      /** @description Forbidden. Problem codes: `insufficient_scope`, `license_product_not_included`, `license_quota_exhausted`, `operator_role_insufficient`. */
       403: {
         headers: {
           [name: string]: unknown;
@@ -8307,7 +9035,11 @@ export interface operations {
         content: {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
-            code?: 'insufficient_scope' | 'license_product_not_included' | 'license_quota_exhausted';
+            code?:
+              | 'insufficient_scope'
+              | 'license_product_not_included'
+              | 'license_quota_exhausted'
+              | 'operator_role_insufficient';
           };
         };
       };
@@ -8460,7 +9192,7 @@ export interface operations {
           };
         };
       };
-      /** @description Forbidden. Problem codes: `insufficient_scope`, `license_product_not_included`. */
+      /** @description Forbidden. Problem codes: `insufficient_scope`, `license_product_not_included`, `operator_role_insufficient`. */
       403: {
         headers: {
           [name: string]: unknown;
@@ -8468,7 +9200,7 @@ export interface operations {
         content: {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
-            code?: 'insufficient_scope' | 'license_product_not_included';
+            code?: 'insufficient_scope' | 'license_product_not_included' | 'operator_role_insufficient';
           };
         };
       };
@@ -8792,7 +9524,7 @@ export interface operations {
           };
         };
       };
-      /** @description Forbidden. Problem codes: `insufficient_scope`, `license_product_not_included`. */
+      /** @description Forbidden. Problem codes: `insufficient_scope`, `license_product_not_included`, `operator_role_insufficient`. */
       403: {
         headers: {
           [name: string]: unknown;
@@ -8800,7 +9532,7 @@ export interface operations {
         content: {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
-            code?: 'insufficient_scope' | 'license_product_not_included';
+            code?: 'insufficient_scope' | 'license_product_not_included' | 'operator_role_insufficient';
           };
         };
       };
@@ -9473,7 +10205,7 @@ export interface operations {
           };
         };
       };
-      /** @description Forbidden. Problem codes: `insufficient_scope`, `license_product_not_included`. */
+      /** @description Forbidden. Problem codes: `insufficient_scope`, `license_product_not_included`, `operator_role_insufficient`. */
       403: {
         headers: {
           [name: string]: unknown;
@@ -9481,7 +10213,7 @@ export interface operations {
         content: {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
-            code?: 'insufficient_scope' | 'license_product_not_included';
+            code?: 'insufficient_scope' | 'license_product_not_included' | 'operator_role_insufficient';
           };
         };
       };
@@ -9751,7 +10483,7 @@ export interface operations {
           };
         };
       };
-      /** @description Forbidden. Problem codes: `insufficient_scope`, `license_product_not_included`. */
+      /** @description Forbidden. Problem codes: `insufficient_scope`, `license_product_not_included`, `operator_role_insufficient`. */
       403: {
         headers: {
           [name: string]: unknown;
@@ -9759,7 +10491,7 @@ export interface operations {
         content: {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
-            code?: 'insufficient_scope' | 'license_product_not_included';
+            code?: 'insufficient_scope' | 'license_product_not_included' | 'operator_role_insufficient';
           };
         };
       };
@@ -9938,7 +10670,7 @@ export interface operations {
           };
         };
       };
-      /** @description Forbidden. Problem codes: `insufficient_scope`, `license_product_not_included`. */
+      /** @description Forbidden. Problem codes: `insufficient_scope`, `license_product_not_included`, `operator_role_insufficient`. */
       403: {
         headers: {
           [name: string]: unknown;
@@ -9946,7 +10678,7 @@ export interface operations {
         content: {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
-            code?: 'insufficient_scope' | 'license_product_not_included';
+            code?: 'insufficient_scope' | 'license_product_not_included' | 'operator_role_insufficient';
           };
         };
       };
@@ -11511,7 +12243,7 @@ export interface operations {
           };
         };
       };
-      /** @description Forbidden. Problem codes: `insufficient_scope`, `license_product_not_included`. */
+      /** @description Forbidden. Problem codes: `insufficient_scope`, `license_product_not_included`, `operator_role_insufficient`. */
       403: {
         headers: {
           [name: string]: unknown;
@@ -11519,7 +12251,7 @@ export interface operations {
         content: {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
-            code?: 'insufficient_scope' | 'license_product_not_included';
+            code?: 'insufficient_scope' | 'license_product_not_included' | 'operator_role_insufficient';
           };
         };
       };
@@ -11794,7 +12526,7 @@ export interface operations {
           };
         };
       };
-      /** @description Forbidden. Problem codes: `insufficient_scope`, `license_product_not_included`. */
+      /** @description Forbidden. Problem codes: `insufficient_scope`, `license_product_not_included`, `operator_role_insufficient`. */
       403: {
         headers: {
           [name: string]: unknown;
@@ -11802,7 +12534,7 @@ export interface operations {
         content: {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
-            code?: 'insufficient_scope' | 'license_product_not_included';
+            code?: 'insufficient_scope' | 'license_product_not_included' | 'operator_role_insufficient';
           };
         };
       };
@@ -11980,7 +12712,7 @@ export interface operations {
           };
         };
       };
-      /** @description Forbidden. Problem codes: `insufficient_scope`, `license_product_not_included`. */
+      /** @description Forbidden. Problem codes: `insufficient_scope`, `license_product_not_included`, `operator_role_insufficient`. */
       403: {
         headers: {
           [name: string]: unknown;
@@ -11988,7 +12720,7 @@ export interface operations {
         content: {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
-            code?: 'insufficient_scope' | 'license_product_not_included';
+            code?: 'insufficient_scope' | 'license_product_not_included' | 'operator_role_insufficient';
           };
         };
       };
@@ -12482,7 +13214,7 @@ export interface operations {
           };
         };
       };
-      /** @description Forbidden. Problem codes: `insufficient_scope`. */
+      /** @description Forbidden. Problem codes: `insufficient_scope`, `operator_role_insufficient`. */
       403: {
         headers: {
           [name: string]: unknown;
@@ -12490,7 +13222,7 @@ export interface operations {
         content: {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
-            code?: 'insufficient_scope';
+            code?: 'insufficient_scope' | 'operator_role_insufficient';
           };
         };
       };
@@ -13056,7 +13788,7 @@ export interface operations {
           };
         };
       };
-      /** @description Forbidden. Problem codes: `insufficient_scope`, `license_product_not_included`, `license_quota_exhausted`. */
+      /** @description Forbidden. Problem codes: `insufficient_scope`, `license_product_not_included`, `license_quota_exhausted`, `operator_role_insufficient`. */
       403: {
         headers: {
           [name: string]: unknown;
@@ -13064,7 +13796,11 @@ export interface operations {
         content: {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
-            code?: 'insufficient_scope' | 'license_product_not_included' | 'license_quota_exhausted';
+            code?:
+              | 'insufficient_scope'
+              | 'license_product_not_included'
+              | 'license_quota_exhausted'
+              | 'operator_role_insufficient';
           };
         };
       };
@@ -14021,7 +14757,7 @@ export interface operations {
           };
         };
       };
-      /** @description Forbidden. Problem codes: `insufficient_scope`, `license_product_not_included`. */
+      /** @description Forbidden. Problem codes: `insufficient_scope`, `license_product_not_included`, `operator_role_insufficient`. */
       403: {
         headers: {
           [name: string]: unknown;
@@ -14029,7 +14765,7 @@ export interface operations {
         content: {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
-            code?: 'insufficient_scope' | 'license_product_not_included';
+            code?: 'insufficient_scope' | 'license_product_not_included' | 'operator_role_insufficient';
           };
         };
       };
@@ -14186,7 +14922,7 @@ export interface operations {
           };
         };
       };
-      /** @description Forbidden. Problem codes: `insufficient_scope`, `license_product_not_included`. */
+      /** @description Forbidden. Problem codes: `insufficient_scope`, `license_product_not_included`, `operator_role_insufficient`. */
       403: {
         headers: {
           [name: string]: unknown;
@@ -14194,7 +14930,7 @@ export interface operations {
         content: {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
-            code?: 'insufficient_scope' | 'license_product_not_included';
+            code?: 'insufficient_scope' | 'license_product_not_included' | 'operator_role_insufficient';
           };
         };
       };
@@ -14677,7 +15413,7 @@ export interface operations {
           };
         };
       };
-      /** @description Forbidden. Problem codes: `insufficient_scope`, `license_product_not_included`. */
+      /** @description Forbidden. Problem codes: `insufficient_scope`, `license_product_not_included`, `operator_role_insufficient`. */
       403: {
         headers: {
           [name: string]: unknown;
@@ -14685,7 +15421,7 @@ export interface operations {
         content: {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
-            code?: 'insufficient_scope' | 'license_product_not_included';
+            code?: 'insufficient_scope' | 'license_product_not_included' | 'operator_role_insufficient';
           };
         };
       };
@@ -15381,7 +16117,7 @@ export interface operations {
           };
         };
       };
-      /** @description Forbidden. Problem codes: `insufficient_scope`, `license_product_not_included`. */
+      /** @description Forbidden. Problem codes: `insufficient_scope`, `license_product_not_included`, `operator_role_insufficient`. */
       403: {
         headers: {
           [name: string]: unknown;
@@ -15389,7 +16125,7 @@ export interface operations {
         content: {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
-            code?: 'insufficient_scope' | 'license_product_not_included';
+            code?: 'insufficient_scope' | 'license_product_not_included' | 'operator_role_insufficient';
           };
         };
       };
@@ -16265,7 +17001,7 @@ export interface operations {
           };
         };
       };
-      /** @description Forbidden. Problem codes: `insufficient_scope`, `license_product_not_included`. */
+      /** @description Forbidden. Problem codes: `insufficient_scope`, `license_product_not_included`, `operator_role_insufficient`. */
       403: {
         headers: {
           [name: string]: unknown;
@@ -16273,7 +17009,7 @@ export interface operations {
         content: {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
-            code?: 'insufficient_scope' | 'license_product_not_included';
+            code?: 'insufficient_scope' | 'license_product_not_included' | 'operator_role_insufficient';
           };
         };
       };
@@ -16570,7 +17306,7 @@ export interface operations {
           };
         };
       };
-      /** @description Forbidden. Problem codes: `insufficient_scope`, `license_product_not_included`, `license_quota_exhausted`. */
+      /** @description Forbidden. Problem codes: `insufficient_scope`, `license_product_not_included`, `license_quota_exhausted`, `operator_role_insufficient`. */
       403: {
         headers: {
           [name: string]: unknown;
@@ -16578,7 +17314,11 @@ export interface operations {
         content: {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
-            code?: 'insufficient_scope' | 'license_product_not_included' | 'license_quota_exhausted';
+            code?:
+              | 'insufficient_scope'
+              | 'license_product_not_included'
+              | 'license_quota_exhausted'
+              | 'operator_role_insufficient';
           };
         };
       };
@@ -17558,7 +18298,7 @@ export interface operations {
           };
         };
       };
-      /** @description Forbidden. Problem codes: `insufficient_scope`, `license_product_not_included`, `license_quota_exhausted`. */
+      /** @description Forbidden. Problem codes: `insufficient_scope`, `license_product_not_included`, `license_quota_exhausted`, `operator_role_insufficient`. */
       403: {
         headers: {
           [name: string]: unknown;
@@ -17566,7 +18306,11 @@ export interface operations {
         content: {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
-            code?: 'insufficient_scope' | 'license_product_not_included' | 'license_quota_exhausted';
+            code?:
+              | 'insufficient_scope'
+              | 'license_product_not_included'
+              | 'license_quota_exhausted'
+              | 'operator_role_insufficient';
           };
         };
       };
@@ -18489,7 +19233,7 @@ export interface operations {
           };
         };
       };
-      /** @description Forbidden. Problem codes: `insufficient_scope`, `license_product_not_included`. */
+      /** @description Forbidden. Problem codes: `insufficient_scope`, `license_product_not_included`, `operator_role_insufficient`. */
       403: {
         headers: {
           [name: string]: unknown;
@@ -18497,7 +19241,7 @@ export interface operations {
         content: {
           'application/problem+json': components['schemas']['Problem'] & {
             /** @enum {string} */
-            code?: 'insufficient_scope' | 'license_product_not_included';
+            code?: 'insufficient_scope' | 'license_product_not_included' | 'operator_role_insufficient';
           };
         };
       };

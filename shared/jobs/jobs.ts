@@ -151,7 +151,7 @@ export async function createJob(
     return r!;
   });
   jobChanged(id);
-  if (row.status === 'queued') await enqueueJob(queues, id);
+  if (row.status === 'queued') await enqueueJob(queues, id, row.service_id);
   return { row, accessToken: access.token };
 }
 
@@ -209,7 +209,9 @@ const creationBatch = batchPer(
     new MicroBatch<NewJobValues, JobRow>(async (jobs) => {
       const rows = await insertJobs(db, jobs);
       for (const r of rows) jobChanged(r.id);
-      const queued = rows.filter((r) => r.status === 'queued').map((r) => ({ jobId: r.id }));
+      const queued = rows
+        .filter((r) => r.status === 'queued')
+        .map((r) => ({ jobId: r.id, service: r.service_id }));
       try {
         await queues.enqueueMany('jobs', queued);
       } catch (err) {
@@ -223,9 +225,9 @@ const creationBatch = batchPer(
 );
 
 /** Enqueues a queued job; a Redis failure is logged, not thrown: the sweeper re-enqueues from Postgres. */
-export async function enqueueJob(queues: Queues, jobId: string): Promise<boolean> {
+export async function enqueueJob(queues: Queues, jobId: string, service: string): Promise<boolean> {
   try {
-    await queues.enqueue('jobs', { jobId });
+    await queues.enqueue('jobs', { jobId, service });
     return true;
   } catch (err) {
     logger.warn(

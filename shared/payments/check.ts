@@ -286,6 +286,7 @@ async function settleMany(
         receipts: new Map<string, string>(),
         queued: new Map<string, string>(),
         webhooks: [],
+        services: new Map<string, string>(),
       };
 
     const paidJobs = [
@@ -344,7 +345,7 @@ async function settleMany(
           }),
         })),
     );
-    return { rows, receipts, queued, webhooks };
+    return { rows, receipts, queued, webhooks, services: jobs };
   });
 
   await enqueueWebhooks(queues, done.webhooks);
@@ -353,7 +354,7 @@ async function settleMany(
   try {
     await queues.enqueueMany(
       'jobs',
-      queuedJobs.map((jobId) => ({ jobId })),
+      queuedJobs.map((jobId) => ({ jobId, service: done.services.get(jobId) })),
     );
   } catch (err) {
     logger.warn(

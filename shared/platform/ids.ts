@@ -41,6 +41,7 @@ export const idPrefixes = [
   'evt',
   'key',
   'aps',
+  'opr',
 ] as const;
 export type IdPrefix = (typeof idPrefixes)[number];
 

@@ -13,8 +13,15 @@ const rowId = z
   .max(64)
   .regex(/^[a-z]+_[0-9a-z]+$/);
 
+/** The service a job runs: public (the catalog's id), so Bull Board can say what each job is. */
+const serviceId = z.string().min(1).max(100);
+
 export const queueCatalog = {
-  jobs: { payload: z.strictObject({ jobId: rowId }), rowId: (p: { jobId: string }) => p.jobId },
+  // `service` is optional so a job queued before it was carried still runs; the row says the same.
+  jobs: {
+    payload: z.strictObject({ jobId: rowId, service: serviceId.optional() }),
+    rowId: (p: { jobId: string }) => p.jobId,
+  },
   payments: {
     payload: z.strictObject({ paymentId: rowId }),
     rowId: (p: { paymentId: string }) => p.paymentId,
@@ -36,6 +43,15 @@ export const queueCatalog = {
 export type QueueName = keyof typeof queueCatalog;
 export type Payload<Q extends QueueName> = z.infer<(typeof queueCatalog)[Q]['payload']>;
 export const queueNames = Object.keys(queueCatalog) as QueueName[];
+
+/**
+ * A job's name on Bull Board: the service it runs, the kind of proof it makes, else its queue. Never a
+ * secret or a private input: a payload holds only ids and these public names.
+ */
+export function jobName<Q extends QueueName>(name: Q, data: Payload<Q>): string {
+  const d = data as { service?: string; kind?: string };
+  return d.service ?? d.kind ?? name;
+}
 
 export function defaultJobOptions(): JobsOptions {
   return {
@@ -93,7 +109,7 @@ export class Queues {
     let timer: NodeJS.Timeout | undefined;
     try {
       await Promise.race([
-        this.get(name).add(name, data, { ...opts, jobId }),
+        this.get(name).add(jobName(name, data), data, { ...opts, jobId }),
         new Promise((_, reject) => {
           timer = setTimeout(() => reject(new Error(`enqueue to ${name} timed out`)), timeoutMs);
         }),
@@ -109,7 +125,7 @@ export class Queues {
     const rowId = queueCatalog[name].rowId as (p: Payload<Q>) => string;
     const jobs = payloads.map((p) => {
       const data = parsePayload(name, p);
-      return { name, data, opts: { ...defaultJobOptions(), jobId: rowId(data) } };
+      return { name: jobName(name, data), data, opts: { ...defaultJobOptions(), jobId: rowId(data) } };
     });
     let timer: NodeJS.Timeout | undefined;
     try {

@@ -14,7 +14,7 @@ export const jobsSweepTarget: SweepTarget<'jobs'> = {
   queue: 'jobs',
   table: 'jobs',
   statuses: ['queued', 'running'],
-  payload: (row) => ({ jobId: row.id }),
+  payload: (row) => ({ jobId: row.id, service: String(row.service_id) }),
   markFailed: (db, id, reason) => failJob(db, id, 'job_failed', reason),
 };
 

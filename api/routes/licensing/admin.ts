@@ -1,6 +1,7 @@
-// The commercial table, the operator's administration (operator token): licenses issued by hand, listed,
-// shown, suspended, resumed, revoked and rotated; agents' API keys listed, revoked and rotated; the audit of
-// every such action. `npm run admin` (cli/admin.ts) calls these routes.
+// The commercial table, the operator's administration (the bootstrap operator token or a named operator
+// key, by role): licenses issued by hand, listed, shown, suspended, resumed, revoked and rotated; agents'
+// API keys listed, revoked and rotated; operator keys issued, listed, revoked and rotated; the audit of
+// every such action, naming the operator who took it. `npm run admin` (cli/admin.ts) calls these routes.
 import { z } from 'zod';
 import {
   issueManualLicense,
@@ -20,6 +21,17 @@ import { listAgentKeys, revokeAgentKey, rotateAgentKey } from '../../../shared/e
 import { idPattern } from '../../../shared/platform/ids';
 import { listQueryShape } from '../../../shared/platform/paging';
 import type { RouteTable } from '../../http/route';
+import type { Principal } from '../../http/auth';
+import {
+  OPERATOR_NAME,
+  issueOperatorKey,
+  listOperatorKeys,
+  operatorActor,
+  operatorRoles,
+  revokeOperatorKey,
+  rotateOperatorKey,
+} from '../../../shared/licensing/operators';
+import type { OperatorIdentity } from '../../../shared/licensing/operators';
 
 const tags = ['Administration'];
 const licenseIdSchema = z.string().regex(idPattern('lic'), 'a license id (lic_…)');
@@ -74,7 +86,11 @@ const organizationKeySchema = z
 const actionSchema = z
   .object({
     id: z.string(),
-    actor: z.string().describe('`operator`, or the organization’s `license:<id>` or `key:<id>`'),
+    actor: z
+      .string()
+      .describe(
+        '`operator` (the bootstrap token), `operator:<name>` (a named operator key), or the organization’s `license:<id>` or `key:<id>`',
+      ),
     action: z.string(),
     target: z.string(),
     licenseId: z.string().nullable(),
@@ -82,6 +98,31 @@ const actionSchema = z
     at: z.string(),
   })
   .meta({ id: 'AdminAction' });
+
+const operatorIdSchema = z.string().regex(idPattern('opr'), 'an operator id (opr_…)');
+
+const operatorSchema = z
+  .object({
+    operatorId: z.string(),
+    name: z.string(),
+    role: z.enum(operatorRoles),
+    prefix: z.string(),
+    createdBy: z.string().describe('Who issued it, as the audit names them'),
+    createdAt: z.string(),
+    rotatedAt: z.string().nullable(),
+    lastUsedAt: z.string().nullable(),
+    revokedAt: z.string().nullable(),
+  })
+  .meta({ id: 'AdminOperator' });
+
+/** The operator behind an operator route (every one takes nothing else). */
+function operatorOf(auth: Principal): OperatorIdentity {
+  if (auth.kind !== 'operator') throw new Error('an operator route reached without an operator');
+  return auth;
+}
+
+/** Who acted, as the audit records it. */
+const actorOf = (auth: Principal): string => operatorActor(operatorOf(auth));
 
 const page = <T extends z.ZodType>(item: T) =>
   z.object({ items: z.array(item), nextCursor: z.string().nullable() });
@@ -103,11 +144,13 @@ function licenseAction(
     auth: 'operator',
     params: z.strictObject({ licenseId: licenseIdSchema }),
     responses: { 200: { description: 'The license as it now is', schema: licenseSchema } },
+    // Suspending and resuming contain abuse and undo it: support may; revoking is for good: admin.
+    ...(verb === 'revoke' ? {} : { operatorRole: 'support' as const }),
     problems: { 404: ['not_found'], ...(verb === 'revoke' ? {} : { 409: ['license_already_revoked'] }) },
-    handler: async ({ params, deps }) => ({
+    handler: async ({ params, deps, auth }) => ({
       status: 200,
       headers: noStore,
-      body: await run(deps.db, params.licenseId),
+      body: await run(deps.db, params.licenseId, actorOf(auth)),
     }),
   });
 }
@@ -133,16 +176,20 @@ export function adminRoutes(table: RouteTable): RouteTable {
       }),
       responses: { 201: { description: 'The license and its key (once)', schema: licenseWithKeySchema } },
       problems: { 422: ['invalid_organization', 'invalid_expiry'] },
-      handler: async ({ body, deps }) => ({
+      handler: async ({ body, deps, auth }) => ({
         status: 201,
         headers: noStore,
-        body: await issueManualLicense(deps.db, {
-          organization: body.organization,
-          tier: body.tier,
-          expiresAt: body.expiresAt ? new Date(body.expiresAt) : undefined,
-          note: body.note,
-          email: body.email,
-        }),
+        body: await issueManualLicense(
+          deps.db,
+          {
+            organization: body.organization,
+            tier: body.tier,
+            expiresAt: body.expiresAt ? new Date(body.expiresAt) : undefined,
+            note: body.note,
+            email: body.email,
+          },
+          actorOf(auth),
+        ),
       }),
     })
     .add({
@@ -224,10 +271,10 @@ export function adminRoutes(table: RouteTable): RouteTable {
       params: z.strictObject({ licenseId: licenseIdSchema }),
       responses: { 200: { description: 'The license and its new key (once)', schema: licenseWithKeySchema } },
       problems: { 404: ['not_found'], 409: ['license_already_revoked'] },
-      handler: async ({ params, deps }) => ({
+      handler: async ({ params, deps, auth }) => ({
         status: 200,
         headers: noStore,
-        body: await rotateLicense(deps.db, params.licenseId),
+        body: await rotateLicense(deps.db, params.licenseId, actorOf(auth)),
       }),
     })
     .add({
@@ -257,13 +304,14 @@ export function adminRoutes(table: RouteTable): RouteTable {
       summary: 'Revoke one of an organization’s API keys: refused from the next request on',
       tags,
       auth: 'operator',
+      operatorRole: 'support',
       params: z.strictObject({ licenseId: licenseIdSchema, keyId: keyIdSchema }),
       responses: { 200: { description: 'The key as it now is', schema: organizationKeySchema } },
       problems: { 404: ['not_found'] },
-      handler: async ({ params, deps }) => ({
+      handler: async ({ params, deps, auth }) => ({
         status: 200,
         headers: noStore,
-        body: await revokeOrganizationKey(deps.db, params.licenseId, params.keyId, 'operator'),
+        body: await revokeOrganizationKey(deps.db, params.licenseId, params.keyId, actorOf(auth)),
       }),
     })
     .add({
@@ -292,13 +340,14 @@ export function adminRoutes(table: RouteTable): RouteTable {
       summary: 'Revoke an agent’s API key: refused from now on',
       tags,
       auth: 'operator',
+      operatorRole: 'support',
       params: z.strictObject({ keyId: keyIdSchema }),
       responses: { 200: { description: 'The key as it now is', schema: agentKeySchema } },
       problems: { 404: ['not_found'] },
-      handler: async ({ params, deps }) => ({
+      handler: async ({ params, deps, auth }) => ({
         status: 200,
         headers: noStore,
-        body: await revokeAgentKey(deps.db, params.keyId),
+        body: await revokeAgentKey(deps.db, params.keyId, actorOf(auth)),
       }),
     })
     .add({
@@ -320,10 +369,10 @@ export function adminRoutes(table: RouteTable): RouteTable {
         },
       },
       problems: { 404: ['not_found'], 409: ['key_already_revoked'] },
-      handler: async ({ params, deps }) => ({
+      handler: async ({ params, deps, auth }) => ({
         status: 200,
         headers: noStore,
-        body: await rotateAgentKey(deps.db, params.keyId),
+        body: await rotateAgentKey(deps.db, params.keyId, actorOf(auth)),
       }),
     })
     .add({
@@ -340,6 +389,96 @@ export function adminRoutes(table: RouteTable): RouteTable {
         status: 200,
         headers: noStore,
         body: await listActions(deps.db, query),
+      }),
+    })
+    .add({
+      method: 'post',
+      path: '/api/v1/admin/operators',
+      operationId: 'adminIssueOperatorKey',
+      summary: 'Issue a named operator key with a role; the key is shown this once',
+      description:
+        'An operator is a person: the key (opk_…) acts with its role (`read-only` reads; `support` also suspends and resumes licenses, revokes agents’ and organizations’ keys, and retries jobs on Bull Board; `admin` does everything) and every audited action it takes names it (`operator:<name>`). A name is never reused. Only the key’s hash is kept.',
+      tags,
+      auth: 'operator',
+      secretReply: true,
+      body: z.strictObject({
+        name: z
+          .string()
+          .regex(OPERATOR_NAME, 'a name or handle: letters, digits and . _ @ -, at most 64')
+          .describe('The person, as the audit names them'),
+        role: z.enum(operatorRoles),
+      }),
+      responses: {
+        201: {
+          description: 'The operator and its key (once)',
+          schema: z.object({
+            operator: operatorSchema,
+            operatorKey: z.string().describe('The operator key (opk_…); shown this once'),
+          }),
+        },
+      },
+      problems: { 409: ['operator_name_taken'] },
+      handler: async ({ body, deps, auth }) => ({
+        status: 201,
+        headers: noStore,
+        body: await issueOperatorKey(deps.db, operatorOf(auth), body),
+      }),
+    })
+    .add({
+      method: 'get',
+      path: '/api/v1/admin/operators',
+      operationId: 'adminListOperatorKeys',
+      summary: 'Operator keys, newest first (cursor pagination); a prefix, never a key',
+      tags,
+      auth: 'operator',
+      query: z.strictObject(listQueryShape),
+      responses: { 200: { description: 'A page of operators', schema: page(operatorSchema) } },
+      problems: { 400: ['invalid_cursor'] },
+      handler: async ({ query, deps }) => ({
+        status: 200,
+        headers: noStore,
+        body: await listOperatorKeys(deps.db, query),
+      }),
+    })
+    .add({
+      method: 'post',
+      path: '/api/v1/admin/operators/{operatorId}/revoke',
+      operationId: 'adminRevokeOperatorKey',
+      summary: 'Revoke an operator key for good: refused from its next request on',
+      tags,
+      auth: 'operator',
+      params: z.strictObject({ operatorId: operatorIdSchema }),
+      responses: { 200: { description: 'The operator as it now is', schema: operatorSchema } },
+      problems: { 404: ['not_found'] },
+      handler: async ({ params, deps, auth }) => ({
+        status: 200,
+        headers: noStore,
+        body: await revokeOperatorKey(deps.db, operatorOf(auth), params.operatorId),
+      }),
+    })
+    .add({
+      method: 'post',
+      path: '/api/v1/admin/operators/{operatorId}/rotate',
+      operationId: 'adminRotateOperatorKey',
+      summary: 'A new key for an operator (same name and role); the old key is refused from now on',
+      tags,
+      auth: 'operator',
+      secretReply: true,
+      params: z.strictObject({ operatorId: operatorIdSchema }),
+      responses: {
+        200: {
+          description: 'The operator and its new key (once)',
+          schema: z.object({
+            operator: operatorSchema,
+            operatorKey: z.string().describe('The new operator key (opk_…); shown this once'),
+          }),
+        },
+      },
+      problems: { 404: ['not_found'], 409: ['operator_key_revoked'] },
+      handler: async ({ params, deps, auth }) => ({
+        status: 200,
+        headers: noStore,
+        body: await rotateOperatorKey(deps.db, operatorOf(auth), params.operatorId),
       }),
     });
 }
