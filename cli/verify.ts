@@ -14,6 +14,8 @@ import { governancePackageChecker } from '../shared/governance/package-verify';
 import { verifyBundle } from '../shared/platform/translog/bundle';
 import type { PackageCheckers } from '../shared/platform/translog/bundle';
 import { parseTrustRoot } from '../shared/platform/trust';
+import type { TrustIssuer } from '../shared/platform/trust';
+import type { IssuerPin } from '../shared/credentials/registry';
 import { checkTreasuryPackage } from '../shared/treasury/package';
 import { workflowPackageChecker } from '../shared/workflows/package';
 import { printable } from '../shared/platform/text';
@@ -24,7 +26,10 @@ const usage = `usage: npm run verify -- <bundle.json> --trust <trust-root.json> 
   trust-root.json  the trust root you pinned (GET /api/proof-workflows/trust-root)
   issuers.json     your own list of credential issuers: a JSON array of issuer key ids (64 hex) or of
                    issuers' publications; a credential proof by any other issuer is refused. Without
-                   it, the organization's acceptance of the issuer, as its log statement says, stands.`;
+                   it, the trust root's issuers are the list: a credential proof whose issuer it does
+                   not list for the organization, or lists revoked or out of its period at the proof's
+                   time, is refused (a trust root made before issuers were listed: the organization's
+                   acceptance, as its log statement says, stands).`;
 
 /**
  * The ballot circuit's verification key, committed with the circuits: governance ballots and workflow
@@ -58,7 +63,7 @@ function setupOfKeys(): { ptau: string; insecure: boolean } {
   return { ptau: String(manifest.ptau?.file), insecure: manifest.ptau?.insecure === true };
 }
 
-const checkersFor = (issuers?: readonly string[]): PackageCheckers => ({
+const checkersFor = (issuers?: readonly IssuerPin[]): PackageCheckers => ({
   workflow_package: workflowPackageChecker(
     readBallotKey,
     () => heldKey('credential'),
@@ -70,16 +75,27 @@ const checkersFor = (issuers?: readonly string[]): PackageCheckers => ({
   treasury_package: checkTreasuryPackage,
 });
 
-/** The issuer key ids of an issuers file: ids, or publications (their keyId). */
-function issuerIds(value: unknown): string[] {
+/** The issuers of an issuers file: key ids, or publications (their keyId). */
+function issuerIds(value: unknown): IssuerPin[] {
   if (!Array.isArray(value)) throw new Error('verify: the issuers file is a JSON array');
   return value.map((v) => {
     const id = typeof v === 'string' ? v : (v as { keyId?: unknown } | null)?.keyId;
     if (typeof id !== 'string' || !/^[0-9a-f]{64}$/.test(id))
       throw new Error('verify: each issuer is a key id (64 hex) or a publication with one');
-    return id;
+    return { keyId: id };
   });
 }
+
+/** The trust root's issuers, each pinned to its organization with its period and revocation. */
+const trustRootPins = (listed: readonly TrustIssuer[]): IssuerPin[] =>
+  listed.map((i) => ({
+    keyId: i.keyId,
+    acceptedBy: i.acceptedBy,
+    validFrom: i.validFrom,
+    validUntil: i.validUntil ?? null,
+    revokedFrom: i.revokedFrom ?? null,
+    roots: i.revocationRoots,
+  }));
 
 function readJson(file: string, what: string): unknown {
   try {
@@ -110,11 +126,12 @@ async function main(argv: string[]): Promise<number> {
   }
   let bundle: unknown;
   let root;
-  let issuers: string[] | undefined;
+  let issuers: IssuerPin[] | undefined;
   try {
     bundle = readJson(rest[0]!, 'bundle');
     root = parseTrustRoot(readJson(trustFile, 'trust root'));
     if (issuersFile) issuers = issuerIds(readJson(issuersFile, 'issuers'));
+    else if (root.issuers) issuers = trustRootPins(root.issuers);
   } catch (err) {
     process.stderr.write(`${(err as Error).message}\n`);
     return 2;

@@ -721,7 +721,7 @@ export interface paths {
     put?: never;
     /**
      * Start a workflow from a template
-     * @description Returns the private `workflowId` (needed to post events; keep it) and the public `proofId`. A template with stages that need a blind policy proof (Underwriting’s risk_assessment: threshold) needs `policyParameters` for each: the commitments (`{ thresholdCommitment }`), or the plain parameters (`{ threshold, thresholdSalt? }`) for the service to commit — it keeps only the commitments and returns the salts once. `policyGates` gives, per such stage, the policy, the commitments and the context a proof for it must carry. Missing parameters are 422 policy_parameters_required.
+     * @description Returns the private `workflowId` (needed to post events; keep it) and the public `proofId`. A template with stages that need a blind policy proof (Underwriting’s risk_assessment: threshold) needs `policyParameters` for each: the commitments (`{ thresholdCommitment }`), or the plain parameters (`{ threshold, thresholdSalt? }`) for the service to commit — it keeps only the commitments and returns the salts once. `policyGates` gives, per such stage, the policy, the commitments and the context a proof for it must carry. A stage prepared for a credential takes `{ credential: { subject, parameters, plain? } }`: `plain: true`, where the template allows it (Underwriting’s risk_assessment does), publishes the parameters on the verify page and in the package (“score ≥ 700”) instead of committing them behind salts; they take no salt. Missing parameters are 422 policy_parameters_required.
      */
     post: operations['prepareProofWorkflow'];
     delete?: never;
@@ -1014,8 +1014,8 @@ export interface paths {
       cookie?: never;
     };
     /**
-     * The trust root: the log, every signing key with its roles and period, the witnesses and policy
-     * @description Format `proof-exchange/trust-root/v1`. A signature verifies under a listed key with the role the item needs (package, receipt, license, attestation, log) when the item was signed within the key’s period [validFrom, validUntil); a key with `revokedFrom` holds only for what was logged before that time. Keep a copy to verify offline (`npm run receipt:verify -- <receipt> --trust <file>`). Answers 304 to an `If-None-Match` with the current ETag.
+     * The trust root: the log, every signing key with its roles and period, the witnesses, policy and issuers
+     * @description Format `proof-exchange/trust-root/v1`. A signature verifies under a listed key with the role the item needs (package, receipt, license, attestation, log) when the item was signed within the key’s period [validFrom, validUntil); a key with `revokedFrom` holds only for what was logged before that time. `issuers` lists every credential issuer an organization here accepts (`acceptedBy`), with the schema ids it may sign, its period and its revocation from a time; `npm run verify` refuses a credential proof whose issuer the pinned trust root does not list for its organization, or lists revoked (or out of its period) at the proof’s time. Keep a copy to verify offline (`npm run receipt:verify -- <receipt> --trust <file>`). Answers 304 to an `If-None-Match` with the current ETag.
      */
     get: operations['proofTrustRoot'];
     put?: never;
@@ -2293,6 +2293,12 @@ export interface components {
         salts?: {
           [key: string]: string;
         };
+        /** @description A credential stage whose parameters the organization published: each, by field, as the page and the package show it (committed with salt 0) */
+        plain?: {
+          [key: string]: {
+            [key: string]: unknown;
+          };
+        };
       }[];
       /** @description The approver sets fixed now, per approval stage the owner registered one for: the only roots this workflow takes approvals against, logged (kind workflow_approvers) before its first event. Absent where no stage has a set. */
       approvers?: {
@@ -2782,6 +2788,27 @@ export interface components {
         url?: string;
       }[];
       policy: string;
+      issuers?: {
+        keyId: string;
+        name: string;
+        publicKey: [string, string];
+        acceptedBy: string;
+        schemas: string[];
+        /** Format: date-time */
+        validFrom: string;
+        /** Format: date-time */
+        validUntil?: string;
+        /** Format: date-time */
+        revokedFrom?: string;
+        version: number;
+        leafIndex: number;
+        revocationRoots?: {
+          seq: number;
+          root: string;
+          /** Format: date-time */
+          publishedAt: string;
+        }[];
+      }[];
     };
     /** @description A proof row: public values only, never the private inputs. */
     BlindPolicyProof: {

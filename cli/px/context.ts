@@ -71,6 +71,8 @@ export const options = {
   actor: { type: 'string' },
   subject: { type: 'string' },
   param: { type: 'string', multiple: true },
+  /** workflow prepare: publish a credential stage's parameters in plain (where its template allows). */
+  'plain-parameters': { type: 'boolean' },
   credential: { type: 'string' },
   'require-credential': { type: 'string' },
   prepared: { type: 'string' },

@@ -35,14 +35,18 @@ export const workflowCommands: Command[] = [
   {
     name: 'workflow prepare',
     usage:
-      'workflow prepare --template NAME [--stage KEY --subject COMMITMENT --param FIELD=VALUE...] [--out FILE]',
+      'workflow prepare --template NAME [--stage KEY --subject COMMITMENT --param FIELD=VALUE... [--plain-parameters]] [--out FILE]',
     run: async ({ values, noId, need, px, call, out }) => {
       noId();
       // A stage prepared for a credential proof: the applicant's subject and the query's parameters.
       const policyParameters = values.stage
         ? {
             [values.stage]: {
-              credential: { subject: need('subject'), parameters: parametersOf(values.param ?? []) },
+              credential: {
+                subject: need('subject'),
+                parameters: parametersOf(values.param ?? []),
+                ...(values['plain-parameters'] ? { plain: true } : {}),
+              },
             },
           }
         : undefined;

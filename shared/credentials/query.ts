@@ -74,6 +74,29 @@ export const termParametersSchema = z
   .strict();
 export type TermParameters = z.infer<typeof termParametersSchema>;
 
+/** A term's parameters as published in plain (no salt: a plain parameter is committed with salt 0). */
+export const plainParametersSchema = termParametersSchema.omit({ salt: true });
+export type PlainParameters = z.infer<typeof plainParametersSchema>;
+
+const opSymbols: Record<Operator, string> = {
+  eq: '=',
+  ne: '≠',
+  lt: '<',
+  lte: '≤',
+  gt: '>',
+  gte: '≥',
+  between: 'between',
+  in: 'in',
+  nin: 'not in',
+};
+
+/** A term in words with its parameters in plain: "role = underwriter", "score ≥ 700". */
+export function plainTermText(t: QueryTerm & PlainParameters): string {
+  const v =
+    t.op === 'between' ? `${t.low} and ${t.high}` : t.values ? `{${t.values.join(', ')}}` : String(t.value);
+  return `${t.field} ${opSymbols[t.op]} ${v}`;
+}
+
 const invalid = (path: string, message: string) => validationFailed([{ path, message }]);
 
 /** The schema's field and the term's check: ordered operators only over integers and dates. */

@@ -5,6 +5,7 @@
 // A query proof's issuer key and root are checked against these rows, and a package carries them.
 import type { Knex } from 'knex';
 import type { Db } from '../platform/db/knex';
+import type { TrustIssuer } from '../platform/trust';
 import { conflict, notFound, unprocessable } from '../platform/errors';
 import { entryFor, leafKey } from '../platform/translog/entry';
 import { appendEntries } from '../platform/translog/service-log';
@@ -53,6 +54,48 @@ export interface RevocationRootStatement {
   publishedAt: string;
   /** The issuer's signature over its publication (docs/credentials.md). */
   signature: IssuerPublication['signature'];
+}
+
+/**
+ * An issuer as a verifier pins it: its key id alone (a verifier's own list), or as a trust root lists
+ * it, with the organization that accepts it and its period, so a revocation the bundle predates still
+ * counts against a proof made after it.
+ */
+export interface IssuerPin {
+  keyId: string;
+  /** The organization (`operator` or a license id) that accepts it; unset: any. */
+  acceptedBy?: string | undefined;
+  validFrom?: string | undefined;
+  validUntil?: string | null | undefined;
+  revokedFrom?: string | null | undefined;
+  /** The issuer's revocation roots as a trust root lists them: a proof's root must be the newest by its time. */
+  roots?: ReadonlyArray<{ seq: number; root: string; publishedAt: string }> | undefined;
+}
+
+/** Every issuer an organization on this service accepts, as the trust root lists them. */
+export async function trustRootIssuers(db: Conn): Promise<TrustIssuer[]> {
+  const rows = (await db('credential_issuers').orderBy(['registered_at', 'key_id'])) as IssuerRow[];
+  const roots = new Map<string, Array<{ seq: number; root: string; publishedAt: string }>>();
+  for (const r of (await db('issuer_revocation_roots')
+    .orderBy(['key_id', 'seq'])
+    .select('key_id', 'seq', 'root', 'published_at')) as RootRow[]) {
+    const list = roots.get(r.key_id) ?? [];
+    list.push({ seq: r.seq, root: r.root, publishedAt: r.published_at.toISOString() });
+    roots.set(r.key_id, list);
+  }
+  return rows.map((r) => ({
+    keyId: r.key_id,
+    name: r.name,
+    publicKey: r.public_key,
+    acceptedBy: r.owner,
+    schemas: r.statement.schemas,
+    validFrom: r.valid_from.toISOString(),
+    ...(r.valid_until ? { validUntil: r.valid_until.toISOString() } : {}),
+    ...(r.revoked_from ? { revokedFrom: r.revoked_from.toISOString() } : {}),
+    version: r.version,
+    leafIndex: Number(r.leaf_index),
+    revocationRoots: roots.get(r.key_id) ?? [],
+  }));
 }
 
 export interface IssuerRecord {

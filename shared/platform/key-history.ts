@@ -16,7 +16,7 @@ import { logOrigin, logSigningKey, logSigningKeyAvailable, ownKeys, setKeyRefusa
 import type { OwnKey } from './keys';
 import { logger } from './log';
 import { TRUST_ROOT_FORMAT, logVkey, parseTrustRoot, trustKeyShape } from './trust';
-import type { TrustKey, TrustRole, TrustRoot } from './trust';
+import type { TrustIssuer, TrustKey, TrustRole, TrustRoot } from './trust';
 import { parsePolicy } from './translog/policy';
 import { logWitnesses, witnessPolicyLines } from './translog/service-log';
 
@@ -323,9 +323,14 @@ function policyText(logKeys: readonly TrustKey[], origin: string, tiles: string)
 /**
  * The trust root (proof-exchange/trust-root/v1) built from the key history: the log (its origin, the
  * key it signs checkpoints with now, its tile prefix), every key with its roles and period, the
- * witnesses and the policy. `tiles` is the tile prefix's absolute URL.
+ * witnesses and the policy, and `issuers` (the credential issuers the organizations accept, which the
+ * product line lists: the platform reads none). `tiles` is the tile prefix's absolute URL.
  */
-export async function trustRootDocument(db: Db, tiles: string): Promise<TrustRoot> {
+export async function trustRootDocument(
+  db: Db,
+  tiles: string,
+  issuers?: readonly TrustIssuer[],
+): Promise<TrustRoot> {
   const trust = await serviceTrust(db);
   const origin = logOrigin();
   const keys = trust.keys.map((k) =>
@@ -346,6 +351,7 @@ export async function trustRootDocument(db: Db, tiles: string): Promise<TrustRoo
       origin,
       tiles,
     ),
+    ...(issuers ? { issuers: [...issuers] } : {}),
   };
   return parseTrustRoot(doc);
 }

@@ -1,5 +1,6 @@
 // The trust root a verifier pins (proof-exchange/trust-root/v1): the log, every key the service has
-// signed with — its roles, when it was valid, when it was revoked — and the witnesses and their policy.
+// signed with — its roles, when it was valid, when it was revoked — the witnesses and their policy, and
+// the credential issuers its organizations accept, with their periods and revocations.
 // Pure and offline: parse a document, then ask which key an item's signature may be checked with.
 import { z } from 'zod';
 import { keyIdOf, verifyEd25519 } from './crypto';
@@ -38,6 +39,36 @@ export const trustKeyShape = z.object({
 });
 export type TrustKey = z.infer<typeof trustKeyShape>;
 
+/** A field element of BN254, in decimal (an issuer's BabyJubjub key coordinates). */
+const fieldDecimal = z.string().regex(/^[0-9]{1,78}$/, 'a field element in decimal');
+
+/**
+ * A credential issuer an organization of this service accepts (docs/credentials.md): its BabyJubjub
+ * key, the organization (`operator` or a license id), the schema ids it may sign there, its period and
+ * its revocation from a time, as the latest logged statement (at `leafIndex`) says.
+ */
+export const trustIssuerShape = z.object({
+  keyId: z.string().regex(/^[0-9a-f]{64}$/, 'an issuer key id: 64 lowercase hex'),
+  name: z.string().max(200),
+  publicKey: z.tuple([fieldDecimal, fieldDecimal]),
+  acceptedBy: z.string().max(100),
+  schemas: z.array(z.string().max(100)).max(100),
+  validFrom: time,
+  validUntil: time.optional(),
+  revokedFrom: time.optional(),
+  version: z.number().int().min(1),
+  leafIndex: z.number().int().min(0),
+  /**
+   * Every revocation root the issuer published, oldest first, as the log recorded them: a verifier
+   * checks offline that no newer root than a proof's had been published by the proof's time.
+   */
+  revocationRoots: z
+    .array(z.object({ seq: z.number().int().min(0), root: fieldDecimal, publishedAt: time }))
+    .max(100_000)
+    .optional(),
+});
+export type TrustIssuer = z.infer<typeof trustIssuerShape>;
+
 export const trustRootSchema = z
   .object({
     format: z.literal(TRUST_ROOT_FORMAT),
@@ -61,6 +92,8 @@ export const trustRootSchema = z
       .max(100),
     /** The verifier's policy (c2sp.org/tlog-policy): the log's keys, the witnesses, the quorum. */
     policy: z.string().max(20_000),
+    /** The credential issuers its organizations accept (absent from trust roots made before them). */
+    issuers: z.array(trustIssuerShape).max(10_000).optional(),
   })
   .meta({ id: 'TrustRoot' });
 export type TrustRoot = z.infer<typeof trustRootSchema>;
@@ -88,6 +121,13 @@ export function parseTrustRoot(json: unknown): TrustRoot {
       throw new Error(`not a trust root: key ${k.keyId} is valid until before it is valid from`);
     if (k.vkey !== undefined && k.vkey !== logVkey(root.log.origin, k.publicKey))
       throw new Error(`not a trust root: key ${k.keyId} has a vkey that is not its key under the log origin`);
+  }
+  const accepted = new Set<string>();
+  for (const i of root.issuers ?? []) {
+    const at = `${i.acceptedBy} ${i.keyId}`;
+    if (accepted.has(at))
+      throw new Error(`not a trust root: issuer ${i.keyId} is listed twice for ${i.acceptedBy}`);
+    accepted.add(at);
   }
   if (root.log.vkey !== null && !root.keys.some((k) => k.roles.includes('log') && k.vkey === root.log.vkey))
     throw new Error('not a trust root: log.vkey is none of the listed log keys');

@@ -12,7 +12,7 @@
 import { z } from 'zod';
 import { credentialSchemaSchema, schemaId } from '../credentials/format';
 import type { CredentialSchema } from '../credentials/format';
-import { commitQuery, operators } from '../credentials/query';
+import { commitQuery, operators, plainTermText } from '../credentials/query';
 import { canonicalJson } from '../platform/canonical';
 import { sha256Hex } from '../platform/crypto';
 import {
@@ -27,6 +27,7 @@ import type { Groth16ProofJson } from '../zk/anonymity';
 import { credentialFactReasons, credentialFactsSchema } from './credential-proofs';
 import type { CredentialLog } from './credential-proofs';
 import type { ChainedEntry } from './records';
+import type { IssuerPin } from '../credentials/registry';
 
 /** The stage of a workflow as the circuit's scope. */
 export const approvalScope = (proofId: string, stage: string): bigint =>
@@ -142,31 +143,9 @@ export async function approverQuerySignals(req: ApproverCredential): Promise<Rec
   return (await commitQuery(req.schema, terms, parameters, 'credential.terms', APPROVER_TERMS)).signals;
 }
 
-const opWords = {
-  eq: '=',
-  ne: '≠',
-  lt: '<',
-  lte: '≤',
-  gt: '>',
-  gte: '≥',
-  between: 'between',
-  in: 'in',
-  nin: 'not in',
-} as const;
-
 /** A requirement's query in words: "role = underwriter". */
 export const approverQueryText = (req: ApproverCredential): string =>
-  req.terms
-    .map((t) => {
-      const v =
-        t.op === 'between'
-          ? `${t.low} and ${t.high}`
-          : t.values
-            ? `{${t.values.join(', ')}}`
-            : String(t.value);
-      return `${t.field} ${opWords[t.op]} ${v}`;
-    })
-    .join(' and ');
+  req.terms.map(plainTermText).join(' and ');
 
 export const schemaIdOf = (schema: CredentialSchema): string => schemaId(schema);
 
@@ -382,7 +361,7 @@ export async function checkApprovals(input: {
   /** Inclusion of the credentialed approvals' statements, two each from `at` (the package's log). */
   log?: { root: string; treeSize: number; proofs: CredentialLog['proofs']; at: number } | undefined;
   /** A verifier's own list of issuer key ids. */
-  issuers?: readonly string[] | undefined;
+  issuers?: readonly IssuerPin[] | undefined;
 }): Promise<ApprovalsVerdict> {
   const { proofId, genesis, trail } = input;
   let credentialed = 0;

@@ -14,8 +14,17 @@ import type { Db } from '../platform/db/knex';
 import { entryFor } from '../platform/translog/entry';
 import { fromHex, leafHash, toHex, verifyInclusion } from '../platform/translog/merkle';
 import { issuerKeyId, schemaId } from '../credentials/format';
-import { CREDENTIAL_PUBLIC_SIGNALS, operatorCode, operators, termField } from '../credentials/query';
-import type { Operator } from '../credentials/query';
+import {
+  CREDENTIAL_PUBLIC_SIGNALS,
+  encodeParameters,
+  operatorCode,
+  operators,
+  parameterCommitment,
+  plainParametersSchema,
+  plainTermText,
+  termField,
+} from '../credentials/query';
+import type { Operator, PlainParameters } from '../credentials/query';
 import {
   ISSUER_STATEMENT_TYPE,
   REVOCATION_ROOT_STATEMENT_TYPE,
@@ -23,7 +32,7 @@ import {
   loggedRoot,
   newerRootBefore,
 } from '../credentials/registry';
-import type { IssuerStatement, RevocationRootStatement } from '../credentials/registry';
+import type { IssuerPin, IssuerStatement, RevocationRootStatement } from '../credentials/registry';
 import { stageContext } from '../zk/context';
 import { verifyGroth16 } from '../zk/groth16';
 import { evidenceCommitment } from './chain';
@@ -61,6 +70,8 @@ export const packagedRequirementSchema = z
             field: z.string().min(1).max(32),
             fieldIndex: z.number().int().min(0).max(7),
             op: z.enum(operators),
+            /** Where the organization published the parameter in plain (committed with salt 0). */
+            parameters: plainParametersSchema.optional(),
           })
           .strict(),
       )
@@ -72,12 +83,21 @@ export const packagedRequirementSchema = z
   .strict();
 export type PackagedRequirement = z.infer<typeof packagedRequirementSchema>;
 
-export function packagedRequirement(r: CredentialRequirement): PackagedRequirement {
+/** The requirement a proof was accepted on: the template's, with the parameters where they are plain. */
+export function packagedRequirement(
+  r: CredentialRequirement,
+  plain?: Readonly<Record<string, PlainParameters>>,
+): PackagedRequirement {
   return {
     what: r.what,
     schemaId: schemaId(r.schema),
     schemaName: r.schema.name,
-    terms: r.query.map((t) => ({ field: t.field, fieldIndex: termField(r.schema, t).index, op: t.op })),
+    terms: r.query.map((t) => ({
+      field: t.field,
+      fieldIndex: termField(r.schema, t).index,
+      op: t.op,
+      ...(plain?.[t.field] ? { parameters: plain[t.field] } : {}),
+    })),
     maxRevocationAge: r.maxRevocationAge,
     maxProofAge: r.maxProofAge,
   };
@@ -214,6 +234,16 @@ function issuerHoldsAt(s: IssuerStatement, now: number): boolean {
   );
 }
 
+/** Whether a pinned issuer's key holds at `now` (s): what the pin says of its period, nothing else. */
+function pinHoldsAt(p: IssuerPin, now: number): boolean {
+  const ms = now * 1000;
+  return (
+    (p.validFrom === undefined || Date.parse(p.validFrom) <= ms) &&
+    (!p.validUntil || ms < Date.parse(p.validUntil)) &&
+    (!p.revokedFrom || ms < Date.parse(p.revokedFrom))
+  );
+}
+
 /**
  * The gate's part that needs the registry: the issuer the owner accepts for the schema, valid at the
  * proof's time; a logged root of that issuer within the bound; the proof's time recent. The generic
@@ -221,7 +251,14 @@ function issuerHoldsAt(s: IssuerStatement, now: number): boolean {
  */
 export async function checkCredentialGate(
   db: Conn,
-  input: { owner: string; requirement: CredentialRequirement; publicSignals: readonly string[]; at: Date },
+  input: {
+    owner: string;
+    requirement: CredentialRequirement;
+    /** The parameters the workflow published in plain, if it did. */
+    plain?: Readonly<Record<string, PlainParameters>> | undefined;
+    publicSignals: readonly string[];
+    at: Date;
+  },
 ): Promise<AcceptedCredential> {
   const { requirement, publicSignals: signals } = input;
   const facts = await acceptCredentialFacts(db, {
@@ -238,7 +275,7 @@ export async function checkCredentialGate(
     },
     at: input.at,
   });
-  return { requirement: packagedRequirement(requirement), ...facts };
+  return { requirement: packagedRequirement(requirement, input.plain), ...facts };
 }
 
 /**
@@ -364,6 +401,33 @@ const opWords: Record<Operator, string> = {
   nin: 'is none of a set',
 };
 
+/** The parameters a packaged requirement publishes in plain, by field; undefined when none. */
+function plainOf(r: PackagedRequirement): Record<string, PlainParameters> | undefined {
+  const terms = r.terms.filter((t) => t.parameters);
+  return terms.length ? Object.fromEntries(terms.map((t) => [t.field, t.parameters!])) : undefined;
+}
+
+/**
+ * Whether the parameters published in plain are the ones the proof was made for: each, encoded as its
+ * field is and committed with salt 0, must be the proof's public commitment. Without this an
+ * organization could print a stricter cut-off beside a proof of a looser one.
+ */
+async function plainReasons(r: CredentialRequirement, p: PackagedCredentialProof): Promise<string[]> {
+  const names = CREDENTIAL_PUBLIC_SIGNALS as readonly string[];
+  for (const [i, t] of p.requirement.terms.entries()) {
+    if (!t.parameters) return ['a plain requirement publishes every parameter: one is missing'];
+    let committed: bigint;
+    try {
+      committed = await parameterCommitment(encodeParameters(r.schema, t, t.parameters), 0n);
+    } catch {
+      return [`the plain parameter of ${t.field} is not a value of its field`];
+    }
+    if (String(committed) !== p.publicSignals[names.indexOf(`parameterCommitments[${i}]`)])
+      return [`the plain parameter of ${t.field} is not the one the proof was made for`];
+  }
+  return [];
+}
+
 /** One credential proof's verdict, as the page and the offline check say it. */
 export interface CredentialProofVerdict {
   stage: string;
@@ -373,7 +437,7 @@ export interface CredentialProofVerdict {
   /** The proof's time: the credential was valid and unrevoked then. */
   at: string;
   revocationPublishedAt: string;
-  /** The query in words, parameters hidden: "score ≥ a value the organization fixed". */
+  /** The query in words: "score ≥ a value the organization fixed", or where published, "score ≥ 700". */
   terms: string[];
   subject: string;
   reasons: string[];
@@ -401,7 +465,7 @@ export function credentialFactReasons(input: {
   signals: { issuerAx: string; issuerAy: string; schemaId: string; now: string; revocationRoot: string };
   facts: CredentialFacts;
   maxRevocationAge: number;
-  issuers?: readonly string[] | undefined;
+  issuers?: readonly IssuerPin[] | undefined;
   log?: { root: string; treeSize: number; proofs: CredentialLog['proofs']; at: number } | undefined;
 }): string[] {
   const reasons: string[] = [];
@@ -417,8 +481,25 @@ export function credentialFactReasons(input: {
   const now = Number(s.now);
   if (!issuerHoldsAt(issuer, now))
     reasons.push('the issuer key was revoked or outside its validity at the proof’s time');
-  if (input.issuers && !input.issuers.includes(issuer.keyId))
-    reasons.push('the issuer is not in your list of issuers');
+  if (input.issuers) {
+    const pin = input.issuers.find(
+      (p) => p.keyId === issuer.keyId && (p.acceptedBy === undefined || p.acceptedBy === issuer.owner),
+    );
+    if (!pin) reasons.push('the issuer is not in your list of issuers for this organization');
+    else if (!pinHoldsAt(pin, now))
+      reasons.push(
+        pin.revokedFrom
+          ? `your trust root has the issuer key revoked from ${pin.revokedFrom}, before the proof’s time`
+          : 'your trust root has the issuer key outside its validity at the proof’s time',
+      );
+    const newer = pin?.roots?.find(
+      (r) => r.seq > root.seq && r.root !== root.root && Date.parse(r.publishedAt) <= now * 1000,
+    );
+    if (newer)
+      reasons.push(
+        `the issuer had published a newer revocation root (${newer.seq}, at ${newer.publishedAt}) by the proof’s time: a credential revoked since root ${root.seq} would pass`,
+      );
+  }
   if (root.keyId !== issuer.keyId || root.root !== s.revocationRoot)
     reasons.push('the revocation root is not the statement’s');
   if (Date.parse(root.publishedAt) < (now - input.maxRevocationAge) * 1000)
@@ -459,7 +540,7 @@ export async function checkCredentialProofs(input: {
   template: WorkflowTemplate | undefined;
   vkey: unknown;
   log?: { root: string; treeSize: number; proofs: CredentialLog['proofs'] } | undefined;
-  issuers?: readonly string[] | undefined;
+  issuers?: readonly IssuerPin[] | undefined;
 }): Promise<CredentialsVerdict> {
   const credentials: CredentialProofVerdict[] = [];
   for (const [i, p] of input.proofs.entries()) {
@@ -479,11 +560,15 @@ export async function checkCredentialProofs(input: {
     const spec = input.template?.stages[p.stageIndex];
     if (input.template && (spec?.key !== p.stage || !spec.credential))
       reasons.push(`stage ${p.stage} of ${input.template.name} takes no credential proof`);
-    else if (
-      spec?.credential &&
-      canonicalJson(packagedRequirement(spec.credential)) !== canonicalJson(p.requirement)
-    )
-      reasons.push('the requirement differs from the template’s');
+    else if (spec?.credential) {
+      const published = plainOf(p.requirement);
+      if (canonicalJson(packagedRequirement(spec.credential, published)) !== canonicalJson(p.requirement))
+        reasons.push('the requirement differs from the template’s');
+      else if (published && (spec.credential.parameters ?? 'committed') === 'committed')
+        reasons.push('the template keeps this stage’s parameters committed: plain ones are not its');
+      else if (published) reasons.push(...(await plainReasons(spec.credential, p)));
+    } else if (plainOf(p.requirement))
+      reasons.push('plain parameters are checked against the template’s schema, which this verifier lacks');
     if (s('context') !== (await stageContext(input.proofId, p.stageIndex)))
       reasons.push('the proof was made for another workflow or stage (its context differs)');
     if (s('schemaId') !== p.requirement.schemaId) reasons.push('the credential is of another schema');
@@ -532,7 +617,11 @@ export async function checkCredentialProofs(input: {
       issuer: { name: issuer.name, keyId: issuer.keyId, acceptedSince: issuer.validFrom },
       at: new Date(now * 1000).toISOString(),
       revocationPublishedAt: root.publishedAt,
-      terms: p.requirement.terms.map((t) => `${t.field} ${opWords[t.op]} a value the organization fixed`),
+      terms: p.requirement.terms.map((t) =>
+        t.parameters
+          ? plainTermText({ field: t.field, op: t.op, ...t.parameters })
+          : `${t.field} ${opWords[t.op]} a value the organization fixed`,
+      ),
       subject: s('subject'),
       reasons,
     });

@@ -57,6 +57,7 @@ async function gatePolicyProof(
       accepted: await checkCredentialGate(db, {
         owner: wf.owner,
         requirement,
+        plain: gate.plain,
         publicSignals,
         at: new Date(),
       }),

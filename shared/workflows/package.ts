@@ -26,6 +26,7 @@ import { chainedEntrySchema, stageRecordSchema, stageStatuses } from './records'
 import type { ChainedEntry, StageRecord } from './records';
 import { findTemplate, stageActions, stagePhases, stageRequirements, templateNameSchema } from './templates';
 import type { StageTemplate, WorkflowTemplate } from './templates';
+import type { IssuerPin } from '../credentials/registry';
 
 const hex64 = z.string().regex(/^[0-9a-f]{64}$/);
 
@@ -488,7 +489,7 @@ export function verifyRecords(input: {
 export async function verifyPackageApprovals(
   input: unknown,
   vkey: unknown,
-  opts: { credentialKey?: unknown; logVerified?: boolean; issuers?: readonly string[] | undefined } = {},
+  opts: { credentialKey?: unknown; logVerified?: boolean; issuers?: readonly IssuerPin[] | undefined } = {},
 ): Promise<ApprovalsVerdict> {
   const parsed = workflowPackageSchema.safeParse(input);
   if (!parsed.success)
@@ -531,7 +532,7 @@ export async function verifyPackageApprovals(
 export async function verifyPackageCredentials(
   input: unknown,
   vkey: unknown,
-  opts: { logVerified?: boolean; issuers?: readonly string[] | undefined } = {},
+  opts: { logVerified?: boolean; issuers?: readonly IssuerPin[] | undefined } = {},
 ): Promise<CredentialsVerdict> {
   const parsed = workflowPackageSchema.safeParse(input);
   if (!parsed.success || !parsed.data.credentialProofs?.length) return { credentials: [], allProven: true };
@@ -564,7 +565,7 @@ export function approvalsOf(input: {
   vkey: unknown;
   credentialKey?: unknown;
   log?: Parameters<typeof checkApprovals>[0]['log'];
-  issuers?: readonly string[] | undefined;
+  issuers?: readonly IssuerPin[] | undefined;
 }): Promise<ApprovalsVerdict> {
   return checkApprovals({
     proofId: input.proofId,
@@ -625,7 +626,7 @@ export const workflowPackageChecker =
   (
     vkey: () => Promise<unknown>,
     credentialKey: () => Promise<unknown> = async () => undefined,
-    issuers?: readonly string[],
+    issuers?: readonly IssuerPin[],
     approvalKey: () => Promise<unknown> = async () => undefined,
   ): PackageChecker =>
   async (pkg, keys) => {

@@ -19,6 +19,7 @@ import type { CredentialRequirement, WorkflowTemplate } from './templates';
 import { z } from 'zod';
 import { FIELD_PRIME } from '../platform/field';
 import { commitQuery, termParametersSchema } from '../credentials/query';
+import type { PlainParameters } from '../credentials/query';
 
 type Conn = Db | Knex.Transaction;
 
@@ -40,6 +41,8 @@ export interface StageGate {
   stage: string;
   policy: PolicyId;
   commitments: Record<string, string>;
+  /** A credential stage's parameters in plain, by field, when the owner published them (salt 0). */
+  plain?: Record<string, PlainParameters>;
 }
 
 /** A gate as prepare answers it: with the context a proof for the stage must carry, and the salts once. */
@@ -145,6 +148,8 @@ const credentialChoiceSchema = z.strictObject({
       .refine((v) => BigInt(v) < FIELD_PRIME, 'below the BN254 field prime')
       .describe('The applicant’s subject commitment: what the issuer’s credential names'),
     parameters: z.record(z.string(), termParametersSchema),
+    /** Publish the parameters in plain (where the template allows it): on the page, in the package. */
+    plain: z.boolean().optional(),
   }),
 });
 
@@ -156,10 +161,33 @@ async function commitCredentialQuery(
   requirement: CredentialRequirement,
   raw: unknown,
   path: string,
-): Promise<{ policy: 'credential'; commitments: Record<string, string>; salts: Record<string, string> }> {
+): Promise<{
+  policy: 'credential';
+  commitments: Record<string, string>;
+  salts: Record<string, string>;
+  plain?: Record<string, PlainParameters>;
+}> {
   const parsed = credentialChoiceSchema.safeParse(raw);
   if (!parsed.success) throw validationFailed(prefixed(path, parsed.error.issues));
   const { subject, parameters } = parsed.data.credential;
+  const allowed = requirement.parameters ?? 'committed';
+  const plain = allowed === 'plain' || (allowed === 'either' && parsed.data.credential.plain === true);
+  if (parsed.data.credential.plain === true && allowed === 'committed')
+    throw validationFailed([
+      { path: `${path}.credential.plain`, message: 'this stage keeps its parameters committed' },
+    ]);
+  if (parsed.data.credential.plain === false && allowed === 'plain')
+    throw validationFailed([
+      { path: `${path}.credential.plain`, message: 'this stage publishes its parameters in plain' },
+    ]);
+  const salted = plain ? Object.keys(parameters).filter((f) => parameters[f]!.salt !== undefined) : [];
+  if (salted.length)
+    throw validationFailed(
+      salted.map((f) => ({
+        path: `${path}.credential.parameters.${f}.salt`,
+        message: 'a parameter published in plain takes no salt (it is committed with 0)',
+      })),
+    );
   const unexpected = Object.keys(parameters).filter((f) => !requirement.query.some((t) => t.field === f));
   const missing = requirement.query.filter((t) => parameters[t.field] === undefined);
   if (unexpected.length || missing.length)
@@ -176,13 +204,16 @@ async function commitCredentialQuery(
   const { signals, salts } = await commitQuery(
     requirement.schema,
     requirement.query,
-    requirement.query.map((t) => parameters[t.field]!),
+    requirement.query.map((t) => (plain ? { ...parameters[t.field]!, salt: '0' } : parameters[t.field]!)),
     `${path}.credential.parameters`,
   );
   return {
     policy: 'credential',
     commitments: { ...signals, subject },
     salts: Object.fromEntries(requirement.query.map((t, i) => [`${t.field}Salt`, salts[i]!])),
+    ...(plain
+      ? { plain: Object.fromEntries(requirement.query.map((t) => [t.field, parameters[t.field]!])) }
+      : {}),
   };
 }
 
@@ -191,16 +222,23 @@ export async function loadStageGates(db: Conn, workflowId: string): Promise<Map<
   const rows = (await db('workflow_stages')
     .where('workflow_id', workflowId)
     .whereNotNull('policy')
-    .select('idx', 'stage', 'policy', 'policy_commitments')) as Array<{
+    .select('idx', 'stage', 'policy', 'policy_commitments', 'policy_plain')) as Array<{
     idx: number;
     stage: string;
     policy: PolicyId;
     policy_commitments: Record<string, string>;
+    policy_plain: Record<string, PlainParameters> | null;
   }>;
   return new Map(
     rows.map((r) => [
       r.idx,
-      { index: r.idx, stage: r.stage, policy: r.policy, commitments: r.policy_commitments },
+      {
+        index: r.idx,
+        stage: r.stage,
+        policy: r.policy,
+        commitments: r.policy_commitments,
+        ...(r.policy_plain ? { plain: r.policy_plain } : {}),
+      },
     ]),
   );
 }

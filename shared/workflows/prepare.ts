@@ -77,6 +77,7 @@ export async function prepareWorkflow(
         status: r.status,
         policy: gates.get(idx)?.policy ?? null,
         policy_commitments: gates.has(idx) ? JSON.stringify(gates.get(idx)!.commitments) : null,
+        policy_plain: gates.get(idx)?.plain ? JSON.stringify(gates.get(idx)!.plain) : null,
       })),
     );
     return fixApproverSets(trx, { id: workflowId, proofId, owner: input.owner, template }, new Date());

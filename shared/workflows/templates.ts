@@ -60,6 +60,12 @@ export interface CredentialRequirement {
   schema: CredentialSchema;
   /** The query's fields and operators; the owner fixes the parameters at prepare. */
   query: readonly QueryTerm[];
+  /**
+   * How the owner's parameters are published: `committed` (salted commitments; the page says "a value
+   * the organization fixed"), `plain` (on the page and in the package: "score ≥ 700"), or `either`, the
+   * owner's choice at prepare (`plain: true`). Default `committed`.
+   */
+  parameters?: 'committed' | 'plain' | 'either';
   /** The revocation root a proof uses was published at most this long before the proof's time (s). */
   maxRevocationAge: number;
   /** A proof's time is at most this long before it is presented (s). */
@@ -108,6 +114,8 @@ const creditCheck: CredentialRequirement = {
     { field: 'score', op: 'gte' },
     { field: 'debtToIncome', op: 'lte' },
   ],
+  // A lender may keep its cut-offs private or publish them with the decision.
+  parameters: 'either',
   maxRevocationAge: 7 * 24 * 3600,
   maxProofAge: 24 * 3600,
 };

@@ -32,6 +32,8 @@ import { eventually, testApp } from '../helpers';
 import type { TestApp } from '../helpers';
 import { OPERATOR, actor, evidence, testProver } from '../workflows/e2e/helpers';
 import type { TestProver } from '../workflows/e2e/helpers';
+import type { IssuerPin } from '../../shared/credentials/registry';
+import { CREDENTIAL_PUBLIC_SIGNALS } from '../../shared/credentials/query';
 
 const exec = promisify(execFile);
 const underwriting = findTemplate('Underwriting')!;
@@ -74,12 +76,16 @@ interface Prepared {
   salts: Record<string, string>;
 }
 
-async function prepare(subject: string): Promise<Prepared> {
+async function prepare(subject: string, opts: { plain?: boolean } = {}): Promise<Prepared> {
   const res = await post('/api/proof-workflows/prepare', {
     template: 'Underwriting',
     policyParameters: {
       risk_assessment: {
-        credential: { subject, parameters: { score: { value: X }, debtToIncome: { value: Y } } },
+        credential: {
+          subject,
+          parameters: { score: { value: X }, debtToIncome: { value: Y } },
+          ...(opts.plain ? { plain: true } : {}),
+        },
       },
     },
   });
@@ -181,7 +187,12 @@ afterAll(async () => {
 });
 
 describe('a stage prepared for a credit report', () => {
-  let accepted: { wf: Prepared; proof: Awaited<ReturnType<typeof prove>> };
+  let accepted: {
+    wf: Prepared;
+    proof: Awaited<ReturnType<typeof prove>>;
+    packaged?: PackagedCredentialProof;
+    trail?: unknown[];
+  };
 
   it('takes a proof by an accepted bureau, and the package carries it, checked offline; snarkjs verifies it with the served key', async () => {
     const subject = subjectOf();
@@ -247,11 +258,13 @@ describe('a stage prepared for a credit report', () => {
     ]);
     const packaged = verdict.package.credentialProofs as PackagedCredentialProof[];
     expect(packaged).toHaveLength(1);
+    accepted.packaged = packaged[0];
+    accepted.trail = verdict.package.auditTrail;
     expect(verdict.package.log.statements).toHaveLength(2);
 
     // Offline: each fact changed is refused by name.
     const vk = await loadVerificationKey('credential');
-    const check = (p: PackagedCredentialProof, issuers?: string[]) =>
+    const check = (p: PackagedCredentialProof, issuers?: IssuerPin[]) =>
       checkCredentialProofs({
         proofId: wf.proofId,
         trail: verdict.package.auditTrail,
@@ -266,7 +279,7 @@ describe('a stage prepared for a credit report', () => {
       f(p);
       return p;
     };
-    const reasonsOf = async (p: PackagedCredentialProof, issuers?: string[]) => {
+    const reasonsOf = async (p: PackagedCredentialProof, issuers?: IssuerPin[]) => {
       const v = await check(p, issuers);
       expect(v.allProven).toBe(false);
       return v.credentials[0]!.reasons.join('\n');
@@ -278,7 +291,51 @@ describe('a stage prepared for a credit report', () => {
         ),
       ),
     ).toContain('revoked or outside its validity');
-    expect(await reasonsOf(packaged[0]!, ['0'.repeat(64)])).toContain('not in your list of issuers');
+    expect(await reasonsOf(packaged[0]!, [{ keyId: '0'.repeat(64) }])).toContain(
+      'not in your list of issuers',
+    );
+    // Pinned as a trust root lists it: for its organization, with its period and revocation.
+    const { keyId, owner } = packaged[0]!.issuer.statement;
+    expect((await check(packaged[0]!, [{ keyId, acceptedBy: owner }])).allProven).toBe(true);
+    expect(await reasonsOf(packaged[0]!, [{ keyId, acceptedBy: 'lic_another' }])).toContain(
+      'not in your list of issuers for this organization',
+    );
+    // A newer root the issuer had published by the proof's time: the trust root's roots show it offline.
+    const used = packaged[0]!.revocation.statement;
+    const proofTime = Number(packaged[0]!.publicSignals[CREDENTIAL_PUBLIC_SIGNALS.indexOf('now')]);
+    const earlier = new Date(proofTime * 1000).toISOString();
+    expect(
+      await reasonsOf(packaged[0]!, [
+        {
+          keyId,
+          acceptedBy: owner,
+          roots: [
+            { seq: used.seq, root: used.root, publishedAt: used.publishedAt },
+            { seq: used.seq + 1, root: '7', publishedAt: earlier },
+          ],
+        },
+      ]),
+    ).toContain(`newer revocation root (${used.seq + 1}, at ${earlier})`);
+    const later = new Date(Date.now() + 86_400_000).toISOString();
+    expect(
+      (
+        await check(packaged[0]!, [
+          { keyId, acceptedBy: owner, roots: [{ seq: used.seq + 1, root: '7', publishedAt: later }] },
+        ])
+      ).allProven,
+    ).toBe(true);
+    // A revocation the bundle predates still counts: the pinned trust root says so.
+    const revokedFrom = new Date(Date.now() - 86_400_000 * 30).toISOString();
+    expect(await reasonsOf(packaged[0]!, [{ keyId, acceptedBy: owner, revokedFrom }])).toContain(
+      `your trust root has the issuer key revoked from ${revokedFrom}`,
+    );
+    expect(
+      (
+        await check(packaged[0]!, [
+          { keyId, acceptedBy: owner, revokedFrom: new Date(Date.now() + 86_400_000).toISOString() },
+        ])
+      ).allProven,
+    ).toBe(true);
     expect(
       await reasonsOf(changed((p) => (p.requirement.terms = p.requirement.terms.slice(0, 1)))),
     ).toContain('requirement differs');
@@ -292,6 +349,101 @@ describe('a stage prepared for a credit report', () => {
       await reasonsOf(changed((p) => (p.revocation.statement.publishedAt = '2020-01-01T00:00:00.000Z'))),
     ).toContain('older than the requirement allows');
     expect(await reasonsOf(changed((p) => (p.stageIndex = 1)))).toContain('takes no credential proof');
+  }, 180_000);
+
+  it('publishes the parameters in plain where the organization chose to: the page says them, a changed one is refused offline', async () => {
+    const subject = subjectOf();
+    // A salt beside a plain parameter is refused, with nothing written.
+    const workflows = Number((await app.deps.db('workflows').count({ n: '*' }))[0]!.n);
+    const salted = await post('/api/proof-workflows/prepare', {
+      template: 'Underwriting',
+      policyParameters: {
+        risk_assessment: {
+          credential: {
+            subject,
+            plain: true,
+            parameters: { score: { value: X, salt: '5' }, debtToIncome: { value: Y } },
+          },
+        },
+      },
+    });
+    expect(salted.status, salted.text).toBe(400);
+    expect(salted.body.errors[0].path).toBe(
+      'policyParameters.risk_assessment.credential.parameters.score.salt',
+    );
+    expect(Number((await app.deps.db('workflows').count({ n: '*' }))[0]!.n)).toBe(workflows);
+
+    const wf = await prepare(subject, { plain: true });
+    expect(wf.salts).toEqual({ scoreSalt: '0', debtToIncomeSalt: '0' });
+    expect((await attach(wf, await prove(wf, await report(bureau, subject)))).status).toBe(200);
+    for (const [stage, n] of [
+      ['risk_assessment', 1],
+      ['approval', 2],
+    ] as const)
+      for (let i = 0; i < n; i++)
+        expect(
+          (
+            await post('/api/proof-workflows/event', {
+              workflowId: wf.workflowId,
+              stage,
+              action: 'approve',
+              actorCommitment: actor(`${stage}-${i}`),
+            })
+          ).status,
+        ).toBe(200);
+    const verdict = await eventually(
+      async () => {
+        const v = await app.request
+          .post('/api/proof-workflows/verify')
+          .send({ proofId: wf.proofId })
+          .expect(200);
+        return v.body.package ? v.body : undefined;
+      },
+      60_000,
+      200,
+    );
+    expect(verdict.credentials[0]).toMatchObject({
+      proven: true,
+      terms: [`score ≥ ${X}`, `debtToIncome ≤ ${Y}`],
+    });
+    const packaged = (verdict.package.credentialProofs as PackagedCredentialProof[])[0]!;
+    expect(packaged.requirement.terms.map((t) => t.parameters)).toEqual([{ value: X }, { value: Y }]);
+    const page = await app.request.get(`/proof-workflows/verify/${wf.proofId}/`).expect(200);
+    expect(page.text).toContain(`score ≥ ${X}`);
+
+    // Offline: the published cut-offs must be the proof's own.
+    const vk = await loadVerificationKey('credential');
+    const check = (p: PackagedCredentialProof) =>
+      checkCredentialProofs({
+        proofId: wf.proofId,
+        trail: verdict.package.auditTrail,
+        proofs: [p],
+        template: underwriting,
+        vkey: vk,
+      });
+    expect((await check(packaged)).allProven).toBe(true);
+    const stricter = JSON.parse(JSON.stringify(packaged)) as PackagedCredentialProof;
+    stricter.requirement.terms[0]!.parameters = { value: X + 50 };
+    const refusedStricter = await check(stricter);
+    expect(refusedStricter.allProven).toBe(false);
+    expect(refusedStricter.credentials[0]!.reasons).toContain(
+      'the plain parameter of score is not the one the proof was made for',
+    );
+    expect(refusedStricter.credentials[0]!.terms[0]).toBe(`score ≥ ${X + 50}`);
+    // Nor can a committed package claim a cut-off in plain: its commitment is salted.
+    const claimed = JSON.parse(JSON.stringify(accepted.packaged)) as PackagedCredentialProof;
+    claimed.requirement.terms[0]!.parameters = { value: X };
+    claimed.requirement.terms[1]!.parameters = { value: Y };
+    const refusedClaim = await checkCredentialProofs({
+      proofId: accepted.wf.proofId,
+      trail: accepted.trail as never,
+      proofs: [claimed],
+      template: underwriting,
+      vkey: vk,
+    });
+    expect(refusedClaim.credentials[0]!.reasons).toEqual([
+      'the plain parameter of score is not the one the proof was made for',
+    ]);
   }, 180_000);
 
   it('refuses a bureau the organization does not accept', async () => {
@@ -388,6 +540,22 @@ describe('a stage prepared for a credit report', () => {
     expect(revokedKey.status, revokedKey.text).toBe(200);
     expect(revokedKey.body.version).toBe(2);
     await refused(wf, await prove(wf, credential, { nonces: [] }), 409, 'credential_issuer_revoked');
+
+    // The trust root lists each issuer for the organization that accepts it: its period, its
+    // revocation from a time, and every root it published, which a verifier checks offline.
+    const root = (await app.request.get('/api/proof-workflows/trust-root').expect(200)).body;
+    const listed = (keyId: string) =>
+      (root.issuers as Array<Record<string, unknown>>).find((i) => i.keyId === keyId);
+    expect(listed(compromised.keyId)).toMatchObject({
+      name: 'Compromised Bureau',
+      revokedFrom: revokedKey.body.revokedFrom,
+      version: 2,
+      revocationRoots: [expect.objectContaining({ seq: 1 })],
+    });
+    expect(listed(stale.keyId)).toMatchObject({ validFrom: '2026-01-01T00:00:00.000Z' });
+    expect(listed(bureau.keyId)).toMatchObject({ name: 'Acme Credit Bureau' });
+    expect(listed(bureau.keyId)!.acceptedBy).toEqual(listed(stale.keyId)!.acceptedBy);
+    expect(listed(bureau.keyId)!.revokedFrom).toBeUndefined();
   }, 120_000);
 
   it('refuses an issuer publication that does not hold, and one older than the last', async () => {

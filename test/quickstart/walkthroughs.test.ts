@@ -154,6 +154,13 @@ describe('the walkthroughs, run as written, two readers at once', () => {
         );
         // The changed bundle fails, and says where.
         expect(out).toMatch(/^INVALID: .*\(it was changed\)\nexit 1$/m);
+        // The trust root lists the bureau; once the lender revokes its key from before the proof, the
+        // unchanged bundle fails offline against a trust root fetched since.
+        expect(out).toMatch(/^true\n2026-01-01T00:00:00.000Z$/m);
+        expect(out).toMatch(
+          /^INVALID: credential \(stage risk_assessment\): your trust root has the issuer key revoked from 2026-01-01T00:00:00.000Z, before the proof’s time$/m,
+        );
+        expect(out.trimEnd()).toMatch(/\nexit 1$/);
         // The bureau's and the lender's secrets never reached the terminal.
         expect(out).not.toMatch(/"privateKey"/);
         expect(out).not.toMatch(/lk_[A-Za-z0-9_-]{20}/);

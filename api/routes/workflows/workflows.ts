@@ -172,6 +172,12 @@ const preparedSchema = z
           .record(z.string(), z.string())
           .optional()
           .describe('Only for parameters the service committed: returned once, stored nowhere'),
+        plain: z
+          .record(z.string(), z.record(z.string(), z.unknown()))
+          .optional()
+          .describe(
+            'A credential stage whose parameters the organization published: each, by field, as the page and the package show it (committed with salt 0)',
+          ),
       }),
     ),
     approvers: z
@@ -299,7 +305,7 @@ export function proofWorkflowRoutes(table: RouteTable): RouteTable {
       operationId: 'prepareProofWorkflow',
       summary: 'Start a workflow from a template',
       description:
-        'Returns the private `workflowId` (needed to post events; keep it) and the public `proofId`. A template with stages that need a blind policy proof (Underwriting’s risk_assessment: threshold) needs `policyParameters` for each: the commitments (`{ thresholdCommitment }`), or the plain parameters (`{ threshold, thresholdSalt? }`) for the service to commit — it keeps only the commitments and returns the salts once. `policyGates` gives, per such stage, the policy, the commitments and the context a proof for it must carry. Missing parameters are 422 policy_parameters_required.',
+        'Returns the private `workflowId` (needed to post events; keep it) and the public `proofId`. A template with stages that need a blind policy proof (Underwriting’s risk_assessment: threshold) needs `policyParameters` for each: the commitments (`{ thresholdCommitment }`), or the plain parameters (`{ threshold, thresholdSalt? }`) for the service to commit — it keeps only the commitments and returns the salts once. `policyGates` gives, per such stage, the policy, the commitments and the context a proof for it must carry. A stage prepared for a credential takes `{ credential: { subject, parameters, plain? } }`: `plain: true`, where the template allows it (Underwriting’s risk_assessment does), publishes the parameters on the verify page and in the package (“score ≥ 700”) instead of committing them behind salts; they take no salt. Missing parameters are 422 policy_parameters_required.',
       tags,
       auth: 'operator-or-license',
       product: 'workflows',
