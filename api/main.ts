@@ -73,13 +73,17 @@ export async function closeDeps(deps: AppDeps): Promise<void> {
 }
 
 export async function startWeb(): Promise<{ server: Server; shutdown: Shutdown }> {
-  // The web process verifies policy proofs: it starts only with artifacts it may trust (or is told to).
-  const setup = await assertCircuitSetup();
   const shutdown = new Shutdown();
   // Before any store is opened, so its queues and pool are traced; closed last, flushing the spans.
   if (startTracing('web')) shutdown.register('tracing', stopTracing);
   const deps = depsFromEnv();
   shutdown.register('deps', () => closeDeps(deps));
+  // The web process verifies policy proofs: it starts only with artifacts it may trust (or is told to);
+  // in production their keys were checked against the ceremony, by the release or by this process.
+  const setup = await assertCircuitSetup({ db: deps.db, process: 'web' }).catch(async (err: unknown) => {
+    await shutdown.run('start failed');
+    throw err;
+  });
   // Its keys go into the key history first; a retired or revoked one stops the start here, as does a
   // database it would answer 500s from (sealed under a key it lacks) or that holds demo money.
   const keys = await assertDatabaseStart(deps.db, databaseChecks)

@@ -1,4 +1,7 @@
 // Benchmark stack: a fresh database on the resolved Postgres, the resolved Redis, and child processes.
+// A Procfile process (web, worker, prover, release) runs as production runs it: plain node on the build
+// in dist/, made afresh when the stack starts (BENCH_SOURCES=1: through tsx, as npm start runs them);
+// a bench's own helpers (bare baselines, fake chains) run through tsx.
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
@@ -8,6 +11,7 @@ import { createDb } from '../shared/platform/db/knex';
 import { resolvePostgres } from '../dev/stack/postgres';
 import { resolveRedis } from '../dev/stack/redis';
 import { release } from '../workers/release';
+import { buildDist, processEntries } from '../scripts/build';
 
 export interface BenchStack {
   databaseUrl: string;
@@ -18,6 +22,8 @@ export interface BenchStack {
 }
 
 export async function benchStack(): Promise<BenchStack> {
+  const fromSources = process.env.BENCH_SOURCES === '1';
+  if (!fromSources) await buildDist({ quiet: true });
   const pgInfo = await resolvePostgres();
   const redisInfo = await resolveRedis();
   const name = `px_bench_${Date.now().toString(36)}`;
@@ -42,7 +48,11 @@ export async function benchStack(): Promise<BenchStack> {
       const prof = process.env.BENCH_CPU_PROF
         ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`]
         : [];
-      const child = spawn(process.execPath, [...prof, '--import', 'tsx', entry], {
+      const built = !fromSources && processEntries.includes(entry);
+      const run = built
+        ? ['--enable-source-maps', `dist/${entry.replace(/\.ts$/, '.js')}`]
+        : ['--import', 'tsx', entry];
+      const child = spawn(process.execPath, [...prof, ...run], {
         env: {
           ...process.env,
           DATABASE_URL: databaseUrl,

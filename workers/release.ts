@@ -1,5 +1,6 @@
-// The `release` process: migrations to latest, the service catalog synced, and every value sealed under
-// an earlier SEALING_KEY or BALLOT_KEY sealed again under the current one. Run once per deploy, before
+// The `release` process: migrations to latest, the service catalog synced, every value sealed under
+// an earlier SEALING_KEY or BALLOT_KEY sealed again under the current one, and in production the circuit
+// keys checked against their ceremony (recorded, so web and prover starts take the check). Run once per deploy, before
 // the new web and worker processes start. In production it refuses (exit 78, one line each) a database
 // holding values no configured key opens, or demo money from npm start.
 import { createDb } from '../shared/platform/db/knex';
@@ -15,9 +16,13 @@ import type { ColumnReport } from '../shared/platform/sealed-columns';
 import { refuseStartup } from '../shared/platform/startup-checks';
 import { chainSettingIssues } from '../shared/chains/settings';
 import { sealedColumns } from './startup';
+import { assertCircuitSetup, CircuitSetupRefused, circuitSetup } from '../shared/zk/setup';
+import type { KeysCheck } from '../shared/zk/setup';
 
 export interface ReleaseReport {
   applied: string[];
+  /** In production: the circuit keys checked against their ceremony (or the earlier check taken). */
+  keysChecked?: KeysCheck;
   /** Each sealed column: rows, rows moved to the current key by this run, rows no key opens. */
   sealed: ColumnReport[];
   /** What refuses the release in production (one line each, naming the fix); reported elsewhere. */
@@ -37,7 +42,29 @@ export async function releaseReport(
   // Demo money is at home in development; only production refuses it.
   const demo = isProduction(settings) ? await developmentSettlementIssues(db, settings) : [];
   const problems = [...unopenableLines(sealed), ...demo];
-  return { applied, sealed, problems };
+  // The circuit keys against their r1cs and powers of tau, once per deploy and recorded, so the web and
+  // prover processes of the same files start without spending a minute each on the same check.
+  // An insecure development setup is the web's and the prover's to refuse (or to run, when allowed):
+  // there is no ceremony to check it against.
+  let keysChecked: KeysCheck | undefined;
+  if (isProduction(settings) && acceptedSetup()) {
+    try {
+      keysChecked = (await assertCircuitSetup({ db, process: 'release' })).keysChecked;
+    } catch (err) {
+      if (!(err instanceof CircuitSetupRefused)) throw err;
+      problems.push(err.message.replace(/^Refusing to start( in production)?: /, ''));
+    }
+  }
+  return { applied, sealed, problems, ...(keysChecked ? { keysChecked } : {}) };
+}
+
+/** Whether the circuit keys claim an accepted powers of tau (a manifest that cannot be read: no). */
+function acceptedSetup(): boolean {
+  try {
+    return !circuitSetup().insecure;
+  } catch {
+    return false;
+  }
 }
 
 export async function release(db: Db): Promise<string[]> {
@@ -51,6 +78,13 @@ export function releaseLines(report: ReleaseReport): string[] {
       ? `applied ${report.applied.length} migration(s): ${report.applied.join(', ')}`
       : 'schema is up to date',
   ];
+  const k = report.keysChecked;
+  if (k)
+    lines.push(
+      k.by === 'this process'
+        ? `circuit keys checked against their r1cs and ${k.ptau.file} (${k.circuits.length} circuits, ${Math.round(k.ms / 1000)} s): recorded for the web and prover starts`
+        : `circuit keys: these files were checked against their r1cs and ${k.ptau.file} at ${k.checkedAt} (by ${k.by})`,
+    );
   for (const r of report.sealed) {
     if (r.resealed > 0)
       lines.push(`sealed ${r.resealed} row(s) of ${r.table}.${r.column} again under the current ${r.ring}`);

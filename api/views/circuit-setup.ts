@@ -18,10 +18,15 @@ export const circuitSetupSchema = z
         ptau: z.object({ file: z.string(), blake2b512: z.string() }),
         circuits: z.array(z.string()),
         ms: z.number(),
+        by: z
+          .string()
+          .describe(
+            '`this process`, or the process type (release, web, prover) whose check of these same files (by the hashes of each zkey and r1cs and of the powers of tau) this process took from the database',
+          ),
       })
       .optional()
       .describe(
-        'In production: when this process checked every circuit’s keys against its r1cs and the powers of tau file itself (what snarkjs zkey verify checks), not the manifest’s word. Absent where nothing was checked (development, or ALLOW_INSECURE_CIRCUITS=true).',
+        'In production: when every circuit’s keys were checked against its r1cs and the powers of tau file itself (what snarkjs zkey verify checks), not the manifest’s word. Absent where nothing was checked (development, or ALLOW_INSECURE_CIRCUITS=true).',
       ),
   })
   .meta({

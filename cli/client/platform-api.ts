@@ -2216,7 +2216,7 @@ export interface components {
         /** @enum {string} */
         provenance: 'published' | 'pinned' | 'unaccepted';
       };
-      /** @description In production: when this process checked every circuit’s keys against its r1cs and the powers of tau file itself (what snarkjs zkey verify checks), not the manifest’s word. Absent where nothing was checked (development, or ALLOW_INSECURE_CIRCUITS=true). */
+      /** @description In production: when every circuit’s keys were checked against its r1cs and the powers of tau file itself (what snarkjs zkey verify checks), not the manifest’s word. Absent where nothing was checked (development, or ALLOW_INSECURE_CIRCUITS=true). */
       keysChecked?: {
         checkedAt: string;
         /** @enum {string} */
@@ -2227,6 +2227,8 @@ export interface components {
         };
         circuits: string[];
         ms: number;
+        /** @description `this process`, or the process type (release, web, prover) whose check of these same files (by the hashes of each zkey and r1cs and of the powers of tau) this process took from the database */
+        by: string;
       };
     };
     WorkflowPublicState: {

@@ -238,6 +238,6 @@ export async function makeTranscript(files: {
   });
 }
 
-const snarkjsPackageVersion = (): string =>
+export const snarkjsPackageVersion = (): string =>
   (JSON.parse(readFileSync(projectPath('node_modules/snarkjs/package.json'), 'utf8')) as { version: string })
     .version;

@@ -12,7 +12,15 @@ import { join, resolve } from 'node:path';
 import { env, isProduction } from '../platform/env';
 import { artifactPaths, artifactsDir, loadManifest } from './artifacts';
 import type { Manifest } from './artifacts';
-import { blake2b512File, ptauProvenance, readTranscript, transcriptProblems, verifyZkey } from './ceremony';
+import {
+  blake2b512File,
+  ptauProvenance,
+  readTranscript,
+  snarkjsPackageVersion,
+  transcriptProblems,
+  verifyZkey,
+} from './ceremony';
+import type { Db } from '../platform/db/knex';
 import { StartupFailure } from '../platform/failures';
 
 export interface CircuitSetup {
@@ -161,13 +169,79 @@ const ceremonyLine = (problems: string[]) =>
 
 /** What a production process checked of its keys at start, for readiness to say. */
 export interface KeysCheck {
-  /** When the check ended. */
+  /** When the check ended (the oldest circuit's, for a recorded one). */
   checkedAt: string;
   tool: 'snarkjs zKey.verifyFromR1cs';
   /** The powers of tau file checked against: its name and blake2b-512 (never where it was read). */
   ptau: { file: string; blake2b512: string };
   circuits: string[];
   ms: number;
+  /**
+   * Who checked: `this process`, or the process type (release, web, prover) whose check of the same
+   * files (zkey, r1cs and ptau hashes) this one took from the database.
+   */
+  by: string;
+}
+
+/** A check of these exact files, by hash: what circuit_key_checks keeps per circuit. */
+interface CheckRow {
+  circuit: string;
+  zkey_sha256: string;
+  r1cs_sha256: string;
+  ptau_blake2b512: string;
+  tool: string;
+  snarkjs: string;
+  checked_by: string;
+  checked_at: Date;
+  ms: number;
+}
+
+/** Records a check that held, one row per circuit, keyed by the hashes of the files it covered. */
+async function recordKeysCheck(db: Db, manifest: Manifest, check: KeysCheck, by: string): Promise<void> {
+  const rows: CheckRow[] = check.circuits.map((circuit) => ({
+    circuit,
+    zkey_sha256: manifest.circuits[circuit]!.zkey.sha256,
+    r1cs_sha256: manifest.circuits[circuit]!.r1csSha256,
+    ptau_blake2b512: check.ptau.blake2b512,
+    tool: check.tool,
+    snarkjs: snarkjsPackageVersion(),
+    checked_by: by,
+    checked_at: new Date(check.checkedAt),
+    ms: check.ms,
+  }));
+  await db('circuit_key_checks')
+    .insert(rows)
+    .onConflict(['circuit', 'zkey_sha256', 'r1cs_sha256', 'ptau_blake2b512'])
+    .merge(['checked_by', 'checked_at', 'ms', 'snarkjs']);
+}
+
+/**
+ * An earlier check of every circuit of the manifest, by the hashes of its zkey (which artifactProblems
+ * has just found on disk), its r1cs and the powers of tau: undefined unless every circuit has one.
+ */
+async function recordedKeysCheck(db: Db, manifest: Manifest): Promise<KeysCheck | undefined> {
+  const circuits = Object.keys(manifest.circuits).sort();
+  const rows = (await db('circuit_key_checks')
+    .where('ptau_blake2b512', manifest.ptau.blake2b512)
+    .whereIn('circuit', circuits)) as CheckRow[];
+  const found = circuits.map((c) =>
+    rows.find(
+      (r) =>
+        r.circuit === c &&
+        r.zkey_sha256 === manifest.circuits[c]!.zkey.sha256 &&
+        r.r1cs_sha256 === manifest.circuits[c]!.r1csSha256,
+    ),
+  );
+  if (found.some((r) => !r)) return undefined;
+  const oldest = found.reduce((a, r) => (r!.checked_at < a!.checked_at ? r : a))!;
+  return {
+    checkedAt: new Date(oldest.checked_at).toISOString(),
+    tool: 'snarkjs zKey.verifyFromR1cs',
+    ptau: { file: manifest.ptau.file, blake2b512: manifest.ptau.blake2b512 },
+    circuits,
+    ms: found.reduce((n, r) => n + r!.ms, 0),
+    by: oldest.checked_by,
+  };
 }
 
 // The last check of the keys and the manifest it covered: the loaded manifest is one object until it is
@@ -245,6 +319,7 @@ export async function checkKeysAgainstCeremony(manifest: Manifest = loadManifest
     ptau: { file: manifest.ptau.file, blake2b512: actual },
     circuits,
     ms: Math.round(performance.now() - started),
+    by: 'this process',
   };
   keysChecked = { manifest, check };
   return check;
@@ -256,7 +331,17 @@ export async function checkKeysAgainstCeremony(manifest: Manifest = loadManifest
  * checked against their r1cs and that powers of tau file (checkKeysAgainstCeremony), unless
  * ALLOW_INSECURE_CIRCUITS=true.
  */
-export async function assertCircuitSetup(): Promise<CircuitSetup> {
+export async function assertCircuitSetup(
+  options: {
+    /**
+     * Where checks are recorded: a check of the same files by an earlier process (the release, most
+     * often) is taken from here instead of run again, and a check this process runs is recorded.
+     */
+    db?: Db;
+    /** This process's type, as a recorded check names its checker. */
+    process?: string;
+  } = {},
+): Promise<CircuitSetup> {
   let manifest: Manifest;
   try {
     manifest = loadManifest();
@@ -275,7 +360,15 @@ export async function assertCircuitSetup(): Promise<CircuitSetup> {
     if (setup.insecure) throw new CircuitSetupRefused(insecureLine(manifest));
     const ceremony = ceremonyProblems(manifest);
     if (ceremony.length > 0) throw new CircuitSetupRefused(ceremonyLine(ceremony));
-    if (!currentKeysCheck(manifest)) await checkKeysAgainstCeremony(manifest);
+    if (!currentKeysCheck(manifest)) {
+      const recorded = options.db ? await recordedKeysCheck(options.db, manifest) : undefined;
+      if (recorded) keysChecked = { manifest, check: recorded };
+      else {
+        const check = await checkKeysAgainstCeremony(manifest);
+        if (options.db) await recordKeysCheck(options.db, manifest, check, options.process ?? 'unnamed');
+      }
+    }
+    return circuitSetup();
   }
   return setup;
 }
@@ -315,7 +408,7 @@ export async function circuitReadiness(): Promise<{
     return {
       ok: true,
       detail: checked
-        ? `${circuits} (sha256 match the manifest; keys checked against their r1cs and ${checked.ptau.file} at ${checked.checkedAt})`
+        ? `${circuits} (sha256 match the manifest; keys checked against their r1cs and ${checked.ptau.file} at ${checked.checkedAt}${checked.by === 'this process' ? '' : ` by the ${checked.by} process, recorded for these files`})`
         : `${circuits} (sha256 match the manifest)`,
       ...flags,
       ...(checked ? { keysChecked: checked } : {}),

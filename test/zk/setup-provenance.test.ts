@@ -14,6 +14,7 @@ import { blake2b512File, ptauProvenance, publishedPtaus, transcriptPath } from '
 import { assertCircuitSetup, circuitReadiness, circuitSetup } from '../../shared/zk/setup';
 import { repoRoot } from '../../circuits/sources';
 import { processArgs } from '../processes';
+import { createDb } from '../../shared/platform/db/knex';
 
 const saved = {
   NODE_ENV: env.NODE_ENV,
@@ -163,6 +164,52 @@ describe('in production', () => {
       `keys checked against their r1cs and ${renamedFile} at ${ready.keysChecked!.checkedAt}`,
     );
     expect(circuitSetup().keysChecked).toEqual(ready.keysChecked);
+  }, 120_000);
+
+  it('records the check: a later start on the same files takes it, without the r1cs or the ptau; other files are checked anew', async () => {
+    const db = createDb();
+    const dir = mkdtempSync(join(tmpdir(), 'px-ptau-recorded-'));
+    try {
+      cpSync(renamed, dir, { recursive: true });
+      only(dir, ['threshold']);
+      await db('circuit_key_checks').where('ptau_blake2b512', devHash).delete();
+      const settings = { NODE_ENV: 'production' as const, PTAU_PINNED_HASHES: [devHash] };
+      use(dir, settings);
+      const first = await assertCircuitSetup({ db, process: 'release' });
+      expect(first.keysChecked).toMatchObject({ by: 'this process', circuits: ['threshold'] });
+      const [row] = await db('circuit_key_checks').where('ptau_blake2b512', devHash);
+      expect(row).toMatchObject({
+        circuit: 'threshold',
+        zkey_sha256: loadManifest().circuits.threshold!.zkey.sha256,
+        r1cs_sha256: loadManifest().circuits.threshold!.r1csSha256,
+        checked_by: 'release',
+      });
+
+      // Another process on the same files (a fresh manifest), with neither the r1cs nor the ptau.
+      rmSync(join(dir, 'threshold.r1cs'));
+      rmSync(join(dir, renamedFile));
+      use(dir, settings);
+      const second = await assertCircuitSetup({ db, process: 'web' });
+      expect(second.keysChecked).toMatchObject({ by: 'release', checkedAt: first.keysChecked!.checkedAt });
+      const ready = await circuitReadiness();
+      expect(ready).toMatchObject({ ok: true, keysChecked: { by: 'release' } });
+      expect(ready.detail).toContain('by the release process, recorded for these files');
+      // Without the record it checks, and has nothing to check against.
+      use(dir, settings);
+      await expect(assertCircuitSetup()).rejects.toThrow(/not at .* to check them against/);
+      // The record is of those files: a check recorded for another constraint system covers nothing here.
+      await db('circuit_key_checks')
+        .where('ptau_blake2b512', devHash)
+        .update({ r1cs_sha256: 'f'.repeat(64) });
+      use(dir, settings);
+      await expect(assertCircuitSetup({ db, process: 'web' })).rejects.toThrow(
+        /not at .* to check them against/,
+      );
+    } finally {
+      await db('circuit_key_checks').where('ptau_blake2b512', devHash).delete();
+      await db.destroy();
+      rmSync(dir, { recursive: true, force: true });
+    }
   }, 120_000);
 
   it('APP_ENV=production is production too', async () => {

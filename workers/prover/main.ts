@@ -114,13 +114,17 @@ export async function prepareProving(): Promise<ProverBackend> {
 }
 
 export async function startProverProcess(concurrency = env.PROVER_CONCURRENCY ?? Math.max(1, cpus().length)) {
-  // Checked before any key is loaded or connection opened: a refused setup ends the process at once.
-  const setup = await assertCircuitSetup();
   if (env.PROVER_METRICS_PORT !== undefined) assertMetricsAllowed(metricsAccess(env));
   const shutdown = new Shutdown();
   // Before any store is opened, so its queues and pool are traced; closed last, flushing the spans.
   if (startTracing('prover')) shutdown.register('tracing', stopTracing);
   const db = createDb();
+  // Checked before any key is loaded: a refused setup ends the process at once. In production the
+  // keys were checked against the ceremony by the release (recorded in the database) or are checked here.
+  const setup = await assertCircuitSetup({ db, process: 'prover' }).catch(async (err: unknown) => {
+    await db.destroy();
+    throw err;
+  });
   // Its keys go into the key history before anything is loaded; a retired or revoked one stops it here.
   const keys = await assertDatabaseStart(db, databaseChecks)
     .then(() => watchSigningKeys(db))
