@@ -75,15 +75,18 @@ export async function closeDeps(deps: AppDeps): Promise<void> {
 export async function startWeb(): Promise<{ server: Server; shutdown: Shutdown }> {
   const shutdown = new Shutdown();
   // Before any store is opened, so its queues and pool are traced; closed last, flushing the spans.
-  if (startTracing('web')) shutdown.register('tracing', stopTracing);
+  const tracing = startTracing('web');
   const deps = depsFromEnv();
-  shutdown.register('deps', () => closeDeps(deps));
   // The web process verifies policy proofs: it starts only with artifacts it may trust (or is told to);
-  // in production their keys were checked against the ceremony, by the release or by this process.
+  // in production their keys were checked against the ceremony, by the release or by this process. A
+  // refusal closes what was opened quietly: its one line says everything.
   const setup = await assertCircuitSetup({ db: deps.db, process: 'web' }).catch(async (err: unknown) => {
-    await shutdown.run('start failed');
+    await closeDeps(deps);
+    if (tracing) await stopTracing();
     throw err;
   });
+  if (tracing) shutdown.register('tracing', stopTracing);
+  shutdown.register('deps', () => closeDeps(deps));
   // Its keys go into the key history first; a retired or revoked one stops the start here, as does a
   // database it would answer 500s from (sealed under a key it lacks) or that holds demo money.
   const keys = await assertDatabaseStart(deps.db, databaseChecks)

@@ -6,23 +6,28 @@
 // rounds: a shared host's speed drifts within a run. Every response's status is checked.
 // Web CPU per request is the web process's own CPU (user + system, from /proc) over the phase.
 //   npm run bench:http
+// BENCH_CLIENT=undici drives every server with undici's pool (32 connections by default) instead of
+// node:http's client: the high-rate regime, where per-request costs the low-rate one hides dominate. A
+// bare node:http server with the same select stands beside bare Express as the limit.
 // BENCH_ROUNDS (7), BENCH_REQUESTS (1000 per phase and round), BENCH_CONCURRENCY (32),
 // BENCH_RATE_LIMIT=off to run the app with its rate limits off (they are on, with budgets no phase
 // reaches, by default: production runs with them). BENCH_CPU_PROF=<dir> writes each child's CPU profile.
-// One file, two roles: the driver (default) and the bare Express app (BENCH_HTTP_ROLE=bare).
+// One file, three roles: the driver (default), the bare Express app (BENCH_HTTP_ROLE=bare) and bare
+// node:http (BENCH_HTTP_ROLE=node).
 import { createHash, randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import pg from 'pg';
 import { printReport } from './report';
 import type { BenchReport } from './report';
-import { benchStack, cpuMs, httpClient, percentile, pool, settled } from './stack';
+import { benchClient, benchStack, cpuMs, percentile, pool, settled } from './stack';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);
 const N = Number(process.env.BENCH_REQUESTS ?? 1000);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);
 const PORT = Number(process.env.BENCH_PORT ?? 3996);
 const BARE_PORT = Number(process.env.BENCH_BARE_PORT ?? 3995);
+const NODE_PORT = Number(process.env.BENCH_NODE_PORT ?? 3994);
 const RATE_LIMIT = process.env.BENCH_RATE_LIMIT !== 'off';
 const TOKEN = 'op_bench_token_0123456789';
 const TEMPLATE = 'Vendor Onboarding';
@@ -65,6 +70,33 @@ async function bareRole() {
   });
 }
 
+/** The limit: node:http alone, the same select through the same pool, JSON out. No framework at all. */
+async function nodeHttpRole() {
+  const { createServer } = await import('node:http');
+  const db = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 10 });
+  const server = createServer((req, res) => {
+    const m = /^\/rows\/(\d+)$/.exec(req.url ?? '');
+    if (req.method !== 'GET' || !m) {
+      res.writeHead(404).end();
+      return;
+    }
+    db.query('select id, v from bench_rows where id = $1', [Number(m[1])]).then(
+      ({ rows }) => {
+        const body = JSON.stringify(rows[0] ?? { error: 'not found' });
+        res.writeHead(rows[0] ? 200 : 404, { 'content-type': 'application/json' }).end(body);
+      },
+      () => res.writeHead(500).end(),
+    );
+  });
+  server.keepAliveTimeout = 60_000;
+  server.listen(NODE_PORT, '127.0.0.1');
+  process.on('SIGTERM', () => {
+    server.close();
+    server.closeAllConnections();
+    void db.end().finally(() => process.exit(0));
+  });
+}
+
 /** Peak resident memory of a process so far (VmHWM), in MiB; NaN off Linux. */
 function peakMiB(pid: number): number {
   try {
@@ -78,8 +110,8 @@ function peakMiB(pid: number): number {
 interface Phase {
   name: string;
   key: string;
-  /** Which process serves it: the bare app or ours. */
-  server: 'bare' | 'web';
+  /** Which process serves it: the bare Express app, bare node:http, or ours. */
+  server: 'bare' | 'node' | 'web';
   /** Called before each round's timed run (untimed): makes what the round's requests need. */
   prepare?: () => Promise<void>;
   request: (i: number) => Promise<void>;
@@ -89,6 +121,7 @@ async function main() {
   const stack = await benchStack();
   const base = `http://127.0.0.1:${PORT}`;
   const bareBase = `http://127.0.0.1:${BARE_PORT}`;
+  const nodeBase = `http://127.0.0.1:${NODE_PORT}`;
   let report: BenchReport | undefined;
   try {
     const setup = new pg.Client({ connectionString: stack.databaseUrl });
@@ -126,8 +159,9 @@ async function main() {
       AMOUNT_HOLDS_PER_CALLER: big,
     });
     const bare = stack.spawn('bench/http.ts', { BENCH_HTTP_ROLE: 'bare' });
+    const node = stack.spawn('bench/http.ts', { BENCH_HTTP_ROLE: 'node' });
     const prover = stack.spawn('workers/prover/main.ts');
-    for (const b of [`${base}/api/health`, `${bareBase}/rows/1`]) {
+    for (const b of [`${base}/api/health`, `${bareBase}/rows/1`, `${nodeBase}/rows/1`]) {
       for (let i = 0; ; i++) {
         if (
           await fetch(b).then(
@@ -140,11 +174,12 @@ async function main() {
         await new Promise((r) => setTimeout(r, 100));
       }
     }
-    const waited = await settled([web.pid!, bare.pid!, prover.pid!]);
+    const waited = await settled([web.pid!, bare.pid!, node.pid!, prover.pid!]);
     console.log(`bench: the processes settled after ${(waited / 1000).toFixed(1)} s`);
 
-    const call = httpClient(base, CONCURRENCY);
-    const bareCall = httpClient(bareBase, CONCURRENCY);
+    const call = benchClient(base, CONCURRENCY);
+    const bareCall = benchClient(bareBase, CONCURRENCY);
+    const nodeCall = benchClient(nodeBase, CONCURRENCY);
     const op = { authorization: `Bearer ${TOKEN}` };
     const expect = async (
       p: Promise<{ status: number; body: string }>,
@@ -236,6 +271,14 @@ async function main() {
         },
       },
       {
+        name: 'limit: bare node:http, GET + one select',
+        key: 'nodehttp',
+        server: 'node',
+        request: async (i) => {
+          await expect(nodeCall('GET', `/rows/${(i % 1000) + 1}`), 200, 'node:http');
+        },
+      },
+      {
         name: 'floor: GET log head (one select)',
         key: 'floor',
         server: 'web',
@@ -314,7 +357,7 @@ async function main() {
         },
       },
     ];
-    const pids = { bare: bare.pid!, web: web.pid! };
+    const pids = { bare: bare.pid!, node: node.pid!, web: web.pid! };
 
     // Warm-up: every phase once, unmeasured (connections, JIT, prepared plans).
     for (const phase of phases) {
@@ -387,8 +430,14 @@ async function main() {
     figures.webPeakMiB = memory.web;
     figures.loadAverageMax = Math.max(...loads);
     report = {
-      bench: `http${RATE_LIMIT ? '' : ' --rate-limit=off'}`,
-      settings: { rounds: ROUNDS, requests: N, inFlight: CONCURRENCY, rateLimit: RATE_LIMIT },
+      bench: `http${RATE_LIMIT ? '' : ' --rate-limit=off'}${process.env.BENCH_CLIENT === 'undici' ? ' (undici)' : ''}`,
+      settings: {
+        rounds: ROUNDS,
+        requests: N,
+        inFlight: CONCURRENCY,
+        rateLimit: RATE_LIMIT,
+        client: process.env.BENCH_CLIENT === 'undici' ? 'undici' : 'node:http',
+      },
       figures,
       baseline: {
         barePerSecond: med('bare', 'perSecond'),
@@ -409,4 +458,5 @@ async function main() {
 }
 
 if (process.env.BENCH_HTTP_ROLE === 'bare') await bareRole();
+else if (process.env.BENCH_HTTP_ROLE === 'node') await nodeHttpRole();
 else await main();

@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import type { ChildProcess } from 'node:child_process';
 import pg from 'pg';
+import { Pool } from 'undici';
 import { createDb } from '../shared/platform/db/knex';
 import { resolvePostgres } from '../dev/stack/postgres';
 import { resolveRedis } from '../dev/stack/redis';
@@ -126,6 +127,35 @@ export async function pool<T>(
  * A lean keep-alive HTTP client for the benchmarks: the client shares the machine with the service,
  * so it should spend as little CPU per request as it can (fetch costs several times more).
  */
+/**
+ * An HTTP client over `sockets` keep-alive connections: node:http's agent (BENCH_CLIENT=node, the
+ * default), or undici's pool (BENCH_CLIENT=undici), which drives a server as a load balancer or a busy
+ * client does, at a rate node:http's client itself cannot reach on a small host.
+ */
+export function benchClient(base: string, sockets: number, headers: Record<string, string> = {}) {
+  return process.env.BENCH_CLIENT === 'undici'
+    ? undiciClient(base, sockets, headers)
+    : httpClient(base, sockets, headers);
+}
+
+export function undiciClient(base: string, connections: number, headers: Record<string, string> = {}) {
+  const client = new Pool(base, { connections, pipelining: 1 });
+  return async (
+    method: 'GET' | 'POST',
+    path: string,
+    body?: string,
+    also: Record<string, string> = {},
+  ): Promise<{ status: number; body: string }> => {
+    const res = await client.request({
+      method,
+      path,
+      headers: body ? { ...headers, ...also, 'content-type': 'application/json' } : { ...headers, ...also },
+      ...(body !== undefined ? { body } : {}),
+    });
+    return { status: res.statusCode, body: await res.body.text() };
+  };
+}
+
 export function httpClient(base: string, sockets: number, headers: Record<string, string> = {}) {
   const agent = new http.Agent({ keepAlive: true, maxSockets: sockets });
   const url = new URL(base);

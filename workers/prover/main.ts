@@ -117,14 +117,16 @@ export async function startProverProcess(concurrency = env.PROVER_CONCURRENCY ??
   if (env.PROVER_METRICS_PORT !== undefined) assertMetricsAllowed(metricsAccess(env));
   const shutdown = new Shutdown();
   // Before any store is opened, so its queues and pool are traced; closed last, flushing the spans.
-  if (startTracing('prover')) shutdown.register('tracing', stopTracing);
+  const tracing = startTracing('prover');
   const db = createDb();
   // Checked before any key is loaded: a refused setup ends the process at once. In production the
   // keys were checked against the ceremony by the release (recorded in the database) or are checked here.
   const setup = await assertCircuitSetup({ db, process: 'prover' }).catch(async (err: unknown) => {
     await db.destroy();
+    if (tracing) await stopTracing();
     throw err;
   });
+  if (tracing) shutdown.register('tracing', stopTracing);
   // Its keys go into the key history before anything is loaded; a retired or revoked one stops it here.
   const keys = await assertDatabaseStart(db, databaseChecks)
     .then(() => watchSigningKeys(db))
