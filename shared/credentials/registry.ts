@@ -72,8 +72,29 @@ export interface IssuerPin {
   roots?: ReadonlyArray<{ seq: number; root: string; publishedAt: string }> | undefined;
 }
 
-/** Every issuer an organization on this service accepts, as the trust root lists them. */
-export async function trustRootIssuers(db: Conn): Promise<TrustIssuer[]> {
+/** How old the trust root's issuers may be when another web process changed them (this one forgets at once). */
+export const TRUST_ROOT_ISSUERS_TTL_MS = 5_000;
+const listedIssuers = new WeakMap<Db, { at: number; issuers: Promise<TrustIssuer[]> }>();
+
+/**
+ * Every issuer an organization on this service accepts, as the trust root lists them: read at most once
+ * per TRUST_ROOT_ISSUERS_TTL_MS per process (the public route reads every issuer and root), and afresh
+ * after this process changed one.
+ */
+export function trustRootIssuers(db: Db): Promise<TrustIssuer[]> {
+  const hit = listedIssuers.get(db);
+  if (hit && Date.now() - hit.at < TRUST_ROOT_ISSUERS_TTL_MS) return hit.issuers;
+  const issuers = readTrustRootIssuers(db);
+  listedIssuers.set(db, { at: Date.now(), issuers });
+  issuers.catch(() => listedIssuers.delete(db));
+  return issuers;
+}
+
+/** After a change to the issuers or their roots: the next trust root reads them again. */
+const changedIssuers = <T>(db: Db, done: Promise<T>): Promise<T> =>
+  done.finally(() => listedIssuers.delete(db));
+
+async function readTrustRootIssuers(db: Conn): Promise<TrustIssuer[]> {
   const rows = (await db('credential_issuers').orderBy(['registered_at', 'key_id'])) as IssuerRow[];
   const roots = new Map<string, Array<{ seq: number; root: string; publishedAt: string }>>();
   for (const r of (await db('issuer_revocation_roots')
@@ -301,41 +322,44 @@ export async function registerIssuer(
   const validUntil = input.validUntil ? new Date(input.validUntil) : null;
   if (validUntil && validUntil <= validFrom)
     throw unprocessable('issuer_validity_invalid', 'validUntil is not after validFrom.');
-  return db.transaction(async (trx) => {
-    const existing = (await trx('credential_issuers')
-      .where({ owner: input.owner, key_id: publication.keyId })
-      .forUpdate()
-      .first()) as IssuerRow | undefined;
-    const version = existing ? existing.version + 1 : 1;
-    const logged = await logIssuer(trx, {
-      owner: input.owner,
-      keyId: publication.keyId,
-      name: publication.name,
-      publicKey: publication.publicKey,
-      schemas: schemas.map((_, i) => publication.schemas[i]!.id),
-      validFrom: validFrom.toISOString(),
-      validUntil: iso(validUntil),
-      revokedFrom: iso(existing?.revoked_from ?? null),
-      version,
-    });
-    const row = {
-      owner: input.owner,
-      key_id: publication.keyId,
-      name: publication.name,
-      public_key: JSON.stringify(publication.publicKey),
-      schemas: JSON.stringify(schemas),
-      valid_from: validFrom,
-      valid_until: validUntil,
-      version,
-      statement: JSON.stringify(logged.statement),
-      leaf_index: logged.leafIndex,
-    };
-    if (existing)
-      await trx('credential_issuers').where({ owner: input.owner, key_id: publication.keyId }).update(row);
-    else await trx('credential_issuers').insert(row);
-    const revocation = await recordRoot(trx, publication);
-    return { issuer: { ...logged, schemas }, revocation };
-  });
+  return changedIssuers(
+    db,
+    db.transaction(async (trx) => {
+      const existing = (await trx('credential_issuers')
+        .where({ owner: input.owner, key_id: publication.keyId })
+        .forUpdate()
+        .first()) as IssuerRow | undefined;
+      const version = existing ? existing.version + 1 : 1;
+      const logged = await logIssuer(trx, {
+        owner: input.owner,
+        keyId: publication.keyId,
+        name: publication.name,
+        publicKey: publication.publicKey,
+        schemas: schemas.map((_, i) => publication.schemas[i]!.id),
+        validFrom: validFrom.toISOString(),
+        validUntil: iso(validUntil),
+        revokedFrom: iso(existing?.revoked_from ?? null),
+        version,
+      });
+      const row = {
+        owner: input.owner,
+        key_id: publication.keyId,
+        name: publication.name,
+        public_key: JSON.stringify(publication.publicKey),
+        schemas: JSON.stringify(schemas),
+        valid_from: validFrom,
+        valid_until: validUntil,
+        version,
+        statement: JSON.stringify(logged.statement),
+        leaf_index: logged.leafIndex,
+      };
+      if (existing)
+        await trx('credential_issuers').where({ owner: input.owner, key_id: publication.keyId }).update(row);
+      else await trx('credential_issuers').insert(row);
+      const revocation = await recordRoot(trx, publication);
+      return { issuer: { ...logged, schemas }, revocation };
+    }),
+  );
 }
 
 /** Logs a newer publication of an issuer the owner accepts: its revocation root. */
@@ -347,7 +371,10 @@ export async function publishRevocations(
   const { publication } = await checkedPublication(input.publication);
   if (publication.keyId !== input.keyId)
     throw unprocessable('invalid_issuer_publication', 'The publication is another issuer key’s.');
-  return db.transaction((trx) => recordRoot(trx, publication));
+  return changedIssuers(
+    db,
+    db.transaction((trx) => recordRoot(trx, publication)),
+  );
 }
 
 /** Stops accepting an issuer key from `from` on (a compromised key: its proofs at or after fail). */
@@ -355,35 +382,38 @@ export async function revokeIssuer(
   db: Db,
   input: { owner: string; keyId: string; from: string },
 ): Promise<IssuerRecord> {
-  return db.transaction(async (trx) => {
-    const row = (await trx('credential_issuers')
-      .where({ owner: input.owner, key_id: input.keyId })
-      .forUpdate()
-      .first()) as IssuerRow | undefined;
-    if (!row) throw notFound(`Issuer ${input.keyId}`);
-    const from = new Date(input.from);
-    const version = row.version + 1;
-    const logged = await logIssuer(trx, {
-      owner: input.owner,
-      keyId: row.key_id,
-      name: row.name,
-      publicKey: row.public_key,
-      schemas: row.statement.schemas,
-      validFrom: row.valid_from.toISOString(),
-      validUntil: iso(row.valid_until),
-      revokedFrom: from.toISOString(),
-      version,
-    });
-    await trx('credential_issuers')
-      .where({ owner: input.owner, key_id: input.keyId })
-      .update({
-        revoked_from: from,
+  return changedIssuers(
+    db,
+    db.transaction(async (trx) => {
+      const row = (await trx('credential_issuers')
+        .where({ owner: input.owner, key_id: input.keyId })
+        .forUpdate()
+        .first()) as IssuerRow | undefined;
+      if (!row) throw notFound(`Issuer ${input.keyId}`);
+      const from = new Date(input.from);
+      const version = row.version + 1;
+      const logged = await logIssuer(trx, {
+        owner: input.owner,
+        keyId: row.key_id,
+        name: row.name,
+        publicKey: row.public_key,
+        schemas: row.statement.schemas,
+        validFrom: row.valid_from.toISOString(),
+        validUntil: iso(row.valid_until),
+        revokedFrom: from.toISOString(),
         version,
-        statement: JSON.stringify(logged.statement),
-        leaf_index: logged.leafIndex,
       });
-    return { ...logged, schemas: row.schemas };
-  });
+      await trx('credential_issuers')
+        .where({ owner: input.owner, key_id: input.keyId })
+        .update({
+          revoked_from: from,
+          version,
+          statement: JSON.stringify(logged.statement),
+          leaf_index: logged.leafIndex,
+        });
+      return { ...logged, schemas: row.schemas };
+    }),
+  );
 }
 
 export async function issuerOrThrow(db: Conn, owner: string, keyId: string): Promise<IssuerRecord> {

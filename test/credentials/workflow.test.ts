@@ -160,6 +160,36 @@ async function attach(wf: Prepared, policyProof: unknown) {
   });
 }
 
+/** The approvals after the credential proof, then the package once built: the public verify answer. */
+async function finish(wf: Prepared) {
+  for (const [stage, n] of [
+    ['risk_assessment', 1],
+    ['approval', 2],
+  ] as const)
+    for (let i = 0; i < n; i++)
+      expect(
+        (
+          await post('/api/proof-workflows/event', {
+            workflowId: wf.workflowId,
+            stage,
+            action: 'approve',
+            actorCommitment: actor(`${stage}-${i}`),
+          })
+        ).status,
+      ).toBe(200);
+  return eventually(
+    async () => {
+      const v = await app.request
+        .post('/api/proof-workflows/verify')
+        .send({ proofId: wf.proofId })
+        .expect(200);
+      return v.body.package ? v.body : undefined;
+    },
+    60_000,
+    200,
+  );
+}
+
 /** Refused with this code, and nothing written. */
 async function refused(wf: Prepared, policyProof: unknown, status: number, code: string) {
   const before = await entries(wf);
@@ -219,32 +249,7 @@ describe('a stage prepared for a credit report', () => {
     expect(cli.stdout).toContain('OK!');
 
     // The rest of the workflow, then its package.
-    for (const [stage, n] of [
-      ['risk_assessment', 1],
-      ['approval', 2],
-    ] as const)
-      for (let i = 0; i < n; i++)
-        expect(
-          (
-            await post('/api/proof-workflows/event', {
-              workflowId: wf.workflowId,
-              stage,
-              action: 'approve',
-              actorCommitment: actor(`${stage}-${i}`),
-            })
-          ).status,
-        ).toBe(200);
-    const verdict = await eventually(
-      async () => {
-        const v = await app.request
-          .post('/api/proof-workflows/verify')
-          .send({ proofId: wf.proofId })
-          .expect(200);
-        return v.body.package ? v.body : undefined;
-      },
-      60_000,
-      200,
-    );
+    const verdict = await finish(wf);
     expect(verdict.credentials).toEqual([
       expect.objectContaining({
         stage: 'risk_assessment',
@@ -376,32 +381,7 @@ describe('a stage prepared for a credit report', () => {
     const wf = await prepare(subject, { plain: true });
     expect(wf.salts).toEqual({ scoreSalt: '0', debtToIncomeSalt: '0' });
     expect((await attach(wf, await prove(wf, await report(bureau, subject)))).status).toBe(200);
-    for (const [stage, n] of [
-      ['risk_assessment', 1],
-      ['approval', 2],
-    ] as const)
-      for (let i = 0; i < n; i++)
-        expect(
-          (
-            await post('/api/proof-workflows/event', {
-              workflowId: wf.workflowId,
-              stage,
-              action: 'approve',
-              actorCommitment: actor(`${stage}-${i}`),
-            })
-          ).status,
-        ).toBe(200);
-    const verdict = await eventually(
-      async () => {
-        const v = await app.request
-          .post('/api/proof-workflows/verify')
-          .send({ proofId: wf.proofId })
-          .expect(200);
-        return v.body.package ? v.body : undefined;
-      },
-      60_000,
-      200,
-    );
+    const verdict = await finish(wf);
     expect(verdict.credentials[0]).toMatchObject({
       proven: true,
       terms: [`score ≥ ${X}`, `debtToIncome ≤ ${Y}`],
