@@ -328,11 +328,21 @@ const PENDING = 'pending:';
 /** A reservation whose request died is forgotten after this long. */
 const PENDING_TTL_MS = 60_000;
 
+/** The last reply of a MULTI, which fails as a whole when any command in it failed. */
+function lastReply(replies: Array<[Error | null, unknown]> | null): number {
+  if (!replies) throw new Error('transaction aborted');
+  for (const [err] of replies) if (err) throw err;
+  return Number(replies.at(-1)![1]);
+}
+
 /**
  * Reserves one of `max` slots of a caller's outstanding work (e.g. proofs queued or running). Slots
- * are ids in a Redis sorted set; ids `stillBusy` no longer reports are released first. Returns
- * `commit(id)` to record the work under its id, or `release()` when nothing was created. A Redis
- * outage lets the request through (logged): the per-address budgets still hold.
+ * are ids in a Redis sorted set. The reservation and the count go in one round trip; ids of work that
+ * has ended stay in the set until a count says the caller is over its cap, and only then are they
+ * looked up (`stillBusy`) and dropped: a caller under its cap costs one round trip and no query, and
+ * the count can only be too high, never let one more through. Returns `commit(id)` to record the work
+ * under its id, or `release()` when nothing was created. A Redis outage lets the request through
+ * (logged): the per-address budgets still hold.
  */
 export async function inFlightSlot(
   deps: AppDeps,
@@ -346,23 +356,34 @@ export async function inFlightSlot(
   const redis = deps.redis;
   try {
     const now = Date.now();
-    const members = await redis.zrange(key, 0, -1, 'WITHSCORES');
-    const ids: string[] = [];
-    const stale: string[] = [];
-    for (let i = 0; i < members.length; i += 2) {
-      const id = members[i]!;
-      if (id.startsWith(PENDING)) {
-        if (now - Number(members[i + 1]) > PENDING_TTL_MS) stale.push(id);
-      } else ids.push(id);
+    let count = lastReply(
+      await redis.multi().zadd(key, now, token).pexpire(key, 3_600_000).zcard(key).exec(),
+    );
+    if (count > max) {
+      const members = await redis.zrange(key, 0, -1, 'WITHSCORES');
+      const ids: string[] = [];
+      const stale: string[] = [];
+      for (let i = 0; i < members.length; i += 2) {
+        const id = members[i]!;
+        if (id === token) continue;
+        if (id.startsWith(PENDING)) {
+          if (now - Number(members[i + 1]) > PENDING_TTL_MS) stale.push(id);
+        } else ids.push(id);
+      }
+      if (ids.length) {
+        const busy = await stillBusy(ids);
+        stale.push(...ids.filter((id) => !busy.has(id)));
+      }
+      if (stale.length)
+        count = lastReply(
+          await redis
+            .multi()
+            .zrem(key, ...stale)
+            .zcard(key)
+            .exec(),
+        );
     }
-    if (ids.length) {
-      const busy = await stillBusy(ids);
-      stale.push(...ids.filter((id) => !busy.has(id)));
-    }
-    if (stale.length) await redis.zrem(key, ...stale);
-    await redis.zadd(key, now, token);
-    await redis.pexpire(key, 3_600_000);
-    if ((await redis.zcard(key)) > max) {
+    if (count > max) {
       await redis.zrem(key, token);
       throw new AppError(
         429,

@@ -12,17 +12,22 @@ import { blindPolicyStatus } from '../../shared/zk/status';
 import { transcriptSchema } from '../../shared/zk/ceremony';
 import { loggedTranscript } from '../../shared/zk/ceremony-log';
 import { HOLD_TTL_MS, proofStatuses } from '../../shared/zk/rows';
+import type { ProofRow } from '../../shared/zk/rows';
 import { getProof, proofsInFlight } from '../../shared/zk/proofs';
+import { waitForHinted } from '../../shared/jobs/follow';
 import { proofView } from '../../shared/zk/views';
 import type { Request } from 'express';
 import type { AppDeps } from '../deps';
 import type { RouteTable } from '../http/route';
 import { origin } from '../http/links';
+import { closedSignal } from '../http/closed';
 import { budgetKey, inFlightSlot } from '../http/ratelimit';
 import { circuitSetupSchema } from '../views/circuit-setup';
 
 const tags = ['Blind policy proofs'];
 const base = '/api/proof-workflows/blind-policy';
+
+const proofEnded = (row: ProofRow) => row.status === 'succeeded' || row.status === 'failed';
 const proofIdSchema = z.string().regex(idPattern('prf'), 'a proof id (prf_…)');
 const decimalString = z.string();
 
@@ -122,6 +127,9 @@ const statusSchema = z.object({
       .object({ waiting: z.number().int(), active: z.number().int(), delayed: z.number().int() })
       .nullable(),
   }),
+  verifier: z
+    .enum(['native', 'snarkjs'])
+    .describe('What checks proofs in this web process: the native verifier where it is built, else snarkjs'),
   provingTimes: z.array(
     z.object({
       policy: z.string(),
@@ -265,9 +273,21 @@ export function blindPolicyRoutes(table: RouteTable): RouteTable {
       method: 'get',
       path: `${base}/status`,
       operationId: 'blindPolicyStatus',
-      summary: 'The policies, the prover and recent proving times; or one proof by `proofId`',
+      summary:
+        'The policies, the prover and recent proving times; or one proof by `proofId`, `wait` long-polling for its end (at most 30 s)',
+      description:
+        'With `proofId` and `wait`, the answer comes when the proof has ended (succeeded or failed) or after `wait` seconds, whichever is first, with the proof as it stands then: one request instead of polling, answered as soon as the prover has stored the proof.',
       tags,
-      query: z.strictObject({ proofId: proofIdSchema.optional() }),
+      query: z.strictObject({
+        proofId: proofIdSchema.optional(),
+        wait: z.coerce
+          .number()
+          .int()
+          .min(0)
+          .max(30)
+          .optional()
+          .describe('With proofId: seconds to wait for the proof to end'),
+      }),
       responses: {
         200: {
           description: 'Policies and prover status, or (with proofId) the proof',
@@ -275,9 +295,22 @@ export function blindPolicyRoutes(table: RouteTable): RouteTable {
         },
       },
       problems: { 404: ['not_found'] },
-      handler: async ({ query, req, deps }) => {
+      handler: async ({ query, req, res, deps }) => {
+        if (query.wait !== undefined && !query.proofId) {
+          throw new AppError(400, 'validation_failed', 'wait is for one proof: send proofId with it.', {
+            errors: [{ path: 'wait', message: 'needs proofId' }],
+          });
+        }
         if (query.proofId) {
-          const row = await getProof(deps.db, query.proofId);
+          const found = await getProof(deps.db, query.proofId);
+          // The prover hints a proof's end (and its return to the queue): a long poll wakes then.
+          const row =
+            query.wait && !proofEnded(found)
+              ? await waitForHinted(deps.notifier, found, (id) => getProof(deps.db, id), proofEnded, {
+                  signal: closedSignal(res),
+                  deadline: Date.now() + query.wait * 1000,
+                })
+              : found;
           const proof = { ...proofView(row), links: proofLinks(req, deps, row.id, row.status) };
           return { status: 200, headers: { 'Cache-Control': 'no-store' }, body: { proof } };
         }

@@ -1093,7 +1093,10 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** The policies, the prover and recent proving times; or one proof by `proofId` */
+    /**
+     * The policies, the prover and recent proving times; or one proof by `proofId`, `wait` long-polling for its end (at most 30 s)
+     * @description With `proofId` and `wait`, the answer comes when the proof has ended (succeeded or failed) or after `wait` seconds, whichever is first, with the proof as it stands then: one request instead of polling, answered as soon as the prover has stored the proof.
+     */
     get: operations['blindPolicyStatus'];
     put?: never;
     post?: never;
@@ -11852,6 +11855,8 @@ export interface operations {
     parameters: {
       query?: {
         proofId?: string;
+        /** @description With proofId: seconds to wait for the proof to end */
+        wait?: number | null;
       };
       header?: never;
       path?: never;
@@ -11889,6 +11894,11 @@ export interface operations {
                     delayed: number;
                   } | null;
                 };
+                /**
+                 * @description What checks proofs in this web process: the native verifier where it is built, else snarkjs
+                 * @enum {string}
+                 */
+                verifier: 'native' | 'snarkjs';
                 provingTimes: {
                   policy: string;
                   count: number;

@@ -73,6 +73,28 @@ export async function waitForJob(
   return row;
 }
 
+/**
+ * Waits on a row that is hinted by its id but not on every change (a proof: hinted when it ends or is
+ * sent back to the queue, not when a prover claims it) until `until(row)` holds, the deadline passes or
+ * the signal aborts. It re-reads after each hint and once more when the wait runs out, so a change
+ * that was not hinted is still answered, at the deadline at the latest.
+ */
+export async function waitForHinted<R extends { id: string }>(
+  notifier: JobNotifier,
+  row: R,
+  read: (id: string) => Promise<R>,
+  until: (row: R) => boolean,
+  opts: { signal: AbortSignal; deadline: number },
+): Promise<R> {
+  while (!until(row) && Date.now() < opts.deadline && !opts.signal.aborted) {
+    const how = await notifier.next(row.id, opts.deadline - Date.now(), opts.signal);
+    if (opts.signal.aborted) break;
+    if (how === 'lost') await pause(Math.min(FALLBACK_REREAD_MS, opts.deadline - Date.now()), opts.signal);
+    row = await read(row.id);
+  }
+  return row;
+}
+
 /** One pass over a followed job. */
 export interface JobStep {
   /** The job's events after the previous pass's (after the cursor, on the first), in order. */

@@ -55,7 +55,10 @@ function publish(client: RedisClient, jobId: string): void {
   });
 }
 
-/** Publishes that a job changed; fire and forget (the change is already committed). */
+/**
+ * Publishes that a job changed; fire and forget (the change is already committed). A proof's end is
+ * published the same way, by its id: ids of every kind are distinct, so one channel serves both.
+ */
 export function jobChanged(jobId: string): void {
   if (!publisher) {
     // Hints published in the same tick go out as one pipeline. Like every API-side client it fails

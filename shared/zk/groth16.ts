@@ -2,6 +2,7 @@
 // worker threads, off the event loop) when the addon is built, else snarkjs. Imports no configuration,
 // so the offline ballot verifier goes through it too.
 import * as snarkjs from 'snarkjs';
+import { moduleFile } from '../platform/paths';
 
 /** The shape of native-prover's NativeVerifier, kept structural like the prover's. */
 export interface Groth16VerifierLike {
@@ -13,11 +14,13 @@ export type Groth16Backend = 'native' | 'snarkjs';
 let native: Promise<Groth16VerifierLike | null> | undefined;
 
 /**
- * The native verifier from the `@proof-exchange/native-prover` package. A checkout or machine without the
+ * The native verifier from the project's native-prover package. A checkout or machine without the
  * built addon (or with one built before it could verify) gets null, and snarkjs verifies instead.
  */
 function nativeVerifier(): Promise<Groth16VerifierLike | null> {
-  native ??= import('@proof-exchange/native-prover').then(
+  // By its file, as the prover loads it: the package's entry is TypeScript, which a built process (plain
+  // node on dist/) cannot import, and would silently verify every proof with snarkjs instead.
+  native ??= import(moduleFile('native-prover/index.ts').href).then(
     (mod: { loadNativeVerifier?: () => Groth16VerifierLike | null }) => mod.loadNativeVerifier?.() ?? null,
     () => null,
   );

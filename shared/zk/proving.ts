@@ -113,6 +113,9 @@ export class ProofRefused extends Error {
   }
 }
 
+/** How long a proof runs before its stages are written (on the row and its job): shorter ones write none. */
+export const PROGRESS_AFTER_MS = 200;
+
 /** Backends that check their own output (signals and verification) before returning it. */
 const selfVerifying = new Set(['rapidsnark', 'native']);
 
@@ -128,6 +131,7 @@ export async function proveStoredProof(
   id: string,
   backend: ProverBackend,
   onProgress?: (percent: number, stage: string) => Promise<void>,
+  { progressAfterMs = PROGRESS_AFTER_MS }: { progressAfterMs?: number } = {},
 ): Promise<{ outcome: 'succeeded' | 'skipped'; row?: ProofRow }> {
   const started = performance.now();
   const row = await claimProof(db, id);
@@ -141,11 +145,23 @@ export async function proveStoredProof(
   }
   const policy = getPolicy(row.policy);
   const writes: Promise<unknown>[] = [];
-  const report = (percent: number, stage: string) => {
+  const write = (percent: number, stage: string) => {
     writes.push(
       recordProofProgress(db, id, percent, stage),
       onProgress?.(percent, stage) ?? Promise.resolve(),
     );
+  };
+  // A proof that ends within progressAfterMs writes no stage: its end is what a poller sees next, and
+  // the writes would only delay it. A longer one writes the stage it is in then, and each after.
+  let pending: [number, string] | undefined;
+  let reporting = false;
+  const progressTimer = setTimeout(() => {
+    reporting = true;
+    if (pending) write(...pending);
+  }, progressAfterMs);
+  const report = (percent: number, stage: string) => {
+    if (reporting) write(percent, stage);
+    else pending = [percent, stage];
   };
   let output;
   try {
@@ -156,6 +172,7 @@ export async function proveStoredProof(
     if (err instanceof AppError && err.status < 500) throw new ProofRefused(err.code, err.message);
     throw err;
   } finally {
+    clearTimeout(progressTimer);
     await Promise.allSettled(writes);
   }
   if (output.publicSignals.join() !== expectedPublicSignals(policy.id, circuitInput).join()) {
@@ -163,7 +180,7 @@ export async function proveStoredProof(
   }
   const provedBy = output.provedBy ?? backend.name;
   if (!selfVerifying.has(provedBy)) {
-    report(90, 'verifying');
+    if (reporting) write(90, 'verifying');
     const check = await verifyPolicyProof(policy.id, output.proof, output.publicSignals);
     if (!check.valid) throw new Error(`The ${backend.name} prover returned a proof that does not verify.`);
   }

@@ -343,6 +343,7 @@ describe('a complete production setup', () => {
     );
 
     const answers: Record<string, number> = {};
+    const verifiers: Record<string, string> = {};
     // Which of its queues BullMQ sees a consumer on, once the process says it started.
     const consumers: Record<string, string[]> = {};
     const queues = new Queues(createRedis('api'));
@@ -368,6 +369,12 @@ describe('a complete production setup', () => {
               headers: { authorization: `Bearer ${production.METRICS_TOKEN}` },
             })
           ).status;
+          // The build loads the native verifier by its file: the package's TypeScript entry would not load.
+          verifiers.web = (
+            (await (await fetch(`${base}/api/proof-workflows/blind-policy/status`)).json()) as {
+              verifier: string;
+            }
+          ).verifier;
         },
       }),
       run('worker', complete, {
@@ -395,6 +402,10 @@ describe('a complete production setup', () => {
     }
     await queues.close();
     queues.connection.disconnect();
+    const started = lines(prover.stdout)
+      .map((l) => JSON.parse(l) as { msg: string; verifier?: string })
+      .find((l) => l.msg === 'prover started');
+    expect({ ...verifiers, prover: started?.verifier }).toEqual({ web: 'native', prover: 'native' });
     expect(consumers).toEqual({
       worker: ['jobs', 'payments', 'deliveries', 'checkouts'],
       prover: ['proofs'],

@@ -293,6 +293,9 @@ describe('proving and verifying budgets', () => {
     await app.deps.db('proofs').where({ id: ids[0] }).update({ status: 'failed', input_sealed: null });
     await prove(app, { value: '31', threshold: '11' }).expect(202);
     expect(await proofCount(app)).toBe(before + 3);
+    // The ended one was dropped from the count, the two still queued were not.
+    expectProblem(await prove(app, { value: '32', threshold: '11' }), 429, 'too_many_in_flight');
+    expect(await proofCount(app)).toBe(before + 3);
   });
 
   it('limits Groth16 verifications per address', async () => {

@@ -71,7 +71,7 @@ export interface ProofBody {
   error: { code: string; message: string } | null;
 }
 
-/** Polls the status route until the proof ends. */
+/** Long-polls the status route until the proof ends. */
 export async function waitForProof(
   request: TestApp['request'],
   id: string,
@@ -79,11 +79,13 @@ export async function waitForProof(
 ): Promise<ProofBody> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const res = await request.get(`/api/proof-workflows/blind-policy/status?proofId=${id}`).expect(200);
+    const wait = Math.max(0, Math.min(10, Math.floor((deadline - Date.now()) / 1000)));
+    const res = await request
+      .get(`/api/proof-workflows/blind-policy/status?proofId=${id}&wait=${wait}`)
+      .expect(200);
     const proof = res.body.proof as ProofBody;
     if (proof.status === 'succeeded' || proof.status === 'failed') return proof;
     if (Date.now() > deadline) throw new Error(`proof ${id} still ${proof.status}`);
-    await new Promise((r) => setTimeout(r, 50));
   }
 }
 

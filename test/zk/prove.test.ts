@@ -1,7 +1,10 @@
 // Blind policy proofs end to end over HTTP: prove through the `proofs` queue and a real prover worker,
 // verify (and refuse tampered, swapped and foreign proofs), and no private input anywhere after.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { policyIds, terminateCurves } from '../../shared/zk/index';
+import { nativeBackend, policyIds, terminateCurves } from '../../shared/zk/index';
+import { createPolicyProof } from '../../shared/zk/create';
+import { proveStoredProof } from '../../shared/zk/proving';
+import { loadNativeProver } from '../../native-prover';
 import type { PolicyId } from '../../shared/zk/index';
 import { testApp } from '../helpers';
 import type { TestApp } from '../helpers';
@@ -221,5 +224,69 @@ describe('prove through the queue, then verify, over HTTP', () => {
         expect(status.join('\n')).not.toContain(salt);
       }
     }
+  });
+});
+
+describe('waiting for a proof', () => {
+  const inputs = { value: '7391402590', threshold: '6173051947' };
+  // The tests above spent this network's anonymous proving budget.
+  beforeAll(() => {
+    app.deps.rateLimit = { ...app.deps.rateLimit, proveAnonPerMinute: 10_000 };
+  });
+
+  it('a long poll answers as the prover stores the proof, woken by its hint, not at its deadline', async () => {
+    const res = await app.request.post(`${base}/prove`).send({ policy: 'threshold', inputs });
+    expect(res.status, res.text).toBe(202);
+    const started = Date.now();
+    const waited = await app.request.get(`${base}/status?proofId=${res.body.proof.id}&wait=25`).expect(200);
+    const answered = Date.now();
+    expect(waited.body.proof.status).toBe('succeeded');
+    expect(waited.body.proof.proof).not.toBeNull();
+    // A wait left to run out takes 25 s; the hint answers it within moments of the proof's storing.
+    expect(answered - started).toBeLessThan(20_000);
+    expect(answered - new Date(waited.body.proof.finishedAt as string).getTime()).toBeLessThan(2_000);
+    // An ended proof is answered at once.
+    const again = Date.now();
+    await app.request.get(`${base}/status?proofId=${res.body.proof.id}&wait=25`).expect(200);
+    expect(Date.now() - again).toBeLessThan(2_000);
+  });
+
+  it('refuses a wait without a proof, or past 30 s', async () => {
+    const alone = await app.request.get(`${base}/status?wait=5`);
+    expect(alone.status).toBe(400);
+    expect(alone.body.code).toBe('validation_failed');
+    const long = await app.request.get(`${base}/status?proofId=prf_01JAAAAAAAAAAAAAAAAAAAAAAA&wait=31`);
+    expect(long.status).toBe(400);
+    expect(long.body.code).toBe('validation_failed');
+  });
+
+  it('writes the stages of a proof that runs past the progress delay, and none of a shorter one', async () => {
+    const native = loadNativeProver();
+    if (!native) throw new Error('the native prover is not built');
+    const backend = nativeBackend(native, { precompute: 'off' });
+    const stagesWith = async (progressAfterMs: number) => {
+      // Held, so no worker takes it; queued by hand for this call alone.
+      const { row } = await createPolicyProof(app.deps.db, app.deps.queues, {
+        policy: 'threshold',
+        inputs,
+        hold: true,
+      });
+      await app.deps.db('proofs').where({ id: row.id }).update({ status: 'queued' });
+      const stages: string[] = [];
+      const { outcome } = await proveStoredProof(
+        app.deps.db,
+        row.id,
+        backend,
+        async (_percent, stage) => {
+          stages.push(stage);
+        },
+        { progressAfterMs },
+      );
+      expect(outcome).toBe('succeeded');
+      return stages;
+    };
+    // With no delay, the stage it is in when the timer fires (the witness may be done by then) and each after.
+    expect(['witness,proving', 'proving']).toContain((await stagesWith(0)).join());
+    expect(await stagesWith(60_000)).toEqual([]);
   });
 });

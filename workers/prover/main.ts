@@ -39,6 +39,7 @@ import {
 } from '../../shared/zk/index';
 import type { NativeProverLike, ProverBackend } from '../../shared/zk/index';
 import { assertCircuitSetup } from '../../shared/zk/setup';
+import { groth16Backend } from '../../shared/zk/groth16';
 import { expireHeldProofs } from '../../shared/zk/holds';
 import { assertDatabaseStart, refuseStartup } from '../../shared/platform/startup-checks';
 import { databaseChecks } from '../startup';
@@ -182,7 +183,13 @@ export async function startProverProcess(concurrency = env.PROVER_CONCURRENCY ??
   }
   await worker.waitUntilReady();
   logger.info(
-    { kinds: [...kinds.keys()], concurrency, backend: backend.name, insecureSetup: setup.insecure },
+    {
+      kinds: [...kinds.keys()],
+      concurrency,
+      backend: backend.name,
+      verifier: await groth16Backend(),
+      insecureSetup: setup.insecure,
+    },
     'prover started',
   );
   return { worker, shutdown };

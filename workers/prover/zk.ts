@@ -1,6 +1,7 @@
 // The `blind_policy` proof kind: proves a stored Groth16 policy proof row with the process's backend;
 // the sweeper re-enqueues rows left queued or running without a live job.
 import { UnrecoverableError } from 'bullmq';
+import { jobChanged } from '../../shared/jobs/notify';
 import { isOutageOfOurs } from '../../shared/platform/errors';
 import type { ProverBackend } from '../../shared/zk/index';
 import { selectProverBackend } from '../../shared/zk/index';
@@ -28,17 +29,19 @@ export const blindPolicyKind: ProofKind = {
       const { outcome } = await proveStoredProof(ctx.db, proofId, proverBackend(), (percent, stage) =>
         ctx.progress(percent, stage),
       );
+      // Long polls on the proof wake now (a hint names the row by its id, as a job's does).
+      if (outcome === 'succeeded') jobChanged(proofId);
       return outcome;
     } catch (err) {
       // Postgres or Redis down: leave the row as it is; the pool holds the job back without an attempt.
       if (isOutageOfOurs(err)) throw err;
       const message = err instanceof Error ? err.message : String(err);
       if (err instanceof ProofRefused) {
-        await failProof(ctx.db, proofId, err.code, message);
+        if (await failProof(ctx.db, proofId, err.code, message)) jobChanged(proofId);
         throw new UnrecoverableError(message);
       }
       if (isFinalAttempt(ctx.job, err)) {
-        await failProof(ctx.db, proofId, 'proof_failed', message);
+        if (await failProof(ctx.db, proofId, 'proof_failed', message)) jobChanged(proofId);
         throw new UnrecoverableError(message);
       }
       await requeueProof(ctx.db, proofId, message);
@@ -50,6 +53,10 @@ export const blindPolicyKind: ProofKind = {
     table: 'proofs',
     statuses: ['queued', 'running'],
     payload: (row) => ({ proofId: row.id, kind: BLIND_POLICY_KIND }),
-    markFailed: (db, id, reason) => failProof(db, id, 'proof_failed', reason),
+    markFailed: async (db, id, reason) => {
+      const row = await failProof(db, id, 'proof_failed', reason);
+      if (row) jobChanged(id);
+      return row;
+    },
   },
 };
