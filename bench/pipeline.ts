@@ -11,7 +11,7 @@
 // by process (web, worker, Postgres backends, Redis, this driver), load and peak memory.
 // One file, three roles: the driver (default), the bare web (BENCH_PIPELINE_ROLE=web) and the bare
 // worker (BENCH_PIPELINE_ROLE=worker).
-import { Queue, Worker } from 'bullmq';
+import { Queue, QueueEvents, Worker } from 'bullmq';
 import express from 'express';
 import pg from 'pg';
 import { createHash, randomUUID } from 'node:crypto';
@@ -144,6 +144,19 @@ async function driver() {
       PORT: String(barePort),
     });
     const bareWorkerProcess = stack.spawn('bench/pipeline.ts', { BENCH_PIPELINE_ROLE: 'worker' });
+    // Completions are counted from each queue's events, so the driver does not poll Postgres while a
+    // side runs (a count over a growing table would cost the side's own Postgres time); the rows are
+    // counted once the events say all are done.
+    const completions = { ours: 0, bare: 0 };
+    const events = [
+      ['ours', 'jobs'],
+      ['bare', 'bare-pipeline'],
+    ].map(([name, queue]) => {
+      const e = new QueueEvents(queue!, { connection: createRedis('worker'), prefix: stack.prefix });
+      e.on('completed', () => completions[name as 'ours' | 'bare']++);
+      return e;
+    });
+    await Promise.all(events.map((e) => e.waitUntilReady()));
     const probe = createRedis('worker');
     const redisPid = Number(/process_id:(\d+)/.exec(await probe.info('server'))?.[1]);
     probe.disconnect();
@@ -152,13 +165,13 @@ async function driver() {
       ours: {
         request: httpClient(`http://127.0.0.1:${ourPort}`, CONCURRENCY),
         path: '/api/jobs',
-        done: `select count(*)::int n from jobs where status = 'succeeded'`,
+        done: `select count(*)::int n from jobs where status = 'succeeded' and created_at >= $1`,
         pids: { web: [web.pid!], worker: [worker.pid!], redis: [redisPid] },
       },
       bare: {
         request: httpClient(`http://127.0.0.1:${barePort}`, CONCURRENCY),
         path: '/jobs',
-        done: `select count(*)::int n from ${BARE_TABLE} where status = 'succeeded'`,
+        done: `select count(*)::int n from ${BARE_TABLE} where status = 'succeeded' and created_at >= $1`,
         pids: { web: [bareWebProcess.pid!], worker: [bareWorkerProcess.pid!], redis: [redisPid] },
       },
     };
@@ -171,13 +184,17 @@ async function driver() {
     await waitUp(sides.ours.request, 'GET', '/api/health');
     await waitUp(sides.bare.request, 'POST', '/jobs', body());
 
-    const doneCount = async (sql: string) => (await db.query<{ n: number }>(sql)).rows[0]!.n;
+    const doneCount = async (sql: string, since: Date) =>
+      (await db.query<{ n: number }>(sql, [since])).rows[0]!.n;
     const results = { ours: [] as number[], bare: [] as number[] };
     const cpu = { ours: [] as Array<Record<string, number>>, bare: [] as Array<Record<string, number>> };
     let shed = 0;
     const run = async (name: 'ours' | 'bare', n: number) => {
       const side = sides[name];
-      const before = await doneCount(side.done);
+      const completed = completions[name] + n;
+      // Postgres's clock is this host's: every row of this run is created after this moment, every row
+      // of the run before it, before.
+      const since = new Date();
       const cpuBefore = await cpuByRole(side.pids, db);
       const start = performance.now();
       await pool([...Array(n).keys()], CONCURRENCY, async () => {
@@ -191,12 +208,13 @@ async function driver() {
         if (res.status !== 202)
           throw new Error(`${name}: POST ${side.path} answered ${res.status}: ${res.body}`);
       });
-      while ((await doneCount(side.done)) < before + n) await new Promise((r) => setTimeout(r, 5));
+      while (completions[name] < completed) await new Promise((r) => setTimeout(r, 2));
+      while ((await doneCount(side.done, since)) < n) await new Promise((r) => setTimeout(r, 2));
       const seconds = (performance.now() - start) / 1000;
       return { rate: n / seconds, cpu: cpuPerOp(cpuBefore, await cpuByRole(side.pids, db), n) };
     };
     // Warm-up: connections, JIT, both sides.
-    for (const name of ['ours', 'bare'] as const) await run(name, 500);
+    for (const name of ['ours', 'bare'] as const) await run(name, 1500);
     await settled([web.pid!, worker.pid!, bareWebProcess.pid!, bareWorkerProcess.pid!]);
     console.log(
       `bench:pipeline — ${ROUNDS} rounds × ${N} jobs a side, ${CONCURRENCY} in flight, ${cpus().length} cores; medians over the rounds`,
@@ -217,6 +235,7 @@ async function driver() {
       );
     }
     await db.end();
+    await Promise.all(events.map((e) => e.close()));
     const ratios = results.ours.map((r, i) => r / results.bare[i]!);
     const cpuMedian = (name: 'ours' | 'bare') =>
       Object.fromEntries(
