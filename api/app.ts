@@ -19,6 +19,7 @@ import { docsRouter } from './pages/docs';
 import { browserNotFound } from './pages/layout';
 import { coordinationPagesRouter } from './pages/governance';
 import { ADMIN_PATH, adminRouter } from './http/admin';
+import { gateOutside } from './http/gate';
 import { acceptKeys, bearerOnly, bearerToken } from './http/auth';
 import { guardQuery } from './http/input-guard';
 import { origin } from './http/links';
@@ -236,9 +237,10 @@ export function createApp(deps: AppDeps, options: AppOptions = {}): express.Expr
   app.use('/api', bearerOnly);
   app.use(guardQuery);
   // A2A (JSON-RPC and HTTP+JSON): parses and guards its own bodies, answering in the protocol's forms.
-  app.use(a2aRouter(deps));
-  app.use(pagesRouter(deps));
-  app.use(coordinationPagesRouter(deps));
+  // None of them serves a path under /api/: requests to the API pass them by unwalked.
+  app.use(gateOutside('/api/', a2aRouter(deps)));
+  app.use(gateOutside('/api/', pagesRouter(deps)));
+  app.use(gateOutside('/api/', coordinationPagesRouter(deps)));
 
   // Everything below takes JSON input: size-limited (here, the service's limit; in each route, its
   // own) and guarded. Routes honour idempotency keys.

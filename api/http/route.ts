@@ -14,6 +14,7 @@ import type { AppDeps } from '../deps';
 import { authenticate, bearerToken, requireOperatorRole } from './auth';
 import type { AuthMode, Principal } from './auth';
 import { idempotent } from './idempotency';
+import { gateUnder, staticPrefix } from './gate';
 import { guardInput } from './input-guard';
 import { spendRouteBudget } from './ratelimit';
 import type { RouteBudget } from './ratelimit';
@@ -219,7 +220,8 @@ export class RouteTable {
     return this.routes;
   }
 
-  router(deps: AppDeps): express.Router {
+  /** The table's routes, walked only by requests under one of its paths' static prefixes. */
+  router(deps: AppDeps): RequestHandler {
     const router = express.Router();
     const parsers = new Map<number, RequestHandler>();
     for (const spec of this.routes) {
@@ -264,7 +266,10 @@ export class RouteTable {
         handler,
       );
     }
-    return router;
+    return gateUnder(
+      this.routes.map((spec) => staticPrefix(spec.path)),
+      router,
+    );
   }
 }
 
