@@ -23,15 +23,26 @@ function covering(prefixes: Iterable<string>): string[] {
  */
 export function gateUnder(prefixes: Iterable<string>, handler: RequestHandler): RequestHandler {
   const under = covering(prefixes);
-  return (req, res, next) => {
+  return showing(handler, (req, res, next) => {
     const path = req.path.toLowerCase();
     for (const p of under) if (path.startsWith(p)) return handler(req, res, next);
     next();
-  };
+  });
 }
 
 /** `handler` for every request not under `prefix` (pages and protocol endpoints outside the API). */
 export function gateOutside(prefix: string, handler: RequestHandler): RequestHandler {
   const lower = prefix.toLowerCase();
-  return (req, res, next) => (req.path.toLowerCase().startsWith(lower) ? next() : handler(req, res, next));
+  return showing(handler, (req, res, next) =>
+    req.path.toLowerCase().startsWith(lower) ? next() : handler(req, res, next),
+  );
+}
+
+/**
+ * The gate shows the routes of the router it guards (its `stack`, as a router shows its own), so what
+ * lists the app's routes (the OpenAPI test's walk) sees through it.
+ */
+function showing(inner: RequestHandler, gate: RequestHandler): RequestHandler {
+  const stack = (inner as { stack?: unknown }).stack;
+  return stack === undefined ? gate : Object.assign(gate, { stack });
 }

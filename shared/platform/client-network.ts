@@ -27,9 +27,24 @@ export function clientNetwork(address: string, v6PrefixLength: number): string {
   return `${ipaddr.fromByteArray(bytes).toString()}/${keep}`;
 }
 
+/** Tags already computed, by key: a keep-alive client's every request asks for the same one. */
+const tags = new WeakMap<Buffer, Map<string, string>>();
+/** A flood of networks only empties the memo: each still costs its HMAC, as without one. */
+const MAX_TAGS = 10_000;
+
 /**
  * A client network as it may be stored (an agent's registration, an anonymous scope): an HMAC under a
  * service key, so a database dump holds no address, and equal networks still compare equal.
  */
-export const networkTag = (network: string): string =>
-  createHmac('sha256', purposeKey('client-network')).update(network).digest('base64url').slice(0, 22);
+export function networkTag(network: string): string {
+  const key = purposeKey('client-network');
+  let known = tags.get(key);
+  if (!known) tags.set(key, (known = new Map()));
+  let tag = known.get(network);
+  if (tag === undefined) {
+    tag = createHmac('sha256', key).update(network).digest('base64url').slice(0, 22);
+    if (known.size >= MAX_TAGS) known.clear();
+    known.set(network, tag);
+  }
+  return tag;
+}

@@ -2,7 +2,9 @@
 // in the same millisecond (an attacker's and a victim's) are no closer to each other than chance.
 import { decodeTime } from 'ulid';
 import { afterAll, describe, expect, it } from 'vitest';
-import { clientNetwork } from '../../shared/platform/client-network';
+import { createHmac } from 'node:crypto';
+import { clientNetwork, networkTag } from '../../shared/platform/client-network';
+import { purposeKey } from '../../shared/platform/sealing';
 import { newId } from '../../shared/platform/ids';
 import { testApp } from '../helpers';
 
@@ -66,5 +68,22 @@ describe('client networks', () => {
     expect(clientNetwork('2001:db8:1:3::1', 48)).toBe('2001:db8:1::/48');
     expect(clientNetwork('fe80::1%eth0', 64)).toBe('fe80::/64');
     expect(clientNetwork('unknown', 64)).toBe('unknown');
+  });
+
+  it('are stored as keyed tags: equal for a network, remembered or not, and never the address', () => {
+    const first = networkTag('203.0.113.7');
+    expect(first).toMatch(/^[\w-]{22}$/);
+    expect(first).not.toContain('203');
+    // Remembered, then after a flood of other networks has emptied the memo: the same tag.
+    expect(networkTag('203.0.113.7')).toBe(first);
+    for (let i = 0; i < 10_001; i++) networkTag(`198.51.${i >> 8}.${i & 255}`);
+    expect(networkTag('203.0.113.7')).toBe(first);
+    expect(networkTag('203.0.113.8')).not.toBe(first);
+    expect(first).toBe(
+      createHmac('sha256', purposeKey('client-network'))
+        .update('203.0.113.7')
+        .digest('base64url')
+        .slice(0, 22),
+    );
   });
 });
