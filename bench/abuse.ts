@@ -36,7 +36,7 @@ import { newWallet, trialClaim } from '../cli/client/crypto';
 import { createDb } from '../shared/platform/db/knex';
 import { forgedPackage, fullCeremonyRows, trustees, TRUSTEES } from '../test/fixtures/trustee-room';
 import { printReport } from './report';
-import { benchStack, percentile, settled } from './stack';
+import { benchStack, peakMiB, percentile, settled } from './stack';
 
 const SAMPLES = Number(process.env.BENCH_SAMPLES ?? 100);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);
@@ -52,11 +52,6 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** The web's main thread (its event loop): run time so far, in ms (ns precision). */
 function loopCpuMs(pid: number): number {
   return Number(readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ')[0]) / 1e6;
-}
-
-function peakRssMiB(pid: number): number {
-  const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return m ? Number(m[1]) / 1024 : NaN;
 }
 
 interface Sent {
@@ -450,7 +445,7 @@ async function main() {
       if (!key.startsWith('alone'))
         figures[`${key}.vsAlone`] = p99 / median(results[`alone.${key.split('.')[1]}`]!.map((r) => r.p99));
     }
-    figures.webPeakRssMiB = peakRssMiB(pid);
+    figures.webPeakRssMiB = peakMiB(pid);
     const target: Record<string, { max: number }> = {
       worstRouteP99Ms: { max: CPU_TARGET_MS },
       routesOverTarget: { max: 0 },

@@ -15,12 +15,11 @@
 // One file, three roles: the driver (default), the bare Express app (BENCH_HTTP_ROLE=bare) and bare
 // node:http (BENCH_HTTP_ROLE=node).
 import { createHash, randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import pg from 'pg';
 import { printReport } from './report';
 import type { BenchReport } from './report';
-import { benchClient, benchStack, cpuMs, percentile, pool, settled } from './stack';
+import { benchClient, benchStack, cpuMs, peakMiB, percentile, pool, settled } from './stack';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);
 const N = Number(process.env.BENCH_REQUESTS ?? 1000);
@@ -95,16 +94,6 @@ async function nodeHttpRole() {
     server.closeAllConnections();
     void db.end().finally(() => process.exit(0));
   });
-}
-
-/** Peak resident memory of a process so far (VmHWM), in MiB; NaN off Linux. */
-function peakMiB(pid: number): number {
-  try {
-    const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-    return m ? Number(m[1]) / 1024 : NaN;
-  } catch {
-    return NaN;
-  }
 }
 
 interface Phase {

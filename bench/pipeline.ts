@@ -15,12 +15,11 @@ import { Queue, QueueEvents, Worker } from 'bullmq';
 import express from 'express';
 import pg from 'pg';
 import { createHash, randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { freePort } from '../dev/stack/redis';
 import { createRedis } from '../shared/platform/redis';
 import { printReport } from './report';
-import { benchStack, cpuByRole, cpuPerOp, httpClient, percentile, pool, settled } from './stack';
+import { benchStack, cpuByRole, cpuPerOp, httpClient, peakMiB, percentile, pool, settled } from './stack';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);
 const N = Number(process.env.BENCH_JOBS ?? 3000);
@@ -88,17 +87,6 @@ function bareWorker() {
     },
   );
   process.on('SIGTERM', () => void worker.close().then(() => db.end().then(() => process.exit(0))));
-}
-
-function vmHwmMiB(pid: number | undefined): number {
-  try {
-    const line = readFileSync(`/proc/${pid}/status`, 'utf8')
-      .split('\n')
-      .find((l) => l.startsWith('VmHWM:'));
-    return Number(line!.split(/\s+/)[1]) / 1024;
-  } catch {
-    return NaN;
-  }
 }
 
 async function waitUp(
@@ -256,7 +244,7 @@ async function driver() {
       `ratio (median of the rounds' ratios): ${fmt(median(ratios), 3)} (rounds ${ratios.map((r) => fmt(r, 2)).join(' ')}); requests shed and sent again: ${shed}`,
     );
     console.log(
-      `load average over the rounds ${fmt(Math.min(...loads), 2)}–${fmt(Math.max(...loads), 2)}; peak memory MiB: web ${fmt(vmHwmMiB(web.pid))}, worker ${fmt(vmHwmMiB(worker.pid))}, bare web ${fmt(vmHwmMiB(bareWebProcess.pid))}, bare worker ${fmt(vmHwmMiB(bareWorkerProcess.pid))}`,
+      `load average over the rounds ${fmt(Math.min(...loads), 2)}–${fmt(Math.max(...loads), 2)}; peak memory MiB: web ${fmt(peakMiB(web.pid))}, worker ${fmt(peakMiB(worker.pid))}, bare web ${fmt(peakMiB(bareWebProcess.pid))}, bare worker ${fmt(peakMiB(bareWorkerProcess.pid))}`,
     );
     printReport({
       bench: 'pipeline',

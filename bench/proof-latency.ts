@@ -19,7 +19,6 @@
 import { Queue, Worker } from 'bullmq';
 import express from 'express';
 import { randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import pg from 'pg';
 import {
@@ -38,7 +37,7 @@ import { createRedis } from '../shared/platform/redis';
 import { loadNativeProver } from '../native-prover';
 import { freePort } from '../dev/stack/redis';
 import { printReport } from './report';
-import { benchStack, httpClient, percentile, pool, settled } from './stack';
+import { benchStack, httpClient, peakMiB, percentile, pool, settled } from './stack';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);
 const SEQUENTIAL = Number(process.env.BENCH_PROOFS ?? 10);
@@ -159,17 +158,6 @@ async function bareProver() {
       removeOnComplete: { count: 1000 },
     },
   );
-}
-
-function vmHwmMiB(pid: number | undefined): number {
-  try {
-    const line = readFileSync(`/proc/${pid}/status`, 'utf8')
-      .split('\n')
-      .find((l) => l.startsWith('VmHWM:'));
-    return Number(line!.split(/\s+/)[1]) / 1024;
-  } catch {
-    return NaN;
-  }
 }
 
 /** One way in: this service's routes, or the bare pipeline's. */
@@ -465,7 +453,7 @@ async function driver() {
       baseline[`${policy}.bareThroughputShare`] = rateBare / rateIn;
     }
     console.log(
-      `\nload average over the rounds ${fmt(Math.min(...loads), 2)}–${fmt(Math.max(...loads), 2)}; peak memory MiB: web ${fmt(vmHwmMiB(web.pid))}, prover ${fmt(vmHwmMiB(prover.pid))}, bare web ${fmt(vmHwmMiB(bareWebProcess.pid))}, bare prover ${fmt(vmHwmMiB(bareProverProcess.pid))}, this process ${fmt(vmHwmMiB(process.pid))}`,
+      `\nload average over the rounds ${fmt(Math.min(...loads), 2)}–${fmt(Math.max(...loads), 2)}; peak memory MiB: web ${fmt(peakMiB(web.pid))}, prover ${fmt(peakMiB(prover.pid))}, bare web ${fmt(peakMiB(bareWebProcess.pid))}, bare prover ${fmt(peakMiB(bareProverProcess.pid))}, this process ${fmt(peakMiB(process.pid))}`,
     );
     printReport({
       bench: 'proof-latency',

@@ -194,6 +194,16 @@ export function httpClient(base: string, sockets: number, headers: Record<string
     });
 }
 
+/** Peak resident memory of a process so far (VmHWM), in MiB; NaN off Linux or for a process gone. */
+export function peakMiB(pid: number | undefined): number {
+  try {
+    const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) / 1024 : NaN;
+  } catch {
+    return NaN;
+  }
+}
+
 /** CPU time (user + system) a process has used so far, in ms; Linux only, else NaN. */
 export function cpuMs(pid: number | undefined): number {
   try {

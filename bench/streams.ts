@@ -8,12 +8,11 @@
 // node_modules), interleaved with this one's, as the baseline.
 import http from 'node:http';
 import { loadavg } from 'node:os';
-import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
 import { freePort } from '../dev/stack/redis';
 import { printReport } from './report';
-import { benchStack, cpuMs, httpClient } from './stack';
+import { benchStack, cpuMs, httpClient, peakMiB } from './stack';
 import type { BenchStack } from './stack';
 
 const STREAMS = Number(process.env.BENCH_STREAMS ?? 2000);
@@ -30,12 +29,6 @@ interface Run {
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
-
-/** The web's peak resident memory (VmHWM), in MiB. */
-function peakMiB(pid: number): number {
-  const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return m ? Number(m[1]) / 1024 : NaN;
-}
 
 async function waitHealthy(base: string) {
   for (let i = 0; i < 600; i++) {

@@ -273,6 +273,10 @@ export class RouteTable {
   }
 }
 
+/** A long poll's `wait` query parameter: seconds, at most 30. */
+export const waitSeconds = (description: string) =>
+  z.coerce.number().int().min(0).max(30).optional().describe(description);
+
 export const problemSchema = z
   .object({
     type: z.string(),

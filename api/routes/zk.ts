@@ -18,6 +18,7 @@ import { waitForHinted } from '../../shared/jobs/follow';
 import { proofView } from '../../shared/zk/views';
 import type { Request } from 'express';
 import type { AppDeps } from '../deps';
+import { waitSeconds } from '../http/route';
 import type { RouteTable } from '../http/route';
 import { origin } from '../http/links';
 import { closedSignal } from '../http/closed';
@@ -280,13 +281,7 @@ export function blindPolicyRoutes(table: RouteTable): RouteTable {
       tags,
       query: z.strictObject({
         proofId: proofIdSchema.optional(),
-        wait: z.coerce
-          .number()
-          .int()
-          .min(0)
-          .max(30)
-          .optional()
-          .describe('With proofId: seconds to wait for the proof to end'),
+        wait: waitSeconds('With proofId: seconds to wait for the proof to end'),
       }),
       responses: {
         200: {

@@ -7,6 +7,7 @@ import { jobIdSchema, terminalStatuses } from '../../../shared/jobs/jobs';
 import { jobPayment } from '../../../shared/payments/job-payment';
 import { jobAccess } from '../../http/auth';
 import { closedSignal } from '../../http/closed';
+import { waitSeconds } from '../../http/route';
 import type { RouteTable } from '../../http/route';
 import { jobSchema, jobView } from '../../views/jobs';
 import { origin } from '../../http/links';
@@ -24,13 +25,7 @@ export function jobStatusRoutes(table: RouteTable): RouteTable {
     auth: 'job',
     params: z.strictObject({ jobId: jobIdSchema }),
     query: z.strictObject({
-      wait: z.coerce
-        .number()
-        .int()
-        .min(0)
-        .max(30)
-        .optional()
-        .describe('Seconds to wait for the job to change state'),
+      wait: waitSeconds('Seconds to wait for the job to change state'),
     }),
     responses: {
       200: {
