@@ -192,6 +192,9 @@ async function checked(policy: PolicyId, stored: Stored): Promise<void> {
   if (!v.valid) throw new Error(`a ${policy} proof does not verify`);
 }
 
+/** Each proof's client-side times: request sent, 202 in hand, proof in hand (epoch ms). */
+type Marks = Map<string, { sent: number; answered: number; read: number }>;
+
 interface Figures {
   inProcess: number[];
   api: number[];
@@ -298,7 +301,7 @@ async function driver() {
     /** One proof at a time through a side: the median latency, and each proof's marks. */
     const sequential = async (through: Side, policy: PolicyId, inputs: unknown) => {
       const times: number[] = [];
-      const marks = new Map<string, { sent: number; answered: number; read: number }>();
+      const marks: Marks = new Map();
       for (let i = 0; i < SEQUENTIAL; i++) {
         const sent = now();
         const id = await through.submit(policy, inputs);
@@ -321,6 +324,41 @@ async function driver() {
       return BATCH / ((performance.now() - t) / 1000);
     };
 
+    /**
+     * Where each proof's wait went, by its row's times (Postgres's clock, this host's) set against the
+     * client's marks: the row written after the request was sent, the 202 after the row, the claim after
+     * the row, the claim to the stored proof, and the stored proof (its final write's statement) to the
+     * answer in hand; with the row's `own` columns.
+     */
+    const timelines = async (table: string, marks: Marks, own = '') => {
+      const { rows } = await db.query<Record<string, string | number>>(
+        `select id${own}, extract(epoch from created_at) * 1000 as created,
+           extract(epoch from started_at) * 1000 as started, extract(epoch from finished_at) * 1000 as finished
+         from ${table} where id = any($1)`,
+        [[...marks.keys()]],
+      );
+      return rows.map((row) => {
+        const m = marks.get(String(row.id))!;
+        const [created, started, finished] = [row.created, row.started, row.finished].map(Number) as [
+          number,
+          number,
+          number,
+        ];
+        return {
+          row,
+          written: created - m.sent,
+          answered: m.answered - created,
+          claimed: started - created,
+          stored: finished - started,
+          readable: m.read - finished,
+        };
+      });
+    };
+    /** Each figure's median over a phase's proofs, added to its round list. */
+    const record = (split: Record<string, number[]>, parts: Array<Record<string, number>>) => {
+      for (const k of Object.keys(parts[0]!)) (split[k] ??= []).push(median(parts.map((p) => p[k]!)));
+    };
+
     const phases = {
       async inProcess(policy: PolicyId) {
         const input = prepared.get(policy)!;
@@ -340,62 +378,34 @@ async function driver() {
       async api(policy: PolicyId, inputs: unknown) {
         const { latency, marks } = await sequential(ours, policy, inputs);
         results.get(policy)!.api.push(latency);
-        // The rows' times are Postgres's clock, which is this host's: set against the client's marks.
-        const { rows } = await db.query<Record<string, string | number>>(
-          `select id, witness_ms, proving_ms, total_ms, extract(epoch from created_at) * 1000 as created,
-             extract(epoch from started_at) * 1000 as started, extract(epoch from finished_at) * 1000 as finished
-           from proofs where id = any($1)`,
-          [[...marks.keys()]],
+        const rows = await timelines('proofs', marks, ', witness_ms, proving_ms, total_ms');
+        record(
+          results.get(policy)!.split,
+          rows.map(({ row, written, answered, claimed, readable }) => ({
+            written,
+            answered,
+            claimed,
+            witness: Number(row.witness_ms),
+            proving: Number(row.proving_ms),
+            proverRest: Number(row.total_ms) - Number(row.witness_ms) - Number(row.proving_ms),
+            readable,
+          })),
         );
-        const split = results.get(policy)!.split;
-        const parts = rows.map((r) => {
-          const m = marks.get(String(r.id))!;
-          const [created, started, finished] = [r.created, r.started, r.finished].map(Number) as [
-            number,
-            number,
-            number,
-          ];
-          return {
-            written: created - m.sent,
-            answered: m.answered - created,
-            claimed: started - created,
-            witness: Number(r.witness_ms),
-            proving: Number(r.proving_ms),
-            proverRest: Number(r.total_ms) - Number(r.witness_ms) - Number(r.proving_ms),
-            // From the end of the prover's work (its final write's statement) to the answer in hand.
-            readable: m.read - finished,
-          };
-        });
-        for (const k of Object.keys(parts[0]!) as Array<keyof (typeof parts)[number]>)
-          (split[k] ??= []).push(median(parts.map((p) => p[k])));
       },
       async bareApi(policy: PolicyId, inputs: unknown) {
         const { latency, marks } = await sequential(bare, policy, inputs);
         results.get(policy)!.bareApi.push(latency);
-        const { rows } = await db.query<Record<string, string | number>>(
-          `select id, extract(epoch from created_at) * 1000 as created,
-             extract(epoch from started_at) * 1000 as started, extract(epoch from finished_at) * 1000 as finished
-           from ${BARE_TABLE} where id = any($1)`,
-          [[...marks.keys()]],
+        const rows = await timelines(BARE_TABLE, marks);
+        record(
+          results.get(policy)!.bareSplit,
+          rows.map(({ written, answered, claimed, stored, readable }) => ({
+            written,
+            answered,
+            claimed,
+            proving: stored,
+            readable,
+          })),
         );
-        const split = results.get(policy)!.bareSplit;
-        const parts = rows.map((r) => {
-          const m = marks.get(String(r.id))!;
-          const [created, started, finished] = [r.created, r.started, r.finished].map(Number) as [
-            number,
-            number,
-            number,
-          ];
-          return {
-            written: created - m.sent,
-            answered: m.answered - created,
-            claimed: started - created,
-            proving: finished - started,
-            readable: m.read - finished,
-          };
-        });
-        for (const k of Object.keys(parts[0]!) as Array<keyof (typeof parts)[number]>)
-          (split[k] ??= []).push(median(parts.map((p) => p[k])));
       },
       async queue(policy: PolicyId, inputs: unknown) {
         results.get(policy)!.queueRate.push(await batch(ours, policy, inputs));
