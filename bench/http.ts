@@ -1,10 +1,13 @@
 // bench:http — what one request costs the web process, route by route, against a bare Express 5 app
 // measured in the same run: `express.json()`, one GET route, one select by primary key through a `pg`
 // pool (the baseline); this app's floor (a GET through the whole app that runs one select); and the hot
-// routes: createJob, jobStatus, a workflow event, verify, submitPayment. The phases run in rounds, each
+// routes: createJob, jobStatus, a workflow event, verify, submitPayment (and beside it the bare app
+// calling the same database function and queueing the same check). The phases run in rounds, each
 // round every phase once (the order turning round by round), and each figure is the median over the
 // rounds: a shared host's speed drifts within a run. Every response's status is checked.
-// Web CPU per request is the web process's own CPU (user + system, from /proc) over the phase.
+// Web CPU per request is the web process's own CPU (user + system, from /proc) over the phase; host CPU
+// per request is every process's (the driver, the servers, Postgres, Redis), and busy cores the host's
+// busy time over the phase's wall time: near the host's core count, the host is what bounds the rate.
 //   npm run bench:http
 // BENCH_CLIENT=undici drives every server with undici's pool (32 connections by default) instead of
 // node:http's client: the high-rate regime, where per-request costs the low-rate one hides dominate. A
@@ -19,7 +22,7 @@ import { cpus, loadavg } from 'node:os';
 import pg from 'pg';
 import { printReport } from './report';
 import type { BenchReport } from './report';
-import { benchClient, benchStack, cpuMs, peakMiB, percentile, pool, settled } from './stack';
+import { benchClient, benchStack, cpuMs, hostBusyMs, peakMiB, percentile, pool, settled } from './stack';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);
 const N = Number(process.env.BENCH_REQUESTS ?? 1000);
@@ -61,11 +64,45 @@ async function bareRole() {
     );
     res.json(rows[0]);
   });
+  // submitPayment's own baseline: the same database function the app calls (one statement: the job's
+  // lock, the caller's token by its hash, the transfer's lock, the checks, the insert) and a queued
+  // check, behind Express, without the app's middleware, validation, problems or views.
+  const { Queue } = await import('bullmq');
+  const { Redis } = await import('ioredis');
+  const checks = new Queue('bare-payments', {
+    connection: new Redis(process.env.REDIS_URL!, { maxRetriesPerRequest: null }),
+    prefix: process.env.QUEUE_PREFIX,
+  });
+  app.post('/jobs/:id/payment', async (req, res) => {
+    const b = req.body as { asset: string; txRef: string };
+    const token = (req.headers.authorization ?? '').slice('Bearer '.length);
+    const { rows } = await db.query<{ verdict: string; id: string }>(
+      `select r.verdict, (r.payment).*
+         from submit_payment(p_job_id => $1, p_asset => $2, p_tx_ref => $3, p_reference => null,
+                             p_now => $4, p_late_ms => 0, p_operator => false, p_agent_id => null,
+                             p_license_id => null, p_token_hash => $5, p_with_deliveries => false,
+                             p_id => $6, p_payer => null, p_tx_key => null) r`,
+      [
+        req.params.id,
+        b.asset,
+        b.txRef.toLowerCase(),
+        new Date(),
+        createHash('sha256').update(token).digest('hex'),
+        `pay_${randomBytes(13).toString('hex')}`,
+      ],
+    );
+    if (rows[0]!.verdict !== 'created') return void res.status(409).json({ error: rows[0]!.verdict });
+    await checks.add('check', { paymentId: rows[0]!.id });
+    res.status(202).json({ payment: rows[0] });
+  });
   const server = app.listen(BARE_PORT, '127.0.0.1');
   process.on('SIGTERM', () => {
     server.close();
     server.closeAllConnections();
-    void db.end().finally(() => process.exit(0));
+    void checks
+      .obliterate({ force: true })
+      .then(() => checks.close())
+      .finally(() => void db.end().finally(() => process.exit(0)));
   });
 }
 
@@ -327,6 +364,25 @@ async function main() {
         },
       },
       {
+        name: 'baseline of submitPayment: bare Express 5 + pg + BullMQ, the same statement and queued check',
+        key: 'bareSubmit',
+        server: 'bare',
+        prepare: makePriced,
+        request: async (i) => {
+          const job = priced[i]!;
+          await expect(
+            bareCall(
+              'POST',
+              `/jobs/${job.id}/payment`,
+              JSON.stringify({ asset: 'ETH', txRef: `0x${randomBytes(32).toString('hex')}` }),
+              { authorization: `Bearer ${job.token}` },
+            ),
+            202,
+            'bare submitPayment',
+          );
+        },
+      },
+      {
         name: 'submitPayment',
         key: 'submitPayment',
         server: 'web',
@@ -354,9 +410,15 @@ async function main() {
       await pool([...Array(Math.min(N, 300)).keys()], CONCURRENCY, phase.request);
     }
 
-    const samples = new Map<string, Array<{ perSecond: number; cpuMs: number; p50: number; p99: number }>>(
-      phases.map((p) => [p.key, []]),
-    );
+    type Sample = {
+      perSecond: number;
+      cpuMs: number;
+      hostMs: number;
+      busyCores: number;
+      p50: number;
+      p99: number;
+    };
+    const samples = new Map<string, Sample[]>(phases.map((p) => [p.key, []]));
     const loads: number[] = [];
     for (let round = 0; round < ROUNDS; round++) {
       // The order turns each round, so no phase always follows the same one.
@@ -365,10 +427,12 @@ async function main() {
         await phase.prepare?.();
         const pid = pids[phase.server];
         const cpuBefore = cpuMs(pid);
+        const hostBefore = hostBusyMs();
         const t = performance.now();
         const from = process.hrtime.bigint();
         const latencies = await pool([...Array(N).keys()], CONCURRENCY, phase.request);
         const seconds = (performance.now() - t) / 1000;
+        const hostMs = hostBusyMs() - hostBefore;
         // The phase's window on the monotonic clock the CPU profiles' sample times use (µs), for
         // bench/profile.ts.
         if (process.env.BENCH_CPU_PROF)
@@ -376,6 +440,8 @@ async function main() {
         samples.get(phase.key)!.push({
           perSecond: N / seconds,
           cpuMs: (cpuMs(pid) - cpuBefore) / N,
+          hostMs: hostMs / N,
+          busyCores: hostMs / 1000 / seconds,
           p50: percentile(latencies, 50),
           p99: percentile(latencies, 99),
         });
@@ -384,8 +450,7 @@ async function main() {
       console.log(`round ${round + 1}/${ROUNDS} done (load ${loadavg()[0]!.toFixed(2)})`);
     }
 
-    const med = (key: string, f: 'perSecond' | 'cpuMs' | 'p50' | 'p99') =>
-      median(samples.get(key)!.map((s) => s[f]));
+    const med = (key: string, f: keyof Sample) => median(samples.get(key)!.map((s) => s[f]));
     // Ratio to the baseline per round (same round, so the same host speed), then the median.
     const cpuRatio = (key: string) =>
       median(samples.get(key)!.map((s, r) => s.cpuMs / samples.get('bare')![r]!.cpuMs));
@@ -397,25 +462,34 @@ async function main() {
       `\nbench:http — ${ROUNDS} rounds × ${N} requests a phase, ${CONCURRENCY} in flight, rate limits ${RATE_LIMIT ? 'on' : 'off'}, ${cpus().length} cores; medians over the rounds`,
     );
     console.log(
-      '| phase | requests/s | web CPU ms/request | CPU × bare Express | rate × bare Express | p50 ms | p99 ms |',
+      '| phase | requests/s | web CPU ms/request | CPU × bare Express | rate × bare Express | host CPU ms/request | busy cores | p50 ms | p99 ms |',
     );
-    console.log('|---|---|---|---|---|---|---|');
+    console.log('|---|---|---|---|---|---|---|---|---|');
     for (const p of phases) {
       console.log(
-        `| ${p.name} | ${med(p.key, 'perSecond').toFixed(0)} | ${med(p.key, 'cpuMs').toFixed(3)} | ${cpuRatio(p.key).toFixed(2)} | ${rateRatio(p.key).toFixed(3)} | ${med(p.key, 'p50').toFixed(1)} | ${med(p.key, 'p99').toFixed(1)} |`,
+        `| ${p.name} | ${med(p.key, 'perSecond').toFixed(0)} | ${med(p.key, 'cpuMs').toFixed(3)} | ${cpuRatio(p.key).toFixed(2)} | ${rateRatio(p.key).toFixed(3)} | ${med(p.key, 'hostMs').toFixed(3)} | ${med(p.key, 'busyCores').toFixed(2)} | ${med(p.key, 'p50').toFixed(1)} | ${med(p.key, 'p99').toFixed(1)} |`,
       );
     }
     console.log(
       `load average (1 min) over the rounds: ${Math.min(...loads).toFixed(2)}–${Math.max(...loads).toFixed(2)}; peak memory: web ${memory.web.toFixed(0)} MiB, bare ${memory.bare.toFixed(0)} MiB, driver ${(process.memoryUsage().rss / 2 ** 20).toFixed(0)} MiB`,
     );
 
+    // submitPayment against its own baseline, round by round.
+    const vsBareSubmit = median(
+      samples.get('submitPayment')!.map((s, r) => s.perSecond / samples.get('bareSubmit')![r]!.perSecond),
+    );
+    console.log(
+      `submitPayment ÷ its bare baseline (rate, per round, median): ${vsBareSubmit.toFixed(3)}; web CPU ${med('submitPayment', 'cpuMs').toFixed(3)} vs ${med('bareSubmit', 'cpuMs').toFixed(3)} ms`,
+    );
     const figures: Record<string, number> = {};
     for (const p of phases.slice(1)) {
       figures[`${p.key}PerSecond`] = med(p.key, 'perSecond');
       figures[`${p.key}CpuMs`] = med(p.key, 'cpuMs');
       figures[`${p.key}CpuRatio`] = cpuRatio(p.key);
       figures[`${p.key}P99Ms`] = med(p.key, 'p99');
+      figures[`${p.key}HostCpuMs`] = med(p.key, 'hostMs');
     }
+    figures.submitPaymentVsBare = vsBareSubmit;
     figures.webPeakMiB = memory.web;
     figures.loadAverageMax = Math.max(...loads);
     report = {

@@ -215,6 +215,22 @@ export function cpuMs(pid: number | undefined): number {
 }
 
 /**
+ * CPU time the whole host has been busy so far (every core: user, nice, system, irq, softirq, steal;
+ * not idle or iowait), in ms; Linux only, else NaN. Over a phase, against the wall time, it says how
+ * many cores were busy: near the host's count, the host itself is what bounds the rate.
+ */
+export function hostBusyMs(): number {
+  try {
+    const [, ...ticks] = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/);
+    // user nice system idle iowait irq softirq steal, in USER_HZ ticks.
+    const [user, nice, system, , , irq, softirq, steal] = ticks.map(Number) as number[];
+    return ((user! + nice! + system! + irq! + softirq! + steal!) * 1000) / 100;
+  } catch {
+    return NaN;
+  }
+}
+
+/**
  * Waits until the processes are idle: under `busyMs` of CPU between them over `windowMs`, or `maxMs`
  * at most (and at once off Linux). What a child does as it starts — a prover loading its keys and
  * building tables — must not overlap a measurement. Resolves to the ms it waited.

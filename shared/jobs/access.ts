@@ -4,7 +4,7 @@
 // found, exactly as for a job that does not exist, so an id is not even an oracle of existence.
 // Every route and A2A operation on a job asks here: jobStatus, its events, submitPayment, cancelling,
 // push notification configs, logistics.
-import { capabilityMatches } from '../platform/capabilities';
+import { capabilityHash, capabilityMatches, capabilityPrefixes } from '../platform/capabilities';
 import type { Db } from '../platform/db/knex';
 import { notFound } from '../platform/errors';
 import type { JobRow } from './jobs';
@@ -35,6 +35,28 @@ export function mayAccessJob(row: Guarded, access: JobAccess): boolean {
   const creator = capabilityMatches('job', token, row.access_hash);
   const payer = capabilityMatches('job', token, row.payer_access_hash);
   return creator || payer;
+}
+
+/**
+ * mayAccessJob's arguments for a statement that decides it in the database (the submit_payment
+ * function, migrations/20261206000100_submit_payment_function.ts): the caller's principal, and the
+ * hash of a job capability (a token of any other kind opens nothing). Without `access` (a caller that
+ * has already decided, as the x402 settlement does), the job is open.
+ */
+export function accessArgs(access: JobAccess | undefined): {
+  p_operator: boolean;
+  p_agent_id: string | null;
+  p_license_id: string | null;
+  p_token_hash: string | null;
+} {
+  const caller = access?.caller;
+  const token = access?.token;
+  return {
+    p_operator: !access || caller?.kind === 'operator',
+    p_agent_id: caller?.kind === 'agent' ? caller.agentId : null,
+    p_license_id: caller?.kind === 'license' ? caller.licenseId : null,
+    p_token_hash: token?.startsWith(capabilityPrefixes.job) ? capabilityHash(token) : null,
+  };
 }
 
 /** The job if `access` opens it; otherwise the same 404 as for a job that does not exist. */

@@ -3,11 +3,10 @@
 import type { Knex } from 'knex';
 import { findAsset } from '../chains/assets';
 import type { Asset, AssetId, ChainFamily } from '../chains/assets';
-import { emitWebhookEvent, enqueueWebhooks, subscriptionsJson } from '../deliveries/webhooks';
+import { emitWebhookEvent, enqueueWebhooks } from '../deliveries/webhooks';
 import type { JobWebhookRow } from '../deliveries/webhooks';
-import { authorizeJob } from '../jobs/access';
+import { accessArgs } from '../jobs/access';
 import type { JobAccess } from '../jobs/access';
-import type { JobRow } from '../jobs/jobs';
 import type { Db } from '../platform/db/knex';
 import { env } from '../platform/env';
 import { conflict, notFound, unprocessable, validationFailed } from '../platform/errors';
@@ -89,202 +88,136 @@ export async function submitPayment(
     throw validationFailed([{ path: 'body.txKey', message: 'only XMR payments take a transaction key' }]);
   }
 
-  // Between BEGIN and COMMIT: lockJob's statement, recordPayment's, and the delivery's insert when the
-  // job has a webhook. A refusal reads the job's payments once more (see below) and writes nothing.
-  const result = await db.transaction(async (trx) => {
-    const found = await lockJob(trx, jobId, asset.id, txRef);
-    const job = opts.access ? authorizeJob(found?.job, jobId, opts.access) : found?.job;
-    if (!found || !job) throw notFound(`Job ${jobId}`);
-    let quote: PayableQuote;
-    try {
-      quote = payableQuote(job, found.quotes, asset, input.reference, now);
-    } catch (refusal) {
-      // The same transaction submitted again for the same job answers the payment already recorded,
-      // before any refusal. It is looked for here, after the job's lock: the first statement's snapshot
-      // may predate a payment recorded by the lock's previous holder.
-      const ours = await recordedPayment(trx, jobId, asset.id, txRef);
-      if (ours) return { payment: ours, created: false, webhooks: [] as string[] };
-      throw refusal;
-    }
-    const recorded = await recordPayment(trx, {
-      id: newId('pay'),
-      job_id: jobId,
-      quote_id: quote.id,
-      asset: asset.id,
-      chain: quote.network,
-      tx_ref: txRef,
-      payer: input.payer ?? null,
-      tx_key: input.txKey ?? null,
-      status: 'pending',
-      created_at: now,
-      updated_at: now,
-    });
-    if (!recorded) {
-      throw conflict('payment_already_claimed', 'This transaction has already paid for another job.');
-    }
-    if (!recorded.created) return { payment: recorded.payment, created: false, webhooks: [] as string[] };
-    const webhooks = await paymentWebhook(trx, recorded.payment, undefined, found.subscriptions);
-    return { payment: recorded.payment, created: true, webhooks };
-  });
-  await enqueueWebhooks(queues, result.webhooks);
-  if (result.created) await enqueuePayment(queues, result.payment.id);
-  return { payment: result.payment, created: result.created };
+  const args = {
+    p_job_id: jobId,
+    p_asset: asset.id,
+    p_tx_ref: txRef,
+    p_reference: input.reference ?? null,
+    p_now: now,
+    p_late_ms: lateWindowMs(env),
+    ...accessArgs(opts.access),
+    p_id: newId('pay'),
+    p_payer: input.payer ?? null,
+    p_tx_key: input.txKey ?? null,
+  };
+  // One statement, committed as it ends; a job with a webhook (the function says so before writing)
+  // takes a transaction instead, so that its delivery is written with the payment.
+  let answer = await callSubmit(db, { ...args, p_with_deliveries: false });
+  let webhooks: string[] = [];
+  if (answer.verdict === 'subscribed') {
+    ({ answer, webhooks } = await db.transaction(async (trx) => {
+      const a = await callSubmit(trx, { ...args, p_with_deliveries: true });
+      const ids =
+        a.verdict === 'created' ? await paymentWebhook(trx, a.payment!, undefined, a.subscriptions) : [];
+      return { answer: a, webhooks: ids };
+    }));
+  }
+  if (answer.verdict === 'created' || answer.verdict === 'recorded') {
+    const created = answer.verdict === 'created';
+    await enqueueWebhooks(queues, webhooks);
+    if (created) await enqueuePayment(queues, answer.payment!.id);
+    return { payment: answer.payment!, created };
+  }
+  throw refusal(answer, jobId, asset, input.reference);
 }
 
 /** What submitPayment reads of a quote: which quote it is, its network, and when it expired. */
 type PayableQuote = Pick<QuoteRow, 'id' | 'asset' | 'network' | 'expires_at'>;
 
-/** lockJob's row: the job's columns, and beside them its quotes and subscriptions as json. */
-type LockedJobRow = JobRow & {
-  job_quotes: Array<Omit<PayableQuote, 'expires_at'> & { expires_at: string }>;
-  job_subscriptions: JobWebhookRow[];
-  transfer_lock: unknown;
+/** The function's answers (migrations/20261206000100_submit_payment_function.ts). */
+type Verdict =
+  | 'created'
+  | 'recorded'
+  | 'subscribed'
+  | 'not_found'
+  | 'payment_not_required'
+  | 'job_not_awaiting_payment'
+  | 'asset_not_quoted'
+  | 'unknown_reference'
+  | 'quote_expired'
+  | 'payment_already_claimed';
+
+interface SubmitAnswer {
+  verdict: Verdict;
+  /** The job's status and quotes, for a refusal's words (not when not found). */
+  status: string | null;
+  quotes: PayableQuote[];
+  /** The job's subscriptions, read only when the function wrote a payment inside a transaction. */
+  subscriptions: JobWebhookRow[] | undefined;
+  payment: PaymentRow | undefined;
+}
+
+type SubmitRow = PaymentRow & {
+  verdict: Verdict;
+  job_status: string | null;
+  job_quotes: Array<Omit<PayableQuote, 'expires_at'> & { expires_at: string }> | null;
+  job_subscriptions: JobWebhookRow[] | null;
 };
 
 /**
- * submitPayment's first statement: locks the job's row and returns it with its quotes and its
- * webhook subscriptions, and takes the lock that serialises submissions of one transaction (keyed on
- * the network of the job's quote in `asset`, and the transaction), so two racing for different jobs
- * cannot both pass. It is taken after the job's (the order every holder of both takes them in), and
- * before the checks: a refused submission holds it until its rollback. Undefined when the job does
- * not exist.
- *
- * The statement's snapshot is taken before it waits for the job's lock, so it reads only what cannot
- * have changed meanwhile: quotes and an `event` subscription are written with the job and never after
- * (an A2A push config can be added later, but it hears no payment events). The job's payments and the
- * transfer's claims are read by later statements, whose snapshots follow both locks.
+ * The database function `submit_payment`, in one statement: it locks the job, checks who asks, takes
+ * the lock that serialises submissions of one transfer (keyed on the network of the job's quote in the
+ * asset, and the transaction), and then, in statements whose snapshots follow both locks, answers the
+ * job's payment of this transaction if it has one, the refusal if the job takes no such payment now or
+ * the transfer is claimed, or records the payment. The payment's columns come as a plain read of the
+ * row gives them (its `payment` column expanded).
  */
-async function lockJob(
-  trx: Knex.Transaction,
-  jobId: string,
-  asset: AssetId,
-  txRef: string,
-): Promise<{ job: JobRow; quotes: PayableQuote[]; subscriptions: JobWebhookRow[] } | undefined> {
-  // The row lock is taken in the CTE, whose rows the outer select list is computed over: the transfer's
-  // lock is asked for once the job's is held.
-  const { rows } = await trx.raw<{ rows: LockedJobRow[] }>(
-    `with job as (select * from jobs where id = :jobId for update)
-     select job.*,
-       (select coalesce(
-            json_agg(json_build_object('id', q.id, 'asset', q.asset, 'network', q.network,
-                                       'expires_at', q.expires_at) order by q.id),
-            '[]'::json)
-          from quotes q where q.job_id = job.id) as job_quotes,
-       :subscriptions as job_subscriptions,
-       (select pg_advisory_xact_lock(hashtextextended(q.network || '|' || :txRef::text, 0))
-          from quotes q where q.job_id = job.id and q.asset = :asset) as transfer_lock
-     from job`,
-    { jobId, subscriptions: subscriptionsJson(trx, 'job.id'), txRef, asset },
+async function callSubmit(q: Db | Knex.Transaction, args: Record<string, unknown>): Promise<SubmitAnswer> {
+  const names = Object.keys(args);
+  const { rows } = await q.raw<{ rows: SubmitRow[] }>(
+    `select r.verdict, r.job_status, r.job_quotes, r.job_subscriptions, (r.payment).*
+       from submit_payment(${names.map((n) => `${n} => :${n}`).join(', ')}) r`,
+    args as Record<string, Knex.Value>,
   );
-  const row = rows[0];
-  if (!row) return undefined;
-  const { job_quotes, job_subscriptions, transfer_lock: _lock, ...job } = row;
+  const { verdict, job_status, job_quotes, job_subscriptions, ...payment } = rows[0]!;
   return {
-    job,
+    verdict,
+    status: job_status,
     // json carries a timestamp as its ISO text; the quote's expiry is a Date, as a plain read gives it.
-    quotes: job_quotes.map((q) => ({ ...q, expires_at: new Date(q.expires_at) })),
-    subscriptions: job_subscriptions,
+    quotes: (job_quotes ?? []).map((x) => ({ ...x, expires_at: new Date(x.expires_at) })),
+    subscriptions: job_subscriptions ?? undefined,
+    payment: payment.id ? payment : undefined,
   };
 }
 
 /**
- * The job's quote in `asset` if the job takes this payment now; otherwise the refusal, in this order:
- * a job that takes no payment, a job not awaiting one, an asset not quoted, a reference that is not
- * that quote's, a quote past its watch window.
+ * The refusal a verdict stands for, in the function's order: a job that is not found (or not the
+ * caller's to act on), one that takes no payment, one not awaiting payment, an asset not quoted, a
+ * reference that is not that quote's, a quote past its watch window, a transfer that paid already.
  */
-function payableQuote(
-  job: JobRow,
-  quotes: readonly PayableQuote[],
+function refusal(
+  answer: SubmitAnswer,
+  jobId: string,
   asset: Asset,
   reference: string | undefined,
-  now: Date,
-): PayableQuote {
-  if (quotes.length === 0) throw conflict('payment_not_required', 'This job does not take payment.');
-  if (!['awaiting_payment', 'expired'].includes(job.status)) {
-    throw conflict('job_not_awaiting_payment', `The job is ${job.status}; it takes no payment now.`);
+): Error {
+  const quote = answer.quotes.find((q) => q.asset === asset.id);
+  switch (answer.verdict) {
+    case 'not_found':
+      return notFound(`Job ${jobId}`);
+    case 'payment_not_required':
+      return conflict('payment_not_required', 'This job does not take payment.');
+    case 'job_not_awaiting_payment':
+      return conflict('job_not_awaiting_payment', `The job is ${answer.status}; it takes no payment now.`);
+    case 'asset_not_quoted':
+      return unprocessable('asset_not_quoted', `This job has no quote in ${asset.id}.`, {
+        quoted: answer.quotes.map((q) => q.asset),
+      });
+    case 'unknown_reference':
+      return unprocessable(
+        'unknown_reference',
+        `${reference} is not this job's ${asset.id} quote; its reference is ${quote?.id}.`,
+      );
+    case 'quote_expired':
+      return conflict(
+        'quote_expired',
+        `The ${asset.id} quote expired at ${iso(quote?.expires_at ?? null)} and is no longer watched; create a new job.`,
+      );
+    case 'payment_already_claimed':
+      return conflict('payment_already_claimed', 'This transaction has already paid for another job.');
+    default:
+      return new Error(`submit_payment answered ${answer.verdict}`);
   }
-  const quote = quotes.find((q) => q.asset === asset.id);
-  if (!quote) {
-    throw unprocessable('asset_not_quoted', `This job has no quote in ${asset.id}.`, {
-      quoted: quotes.map((q) => q.asset),
-    });
-  }
-  if (reference !== undefined && reference !== quote.id) {
-    throw unprocessable(
-      'unknown_reference',
-      `${reference} is not this job's ${asset.id} quote; its reference is ${quote.id}.`,
-    );
-  }
-  if (now.getTime() > new Date(quote.expires_at).getTime() + lateWindowMs(env)) {
-    throw conflict(
-      'quote_expired',
-      `The ${asset.id} quote expired at ${iso(quote.expires_at)} and is no longer watched; create a new job.`,
-    );
-  }
-  return quote;
-}
-
-/** The job's latest payment of this transaction in this asset, if it has one. */
-async function recordedPayment(
-  trx: Knex.Transaction,
-  jobId: string,
-  asset: AssetId,
-  txRef: string,
-): Promise<PaymentRow | undefined> {
-  return (await trx('payments')
-    .where({ job_id: jobId, asset, tx_ref: txRef })
-    .orderBy('created_at', 'desc')
-    .first()) as PaymentRow | undefined;
-}
-
-type NewPayment = Pick<
-  PaymentRow,
-  | 'id'
-  | 'job_id'
-  | 'quote_id'
-  | 'asset'
-  | 'chain'
-  | 'tx_ref'
-  | 'payer'
-  | 'tx_key'
-  | 'status'
-  | 'created_at'
-  | 'updated_at'
->;
-
-/**
- * submitPayment's second statement, after lockJob took both locks: answers the job's payment of this
- * transaction if it has one (created: false); otherwise inserts `p` unless the transfer is claimed
- * (undefined: refused). Both are read here rather than in lockJob: a statement sees what was committed
- * before it started, and this one starts after the locks, so it sees a payment or a claim that the
- * locks' previous holders committed.
- */
-async function recordPayment(
-  trx: Knex.Transaction,
-  p: NewPayment,
-): Promise<{ payment: PaymentRow; created: boolean } | undefined> {
-  const { rows } = await trx.raw<{ rows: Array<PaymentRow & { created: boolean }> }>(
-    `with ours as (
-       select * from payments where job_id = :job_id and asset = :asset and tx_ref = :tx_ref
-       order by created_at desc limit 1
-     ), inserted as (
-       insert into payments (id, job_id, quote_id, asset, chain, tx_ref, payer, tx_key, status,
-                             created_at, updated_at)
-       select :id, :job_id, :quote_id, :asset, :chain, :tx_ref, :payer, :tx_key, :status,
-              :created_at::timestamptz, :updated_at::timestamptz
-       where not exists (select 1 from ours)
-         and not exists (select 1 from payment_claims where chain = :chain and tx_ref = :tx_ref)
-       returning *
-     )
-     select true as created, inserted.* from inserted
-     union all
-     select false, ours.* from ours`,
-    p,
-  );
-  const row = rows[0];
-  if (!row) return undefined;
-  const { created, ...payment } = row;
-  return { payment, created };
 }
 
 /**

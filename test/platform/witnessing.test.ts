@@ -20,7 +20,13 @@ import { formatVkey } from '../../shared/platform/translog/note';
 import { checkCheckpoint, parsePolicy } from '../../shared/platform/translog/policy';
 import { formatAddCheckpoint } from '../../shared/platform/translog/witness';
 import { cosignatureLines, withCosignatures } from '../../shared/platform/translog/pg-checkpoints';
-import { appendEntries, logNoteSigner, servedCheckpoint } from '../../shared/platform/translog/service-log';
+import { treeHead } from '../../shared/platform/translog/pg-log';
+import {
+  appendEntries,
+  logHead,
+  logNoteSigner,
+  servedCheckpoint,
+} from '../../shared/platform/translog/service-log';
 import {
   Witnessing,
   pgCheckpointLog,
@@ -174,6 +180,12 @@ quorum both
     const verdict = checkCheckpoint(parsePolicy(policy), served);
     expect(verdict.ok, verdict.reason).toBe(true);
     expect([...verdict.cosigned.keys()]).toEqual(['w1']);
+    // GET log/head reads the same checkpoint, cosignature included, and the latest tree head, in one
+    // statement.
+    const head = await logHead(db);
+    expect(head.checkpoint).toBe(await servedCheckpoint(db));
+    expect(head.head).toEqual(await treeHead(db));
+    expect(head.head?.treeSize).toBe(2);
     await db('checkpoints').delete();
     await db('tree_heads').delete();
   });

@@ -10,7 +10,7 @@ import {
   logSize,
   treeHead,
 } from '../../../shared/platform/translog/pg-log';
-import { describeLog, servedCheckpoint } from '../../../shared/platform/translog/service-log';
+import { describeLog, logHead } from '../../../shared/platform/translog/service-log';
 import {
   consistencyProofSchema,
   inclusionProofSchema,
@@ -88,7 +88,7 @@ export function logRoutes(table: RouteTable): RouteTable {
         },
       },
       handler: async ({ deps }) => {
-        const [head, checkpoint] = await Promise.all([treeHead(deps.db), servedCheckpoint(deps.db)]);
+        const { head, checkpoint } = await logHead(deps.db);
         return {
           status: 200,
           headers: { 'Cache-Control': 'no-store' },

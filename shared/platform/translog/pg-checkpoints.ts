@@ -54,8 +54,13 @@ export async function cosignatureLines(db: Conn, size: number): Promise<string[]
       { column: 'witness_name', order: 'asc' },
     ])
     .select('line')) as Array<{ line: string }>;
-  return rows
-    .map((r) => r.line.replace(/\n$/, ''))
+  return noteLines(rows.map((r) => r.line));
+}
+
+/** Stored cosignature lines (oldest first) as a note carries them: those that fit, each with its newline. */
+export function noteLines(stored: readonly string[]): string[] {
+  return stored
+    .map((l) => l.replace(/\n$/, ''))
     .filter((l) => SIGNATURE_LINE.test(l))
     .slice(0, MAX_COSIGNATURES)
     .map((l) => `${l}\n`);

@@ -225,7 +225,7 @@ export async function saveTreeHead(db: Conn, head: SignedTreeHead): Promise<void
     .ignore();
 }
 
-interface TreeHeadRow {
+export interface TreeHeadRow {
   tree_size: string;
   root_hash: string;
   timestamp: string;
@@ -233,7 +233,7 @@ interface TreeHeadRow {
   signature: string;
 }
 
-const headOf = (r: TreeHeadRow): SignedTreeHead => ({
+export const headOf = (r: TreeHeadRow): SignedTreeHead => ({
   treeSize: Number(r.tree_size),
   rootHash: r.root_hash,
   timestamp: r.timestamp,

@@ -12,11 +12,12 @@ import {
   checkpointAt,
   checkpointBetween,
   cosignatureLines,
+  noteLines,
   saveCheckpoint,
   withCosignatures,
 } from './pg-checkpoints';
-import { appendLeaves, inclusionProofAt, leafByKey, lockLog, saveTreeHead } from './pg-log';
-import type { Appended, NewLeaf } from './pg-log';
+import { appendLeaves, headOf, inclusionProofAt, leafByKey, lockLog, saveTreeHead } from './pg-log';
+import type { Appended, NewLeaf, TreeHeadRow } from './pg-log';
 import { EntryMissing, entryBundle, tileData } from './pg-tiles';
 import { formatTlogProof } from './proof';
 import { TILE_WIDTH, parseTilePath, tileWidth } from './tiles';
@@ -150,6 +151,30 @@ export async function logProofFor(
 export async function servedCheckpoint(db: Knex): Promise<string | undefined> {
   const cp = await checkpointAt(db);
   return cp ? withCosignatures(cp.note, await cosignatureLines(db, cp.treeSize)) : undefined;
+}
+
+/**
+ * What a client polls for, in one statement (one snapshot): the latest signed tree head, and the
+ * checkpoint servedCheckpoint serves (the latest, with every cosignature stored for its size).
+ */
+export async function logHead(
+  db: Knex,
+): Promise<{ head: SignedTreeHead | undefined; checkpoint: string | undefined }> {
+  const { rows } = await db.raw<{
+    rows: Array<Partial<TreeHeadRow> & { note: string | null; lines: string[] | null }>;
+  }>(
+    `select h.tree_size::text as tree_size, h.root_hash, h.timestamp, h.key_id, h.signature, c.note,
+       (select json_agg(s.line order by s.cosigned_at, s.witness_name)
+          from checkpoint_cosignatures s where s.tree_size = c.tree_size) as lines
+     from (select 1) one
+     left join lateral (select * from tree_heads order by tree_size desc limit 1) h on true
+     left join lateral (select tree_size, note from checkpoints order by tree_size desc limit 1) c on true`,
+  );
+  const { note, lines, ...head } = rows[0]!;
+  return {
+    head: head.tree_size == null ? undefined : headOf(head as TreeHeadRow),
+    checkpoint: note == null ? undefined : withCosignatures(note, noteLines(lines ?? [])),
+  };
 }
 
 export type TileReply =
