@@ -185,12 +185,7 @@ async function callSubmit(q: Db | Knex.Transaction, args: Record<string, unknown
  * caller's to act on), one that takes no payment, one not awaiting payment, an asset not quoted, a
  * reference that is not that quote's, a quote past its watch window, a transfer that paid already.
  */
-function refusal(
-  answer: SubmitAnswer,
-  jobId: string,
-  asset: Asset,
-  reference: string | undefined,
-): Error {
+function refusal(answer: SubmitAnswer, jobId: string, asset: Asset, reference: string | undefined): Error {
   const quote = answer.quotes.find((q) => q.asset === asset.id);
   switch (answer.verdict) {
     case 'not_found':
