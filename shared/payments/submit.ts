@@ -7,6 +7,7 @@ import { emitWebhookEvent, enqueueWebhooks } from '../deliveries/webhooks';
 import type { JobWebhookRow } from '../deliveries/webhooks';
 import { accessArgs } from '../jobs/access';
 import type { JobAccess } from '../jobs/access';
+import { MicroBatch } from '../platform/batch';
 import type { Db } from '../platform/db/knex';
 import { env } from '../platform/env';
 import { conflict, notFound, unprocessable, validationFailed } from '../platform/errors';
@@ -237,13 +238,30 @@ function paymentWebhook(
   );
 }
 
-/** Enqueues a payment check; a Redis failure is logged, the sweeper enqueues it from Postgres later. */
+/** Each Queues' batch of payment checks (shared/platform/batch.ts). */
+const paymentChecks = new WeakMap<Queues, MicroBatch<string, void>>();
+
+/**
+ * Enqueues a payment check; a Redis failure is logged, the sweeper enqueues it from Postgres later.
+ * Checks enqueued in the same turn of the event loop go to Redis in one addBulk, as job creations do.
+ */
 export async function enqueuePayment(queues: Queues, paymentId: string): Promise<void> {
-  try {
-    await queues.enqueue('payments', { paymentId });
-  } catch (err) {
-    logger.warn({ paymentId, err: (err as Error).message }, 'enqueue failed; the sweeper will retry');
+  let batch = paymentChecks.get(queues);
+  if (!batch) {
+    batch = new MicroBatch(async (ids: string[]) => {
+      try {
+        await queues.enqueueMany(
+          'payments',
+          ids.map((id) => ({ paymentId: id })),
+        );
+      } catch (err) {
+        logger.warn({ payments: ids, err: (err as Error).message }, 'enqueue failed; the sweeper will retry');
+      }
+      return ids.map(() => undefined);
+    });
+    paymentChecks.set(queues, batch);
   }
+  await batch.add(paymentId);
 }
 
 /** For the sweeper: a payment whose queue job ran out of attempts is ended with the reason. */
