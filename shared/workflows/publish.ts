@@ -40,11 +40,11 @@ export async function publishWorkflowPackage(db: Db, proofId: string): Promise<P
     const wf = (await trx('workflows').where('id', row.workflow_id).first()) as WorkflowRow;
     const template = templateOrThrow(wf.template);
     const stages = await loadRecords(trx, wf.id);
-    const [approvals, approvers, credentialProofs] = await Promise.all([
-      loadApprovals(trx, wf.id),
-      loadFixedApprovers(trx, wf.id),
-      loadCredentialProofs(trx, wf.id, template),
-    ]);
+    // One after another: a transaction is one connection, which runs one query at a time (pg queues
+    // concurrent ones, and pg 9 refuses them).
+    const approvals = await loadApprovals(trx, wf.id);
+    const approvers = await loadFixedApprovers(trx, wf.id);
+    const credentialProofs = await loadCredentialProofs(trx, wf.id, template);
     let pkg: WorkflowPackage;
     try {
       pkg = sealWorkflowPackage({
