@@ -286,6 +286,21 @@ async function main() {
       });
     };
 
+    // The i-th priced job's payment (a fresh ETH transfer hash), with its token, to either server.
+    const pay = async (via: typeof call, jobs: string, i: number, what: string) => {
+      const job = priced[i]!;
+      await expect(
+        via(
+          'POST',
+          `${jobs}/${job.id}/payment`,
+          JSON.stringify({ asset: 'ETH', txRef: `0x${randomBytes(32).toString('hex')}` }),
+          { authorization: `Bearer ${job.token}` },
+        ),
+        202,
+        what,
+      );
+    };
+
     let eventCount = 0;
     const phases: Phase[] = [
       {
@@ -368,38 +383,14 @@ async function main() {
         key: 'bareSubmit',
         server: 'bare',
         prepare: makePriced,
-        request: async (i) => {
-          const job = priced[i]!;
-          await expect(
-            bareCall(
-              'POST',
-              `/jobs/${job.id}/payment`,
-              JSON.stringify({ asset: 'ETH', txRef: `0x${randomBytes(32).toString('hex')}` }),
-              { authorization: `Bearer ${job.token}` },
-            ),
-            202,
-            'bare submitPayment',
-          );
-        },
+        request: (i) => pay(bareCall, '/jobs', i, 'bare submitPayment'),
       },
       {
         name: 'submitPayment',
         key: 'submitPayment',
         server: 'web',
         prepare: makePriced,
-        request: async (i) => {
-          const job = priced[i]!;
-          await expect(
-            call(
-              'POST',
-              `/api/jobs/${job.id}/payment`,
-              JSON.stringify({ asset: 'ETH', txRef: `0x${randomBytes(32).toString('hex')}` }),
-              { authorization: `Bearer ${job.token}` },
-            ),
-            202,
-            'submitPayment',
-          );
-        },
+        request: (i) => pay(call, '/api/jobs', i, 'submitPayment'),
       },
     ];
     const pids = { bare: bare.pid!, node: node.pid!, web: web.pid! };
