@@ -6,6 +6,7 @@
 import { EventEmitter } from 'node:events';
 import http from 'node:http';
 import net from 'node:net';
+import { createInterface } from 'node:readline';
 import type { AddressInfo } from 'node:net';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -50,29 +51,28 @@ async function monitorRedis(url: string): Promise<EventEmitter & { disconnect():
   const { hostname, port, username, password } = new URL(url);
   const socket = net.connect(Number(port || 6379), hostname);
   const events = Object.assign(new EventEmitter(), { disconnect: () => socket.destroy() });
-  let pending = '';
-  let oks = password ? 2 : 1;
-  let ready: () => void;
-  const started = new Promise<void>((r) => (ready = r));
-  socket.setEncoding('utf8');
-  socket.on('data', (chunk: string) => {
-    pending += chunk;
-    let end: number;
-    while ((end = pending.indexOf('\r\n')) >= 0) {
-      const line = pending.slice(0, end);
-      pending = pending.slice(end + 2);
-      if (line === '+OK' && --oks === 0) ready();
+  // Each command is answered +OK (AUTH first where the URL has a password), MONITOR's last; an error
+  // reply ends the wait.
+  const commands = [
+    ...(password ? [['AUTH', ...[username, password].filter(Boolean).map(decodeURIComponent)]] : []),
+    ['MONITOR'],
+  ];
+  let oks = commands.length;
+  const started = new Promise<void>((resolve, reject) => {
+    createInterface({ input: socket, crlfDelay: Infinity }).on('line', (line) => {
+      if (line === '+OK' && --oks === 0) resolve();
+      if (line.startsWith('-')) reject(new Error(`Redis refused the monitor: ${line}`));
       // +1712098529.327989 [0 127.0.0.1:62763] "scan" "0" "MATCH" "…"
       const m = /^\+(\S+) \[\d+ ([^\]]+)\] (.*)$/.exec(line);
-      if (!m) continue;
+      if (!m) return;
       const args = [...m[3]!.matchAll(/"((?:[^"\\]|\\.)*)"/g)].map((a) => a[1]!.replace(/\\(.)/g, '$1'));
       events.emit('monitor', m[1], args, m[2]);
-    }
+    });
+    socket.on('error', reject);
   });
-  // Each command is answered +OK (AUTH first where the URL has a password), MONITOR's last.
-  const auth = password ? [username, password].filter(Boolean).map(decodeURIComponent) : [];
-  if (auth.length) socket.write(`AUTH ${auth.join(' ')}\r\n`);
-  socket.write('MONITOR\r\n');
+  // As RESP arrays, so a password is sent as it is, spaces and all.
+  for (const c of commands)
+    socket.write(`*${c.length}\r\n${c.map((a) => `$${Buffer.byteLength(a)}\r\n${a}\r\n`).join('')}`);
   await started;
   return events;
 }
